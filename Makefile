@@ -1,0 +1,53 @@
+# Tusk: `make run` starts Tusk in a lab of network namespaces, `make test` runs every test.
+# Both install what they need (Debian packages, a Python >= 3.12 virtualenv) by themselves.
+
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+LAB ?= tusk
+LAB_STATE := /var/tmp/tusk-lab/$(LAB)
+APT_PACKAGES := nftables iproute2 iputils-ping tcpdump iperf3 procps
+PYTEST_ARGS ?=
+
+.PHONY: help run test deps venv bench-policy lab-up lab-down clean
+
+help:
+	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
+	@echo "make test          run every test tier (unit, golden, property, namespace)"
+	@echo "make bench-policy  compile/check/apply times and single-flow throughput"
+
+deps: $(VENV)/.installed
+	@tools/ensure-apt $(APT_PACKAGES)
+
+$(VENV)/.installed: webui/requirements.txt tests/requirements.txt
+	@tools/ensure-apt python3 ca-certificates
+	@python=$$(tools/find-python) || exit 1; \
+	  if [ ! -x $(PY) ] || ! $(PY) -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then \
+	    rm -rf $(VENV); echo "creating $(VENV) with $$python"; $$python -m venv $(VENV); fi
+	$(PY) -m pip install -q --disable-pip-version-check -r tests/requirements.txt
+	@touch $@
+
+venv: $(VENV)/.installed
+
+test: deps
+	@[ "$$(id -u)" -eq 0 ] || { echo "make test needs root: the namespace tests create network namespaces"; exit 1; }
+	cd tests && ../$(PY) -m pytest $(PYTEST_ARGS)
+
+run: deps
+	@[ "$$(id -u)" -eq 0 ] || { echo "make run needs root: it creates network namespaces"; exit 1; }
+	@trap '$(PY) tests/lab.py down $(LAB); echo "lab $(LAB) torn down"' EXIT; \
+	  $(PY) tests/lab.py up $(LAB) && \
+	  rm -rf $(LAB_STATE) && \
+	  $(PY) webui/bin/tusk policy --netns $(LAB)-fw --state-dir $(LAB_STATE) apply webui/policy/examples/tusk.yaml && \
+	  $(PY) webui/bin/tusk policy --netns $(LAB)-fw --state-dir $(LAB_STATE) confirm && \
+	  ip netns exec $(LAB)-fw nft list table inet tusk && \
+	  echo && echo "Tusk lab is up: the example policy is live in namespace $(LAB)-fw." && \
+	  echo "Try: $(PY) webui/bin/tusk policy --netns $(LAB)-fw --state-dir $(LAB_STATE) history" && \
+	  echo "Ctrl-C tears the lab down." && \
+	  while sleep 3600; do :; done
+
+bench-policy: deps
+	$(PY) tests/bench/bench_policy.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache tests/.pytest_cache

@@ -1,0 +1,64 @@
+"""Shared fixtures. A missing tool fails the tier with what to install - never a skip."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from lab import Lab
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TUSK = os.path.join(ROOT, "webui", "bin", "tusk")
+
+TOOLS = {"nft": "nftables", "ip": "iproute2", "tcpdump": "tcpdump", "iperf3": "iperf3",
+         "ping": "iputils-ping"}
+
+
+def require(*tools):
+    missing = [f"{t} (Debian package {TOOLS[t]})" for t in tools if shutil.which(t) is None]
+    if missing:
+        pytest.fail("missing: " + ", ".join(missing) + " - run `make test`, which installs them")
+    if os.geteuid() != 0:
+        pytest.fail("this tier needs root to create network namespaces")
+
+
+@pytest.fixture(scope="session")
+def scratch_netns():
+    """An empty namespace in which nft -c asks the real kernel without touching the host."""
+    require("nft", "ip")
+    name = f"tusk-scratch-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    yield name
+    subprocess.run(["ip", "netns", "del", name], check=False)
+
+
+@pytest.fixture(scope="session")
+def nft_check(scratch_netns):
+    def check(ruleset):
+        return subprocess.run(["ip", "netns", "exec", scratch_netns, "nft", "-c", "-f", "-"],
+                              input=ruleset, capture_output=True, text=True)
+    return check
+
+
+@pytest.fixture(scope="module")
+def lab():
+    require("nft", "ip", "tcpdump", "iperf3", "ping")
+    lab = Lab(f"tt{os.getpid() % 100000}").up()
+    yield lab
+    lab.down()
+
+
+def run_tusk(*args, netns=None, state_dir=None, check=False, **kwargs):
+    """The CLI as an operator runs it, in its own process."""
+    argv = [sys.executable, TUSK, "policy"]
+    if netns:
+        argv += ["--netns", netns]
+    if state_dir:
+        argv += ["--state-dir", str(state_dir)]
+    result = subprocess.run(argv + [str(a) for a in args], capture_output=True, text=True,
+                            **kwargs)
+    if check and result.returncode != 0:
+        raise AssertionError(f"tusk {' '.join(map(str, args))} failed ({result.returncode}):\n"
+                             f"{result.stdout}{result.stderr}")
+    return result

@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class PolicyConfig(AppConfig):
+    """The policy engine. Its core/ package is plain Python: the CLI and the tests
+    use it without Django or a database."""
+
+    name = "policy"
+    verbose_name = "Policy"

@@ -1,0 +1,80 @@
+"""What the target's kernel can do, asked the only way that is certain: nft -c.
+
+nft -c hands the transaction to the kernel, which refuses object types it does not
+have (a ct helper type nobody registered, a flowtable without NF_FLOW_TABLE) with
+ENOENT. Each probe is a throw-away table checked, never loaded.
+"""
+from . import choices
+from .errors import Code, PolicyError, Problem
+
+_PROBE_TABLE = "tusk_probe"
+
+
+def _probe(target, body):
+    return target.nft_check(f"table inet {_PROBE_TABLE} {{\n{body}\n}}\n").ok
+
+
+def has_helper(target, helper_type):
+    return _probe(target, f'ct helper p {{\n type "{helper_type}" protocol tcp\n l3proto inet\n}}')
+
+
+def flowtable_refusals(target, devices):
+    """None if a flowtable over all devices works, else the devices (or '*' for the kernel)
+    that a flowtable cannot use."""
+    def works(devs):
+        listed = f"devices = {{ {', '.join(devs)} }}" if devs else ""
+        return _probe(target, f"flowtable f {{\n hook ingress priority filter\n {listed}\n}}")
+    if works(devices):
+        return None
+    if not works([]):
+        return ["*"]
+    return [d for d in devices if not works([d])]
+
+
+def check(policy, target):
+    """Raises PolicyError naming each class (and zone interface) the target cannot serve."""
+    problems = []
+    present = target.interfaces()
+    for zi, zone in enumerate(policy.zones):
+        for ii, ifname in enumerate(zone.interfaces):
+            if ifname not in present:
+                problems.append(Problem(Code.INTERFACE, f"zones[{zi}].interfaces[{ii}]",
+                                        f"{ifname} does not exist on {target}"))
+    if problems:
+        raise PolicyError(problems)
+
+    helper_ok = {}
+    for index, cls in enumerate(policy.classes):
+        if cls.seqrand == choices.SEQRAND_NONE:
+            continue
+        helper = choices.SEQRAND_HELPER_TYPES[cls.seqrand]
+        if helper not in helper_ok:
+            helper_ok[helper] = has_helper(target, helper)
+        if not helper_ok[helper]:
+            problems.append(Problem(
+                Code.CAPABILITY, f"classes[{index}].seqrand",
+                f"class {cls.name!r} needs the kernel's {helper!r} conntrack helper "
+                f"(CONFIG_NF_CONNTRACK_SEQRAND, Tusk's kernel), which {target} lacks"))
+
+    fast = [(i, c) for i, c in enumerate(policy.classes) if c.fastpath]
+    if fast:
+        from .render import _Renderer
+        devices = _Renderer(policy).fastpath_devices()
+        refused = flowtable_refusals(target, [f'"{d}"' for d in devices])
+        if refused:
+            why = ("flowtables (CONFIG_NF_FLOW_TABLE), which the kernel of " f"{target} lacks"
+                   if refused == ["*"] else
+                   f"a flowtable over {', '.join(r.strip(chr(34)) for r in refused)}, "
+                   "which those interfaces cannot carry")
+            for index, cls in fast:
+                problems.append(Problem(Code.CAPABILITY, f"classes[{index}].fastpath",
+                                        f"class {cls.name!r} needs {why}"))
+    if problems:
+        raise PolicyError(problems)
+
+
+def report(target):
+    """Capabilities for display: name -> bool."""
+    found = {f"helper {h}": has_helper(target, h) for h in choices.SEQRAND_HELPER_TYPES.values()}
+    found["flowtable"] = flowtable_refusals(target, []) is None
+    return found

@@ -1,0 +1,30 @@
+"""Every choice set of the policy model: the values the YAML file and the web forms accept."""
+
+VERDICTS = ("accept", "drop", "reject")
+
+# MSS clamping: leave the option alone (the FWSM lesson: no rewrite unless asked),
+# clamp to a fixed value, or clamp to the path MTU of the route.
+MSS_NONE = "none"
+MSS_FIXED = "fixed"
+MSS_PMTU = "pmtu"
+MSS_MODES = (MSS_NONE, MSS_FIXED, MSS_PMTU)
+
+OPTION_KEEP = "keep"
+OPTION_STRIP = "strip"
+OPTION_ACTIONS = (OPTION_KEEP, OPTION_STRIP)
+
+# TCP options a class may strip, and the name nft gives each in `reset tcp option`.
+TCP_OPTIONS = {
+    "window_scale": "window",
+    "sack_permitted": "sack-perm",
+    "timestamps": "timestamp",
+}
+
+# Sequence-number randomisation through the kernel's seqrand conntrack helper:
+# the initiator's sequence space only, or both directions. Each mode is a helper
+# type the kernel registers.
+SEQRAND_NONE = "none"
+SEQRAND_INITIATOR = "initiator"
+SEQRAND_BOTH = "both"
+SEQRAND_MODES = (SEQRAND_NONE, SEQRAND_INITIATOR, SEQRAND_BOTH)
+SEQRAND_HELPER_TYPES = {SEQRAND_INITIATOR: "seqrand", SEQRAND_BOTH: "seqrand-both"}

@@ -1,0 +1,82 @@
+"""The one error type of the policy engine.
+
+Every problem an operator can cause - in the policy file, in the web form,
+or against the target system - is a PolicyError with a stable code and the
+path of the offending field. The code is the CLI's exit status and the key
+the web UI uses to place the message next to the field.
+"""
+from enum import IntEnum
+
+
+class Code(IntEnum):
+    """Stable error codes; the numbers are CLI exit statuses and never change."""
+
+    SYNTAX = 10          # the file is not well-formed YAML
+    SCHEMA = 11          # unknown key, missing key or wrong type
+    REFERENCE = 12       # a name that is not defined
+    DUPLICATE = 13       # a name or value defined twice
+    RANGE = 14           # a number outside its limits
+    ADDRESS = 15         # not a valid address, prefix or range
+    CONTRADICTION = 16   # settings that cannot hold together
+    INTERFACE = 17       # an interface the target does not have
+    CAPABILITY = 20      # the running kernel lacks something the policy uses
+    NFT_CHECK = 21       # nft -c refused the rendered ruleset
+    APPLY = 22           # nft -f failed; nothing was changed
+    LOCKED = 23          # another apply holds the lock
+    NOT_PENDING = 24     # confirm/cancel with nothing awaiting confirmation
+    REVISION = 25        # an unknown revision number
+    TARGET = 26          # the target (network namespace) does not exist
+    IO = 27              # a file could not be read or written
+
+
+class Problem:
+    """One thing wrong, at one place."""
+
+    __slots__ = ("code", "path", "message")
+
+    def __init__(self, code, path, message):
+        self.code = Code(code)
+        self.path = path
+        self.message = message
+
+    def __str__(self):
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+    def __repr__(self):
+        return f"Problem({self.code.name}, {self.path!r}, {self.message!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Problem) and (self.code, self.path, self.message) == (
+            other.code, other.path, other.message)
+
+    def __hash__(self):
+        return hash((self.code, self.path, self.message))
+
+
+class PolicyError(Exception):
+    """Raised with one or more problems; the first one names the code."""
+
+    def __init__(self, code_or_problems, path="", message=""):
+        if isinstance(code_or_problems, list):
+            problems = code_or_problems
+        else:
+            problems = [Problem(code_or_problems, path, message)]
+        if not problems:
+            raise ValueError("PolicyError needs at least one problem")
+        self.problems = problems
+        super().__init__(str(self))
+
+    @property
+    def code(self):
+        return self.problems[0].code
+
+    @property
+    def path(self):
+        return self.problems[0].path
+
+    @property
+    def message(self):
+        return self.problems[0].message
+
+    def __str__(self):
+        return "\n".join(f"error[{p.code.name}]: {p}" for p in self.problems)

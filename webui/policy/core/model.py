@@ -1,0 +1,130 @@
+"""The normalised policy: immutable values produced by normalise.load_policy().
+
+Nothing here validates; normalise.py is the only place that decides what is
+allowed. Render and apply take these objects as given.
+"""
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from . import choices
+from .constants import CONFIRM_TIMEOUT_DEFAULT
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A closed range of integers: an address range of one family, or a port range."""
+
+    low: int
+    high: int
+
+
+@dataclass(frozen=True)
+class Zone:
+    """A named group of interfaces, such as inside, outside or dmz."""
+
+    name: str
+    interfaces: tuple
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class AddressSet:
+    """Hosts, prefixes and ranges, as the operator wrote them (canonical text)
+    plus their merged intervals per family."""
+
+    name: str
+    entries: tuple
+    ipv4: tuple = ()
+    ipv6: tuple = ()
+    comment: str = ""
+
+    @property
+    def families(self):
+        return frozenset(f for f, iv in (("ipv4", self.ipv4), ("ipv6", self.ipv6)) if iv)
+
+
+@dataclass(frozen=True)
+class Service:
+    """A protocol and, for port protocols, destination ports (empty: every port)."""
+
+    name: str
+    protocol: str
+    ports: tuple = ()
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class Mss:
+    mode: str = choices.MSS_NONE
+    value: int | None = None
+
+
+@dataclass(frozen=True)
+class TcpOptions:
+    window_scale: str = choices.OPTION_KEEP
+    sack_permitted: str = choices.OPTION_KEEP
+    timestamps: str = choices.OPTION_KEEP
+
+    def stripped(self):
+        """nft names of the options to strip, in a fixed order."""
+        return tuple(nft for key, nft in choices.TCP_OPTIONS.items()
+                     if getattr(self, key) == choices.OPTION_STRIP)
+
+
+@dataclass(frozen=True)
+class TrafficClass:
+    """An ordered match (zones, address sets, services) with a verdict and TCP actions.
+    None for from_zone/to_zone and empty tuples for the lists mean 'any'."""
+
+    name: str
+    action: str
+    from_zone: str | None = None
+    to_zone: str | None = None
+    source: tuple = ()
+    destination: tuple = ()
+    services: tuple = ()
+    mss: Mss = field(default_factory=Mss)
+    tcp_options: TcpOptions = field(default_factory=TcpOptions)
+    seqrand: str = choices.SEQRAND_NONE
+    fastpath: bool = False
+    notrack: bool = False
+    comment: str = ""
+
+    def tcp_profile(self):
+        """What this class does to SYN and SYN/ACK segments, or None if nothing."""
+        if self.mss.mode == choices.MSS_NONE and not self.tcp_options.stripped():
+            return None
+        return (self.mss, self.tcp_options.stripped())
+
+    def match_key(self):
+        """Everything the class matches on; two classes with the same key overlap fully."""
+        return (self.from_zone, self.to_zone, frozenset(self.source),
+                frozenset(self.destination), frozenset(self.services))
+
+
+@dataclass(frozen=True)
+class Settings:
+    confirm_timeout: int = CONFIRM_TIMEOUT_DEFAULT
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The whole policy; zone, address_set and service map names to objects."""
+
+    settings: Settings = field(default_factory=Settings)
+    zones: tuple = ()
+    address_sets: tuple = ()
+    services: tuple = ()
+    classes: tuple = ()
+
+    @cached_property
+    def zone(self):
+        return {z.name: z for z in self.zones}
+
+    @cached_property
+    def address_set(self):
+        return {a.name: a for a in self.address_sets}
+
+    @cached_property
+    def service(self):
+        return {s.name: s for s in self.services}

@@ -1,0 +1,454 @@
+"""Stage 1 of 3: normalise and validate.
+
+The only stage that raises a policy error. It turns a YAML document (or the
+same structure from the web UI) into the immutable model, reporting every
+problem with its code and the path of the offending field, e.g.
+``classes[3].mss.value: 70000 is above 65535``.
+"""
+import re
+
+import yaml
+
+from . import choices
+from .constants import (
+    COMMENT_MAX, CONFIRM_TIMEOUT_DEFAULT, CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN,
+    IFNAME_PATTERN, MSS_MAX, MSS_MIN, NAME_PATTERN, POLICY_VERSION, PORT_PROTOCOLS,
+    PORTLESS_PROTOCOLS,
+)
+from .errors import Code, PolicyError, Problem
+from .intervals import merge, parse_address, parse_port
+from .model import (
+    AddressSet, Mss, Policy, Service, Settings, TcpOptions, TrafficClass, Zone,
+)
+
+_NAME = re.compile(NAME_PATTERN)
+_IFNAME = re.compile(IFNAME_PATTERN)
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys instead of keeping the last one."""
+
+
+def _construct_mapping(loader, node, deep=False):
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+
+_StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def parse_yaml(text):
+    """YAML text -> plain data. Malformed YAML is a SYNTAX error with line and column."""
+    try:
+        return yaml.load(text, Loader=_StrictLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown place"
+        raise PolicyError(Code.SYNTAX, "", f"not valid YAML at {where}: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise PolicyError(Code.SYNTAX, "", f"not valid YAML: {exc}") from None
+
+
+def load_policy_text(text):
+    return load_policy(parse_yaml(text))
+
+
+def load_policy_file(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise PolicyError(Code.IO, "", f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise PolicyError(Code.SYNTAX, "", f"{path} is not UTF-8 text") from None
+    return load_policy_text(text)
+
+
+def load_policy(document):
+    """Plain data (from YAML or the web UI) -> Policy, or PolicyError with every problem."""
+    checker = _Checker()
+    policy = checker.policy(document)
+    if checker.problems:
+        raise PolicyError(checker.problems)
+    return policy
+
+
+class _Checker:
+    """Walks the document once, collecting problems instead of stopping at the first."""
+
+    def __init__(self):
+        self.problems = []
+
+    def fail(self, code, path, message):
+        self.problems.append(Problem(code, path, message))
+
+    # -- shape helpers -----------------------------------------------------------------
+
+    def mapping(self, value, path, required=(), optional=()):
+        if not isinstance(value, dict):
+            self.fail(Code.SCHEMA, path, f"must be a mapping, not {_kind(value)}")
+            return None
+        for key in value:
+            if key not in required and key not in optional:
+                allowed = ", ".join(sorted(set(required) | set(optional)))
+                self.fail(Code.SCHEMA, _join(path, key), f"unknown key (allowed: {allowed})")
+        ok = True
+        for key in required:
+            if key not in value:
+                self.fail(Code.SCHEMA, _join(path, key), "is required")
+                ok = False
+        return value if ok else None
+
+    def sequence(self, value, path):
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.fail(Code.SCHEMA, path, f"must be a list, not {_kind(value)}")
+            return []
+        return value
+
+    def name(self, value, path):
+        if not isinstance(value, str) or not _NAME.match(value):
+            self.fail(Code.SCHEMA, path, f"{value!r} is not a valid name: use 1-32 lower-case "
+                      "letters, digits, '-' or '_', starting with a letter")
+            return None
+        return value
+
+    def choice(self, value, path, allowed, default):
+        if value is None:
+            return default
+        if value not in allowed:
+            self.fail(Code.SCHEMA, path, f"{value!r} is not one of: {', '.join(allowed)}")
+            return default
+        return value
+
+    def boolean(self, value, path):
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            self.fail(Code.SCHEMA, path, f"must be true or false, not {value!r}")
+            return False
+        return value
+
+    def integer(self, value, path, low, high):
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(Code.SCHEMA, path, f"must be a whole number, not {value!r}")
+            return None
+        if value < low:
+            self.fail(Code.RANGE, path, f"{value} is below {low}")
+            return None
+        if value > high:
+            self.fail(Code.RANGE, path, f"{value} is above {high}")
+            return None
+        return value
+
+    def comment(self, value, path):
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            self.fail(Code.SCHEMA, path, "must be text")
+            return ""
+        if len(value) > COMMENT_MAX:
+            self.fail(Code.RANGE, path, f"is {len(value)} characters long, above {COMMENT_MAX}")
+            return ""
+        if '"' in value or "\n" in value:
+            self.fail(Code.SCHEMA, path, "must not contain double quotes or line breaks")
+            return ""
+        return value
+
+    def unique_names(self, items, path, seen_names):
+        """Validates each item's name; reports duplicates with both positions."""
+        names = []
+        for index, item in enumerate(items):
+            here = f"{path}[{index}]"
+            name = self.name(item.get("name"), f"{here}.name") if isinstance(item, dict) else None
+            if name is not None:
+                if name in seen_names:
+                    self.fail(Code.DUPLICATE, f"{here}.name",
+                              f"{name!r} is already defined at {seen_names[name]}")
+                    name = None
+                else:
+                    seen_names[name] = here
+            names.append(name)
+        return names
+
+    # -- the document ------------------------------------------------------------------
+
+    def policy(self, document):
+        if document is None:
+            document = {}
+        doc = self.mapping(document, "", optional=(
+            "version", "settings", "zones", "address_sets", "services", "classes"))
+        if doc is None:
+            return None
+        version = doc.get("version", POLICY_VERSION)
+        if version != POLICY_VERSION:
+            self.fail(Code.SCHEMA, "version", f"{version!r} is not supported (this Tusk reads "
+                      f"version {POLICY_VERSION})")
+        settings = self.settings(doc.get("settings"))
+        zones = self.zones(self.sequence(doc.get("zones"), "zones"))
+        address_sets = self.address_sets(self.sequence(doc.get("address_sets"), "address_sets"))
+        services = self.services(self.sequence(doc.get("services"), "services"))
+        policy = Policy(settings=settings, zones=tuple(zones),
+                        address_sets=tuple(address_sets), services=tuple(services))
+        classes = self.classes(self.sequence(doc.get("classes"), "classes"), policy)
+        return Policy(settings=settings, zones=policy.zones, address_sets=policy.address_sets,
+                      services=policy.services, classes=tuple(classes))
+
+    def settings(self, value):
+        if value is None:
+            return Settings()
+        doc = self.mapping(value, "settings", optional=("confirm_timeout",))
+        if doc is None:
+            return Settings()
+        timeout = doc.get("confirm_timeout", CONFIRM_TIMEOUT_DEFAULT)
+        timeout = self.integer(timeout, "settings.confirm_timeout",
+                               CONFIRM_TIMEOUT_MIN, CONFIRM_TIMEOUT_MAX)
+        return Settings(confirm_timeout=timeout or CONFIRM_TIMEOUT_DEFAULT)
+
+    def zones(self, items):
+        zones = []
+        owner = {}
+        names = self.unique_names(items, "zones", {})
+        for index, (item, name) in enumerate(zip(items, names)):
+            here = f"zones[{index}]"
+            doc = self.mapping(item, here, required=("name", "interfaces"), optional=("comment",))
+            if doc is None or name is None:
+                continue
+            interfaces = []
+            raw = self.sequence(doc["interfaces"], f"{here}.interfaces")
+            if not raw:
+                self.fail(Code.SCHEMA, f"{here}.interfaces", "must name at least one interface")
+            for position, ifname in enumerate(raw):
+                where = f"{here}.interfaces[{position}]"
+                if not isinstance(ifname, str) or not _IFNAME.match(ifname):
+                    self.fail(Code.SCHEMA, where, f"{ifname!r} is not a valid interface name "
+                              "(1-15 characters: letters, digits, . _ - : @ +)")
+                elif ifname in owner:
+                    self.fail(Code.DUPLICATE, where, f"{ifname} already belongs to {owner[ifname]}")
+                else:
+                    owner[ifname] = f"zone {name!r}"
+                    interfaces.append(ifname)
+            zones.append(Zone(name=name, interfaces=tuple(interfaces),
+                              comment=self.comment(doc.get("comment"), f"{here}.comment")))
+        return zones
+
+    def address_sets(self, items):
+        result = []
+        names = self.unique_names(items, "address_sets", {})
+        for index, (item, name) in enumerate(zip(items, names)):
+            here = f"address_sets[{index}]"
+            doc = self.mapping(item, here, required=("name",), optional=("entries", "comment"))
+            if doc is None or name is None:
+                continue
+            entries, by_family, seen = [], {"ipv4": [], "ipv6": []}, {}
+            for position, entry in enumerate(self.sequence(doc.get("entries"), f"{here}.entries")):
+                where = f"{here}.entries[{position}]"
+                try:
+                    family, interval, canonical = parse_address(entry)
+                except ValueError as exc:
+                    self.fail(Code.ADDRESS, where, str(exc))
+                    continue
+                if canonical in seen:
+                    self.fail(Code.DUPLICATE, where, f"{canonical} is already listed at {seen[canonical]}")
+                    continue
+                seen[canonical] = f"{here}.entries[{position}]"
+                entries.append(canonical)
+                by_family[family].append(interval)
+            result.append(AddressSet(
+                name=name, entries=tuple(entries), ipv4=merge(by_family["ipv4"]),
+                ipv6=merge(by_family["ipv6"]),
+                comment=self.comment(doc.get("comment"), f"{here}.comment")))
+        return result
+
+    def services(self, items):
+        result = []
+        names = self.unique_names(items, "services", {})
+        for index, (item, name) in enumerate(zip(items, names)):
+            here = f"services[{index}]"
+            doc = self.mapping(item, here, required=("name", "protocol"),
+                               optional=("ports", "comment"))
+            if doc is None or name is None:
+                continue
+            protocol = self.choice(doc["protocol"], f"{here}.protocol",
+                                   PORT_PROTOCOLS + PORTLESS_PROTOCOLS, None)
+            if protocol is None:
+                continue
+            ports = []
+            raw_ports = self.sequence(doc.get("ports"), f"{here}.ports")
+            if raw_ports and protocol in PORTLESS_PROTOCOLS:
+                self.fail(Code.CONTRADICTION, f"{here}.ports", f"{protocol} has no ports")
+                continue
+            for position, value in enumerate(raw_ports):
+                try:
+                    ports.append(parse_port(value))
+                except ValueError as exc:
+                    code = Code.RANGE if "above" in str(exc) or "below" in str(exc) else Code.SCHEMA
+                    self.fail(code, f"{here}.ports[{position}]", str(exc))
+            result.append(Service(name=name, protocol=protocol, ports=merge(ports),
+                                  comment=self.comment(doc.get("comment"), f"{here}.comment")))
+        return result
+
+    def classes(self, items, policy):
+        result = []
+        first_with_match = {}
+        names = self.unique_names(items, "classes", {})
+        for index, (item, name) in enumerate(zip(items, names)):
+            here = f"classes[{index}]"
+            doc = self.mapping(item, here, required=("name", "action"), optional=(
+                "comment", "from", "to", "source", "destination", "services", "mss",
+                "tcp_options", "seqrand", "fastpath", "notrack"))
+            if doc is None or name is None:
+                continue
+            before = len(self.problems)
+            cls = TrafficClass(
+                name=name,
+                action=self.choice(doc["action"], f"{here}.action", choices.VERDICTS,
+                                   choices.VERDICTS[0]),
+                from_zone=self.reference(doc.get("from"), f"{here}.from", policy.zone, "zone"),
+                to_zone=self.reference(doc.get("to"), f"{here}.to", policy.zone, "zone"),
+                source=self.references(doc.get("source"), f"{here}.source",
+                                       policy.address_set, "address set"),
+                destination=self.references(doc.get("destination"), f"{here}.destination",
+                                            policy.address_set, "address set"),
+                services=self.references(doc.get("services"), f"{here}.services",
+                                         policy.service, "service"),
+                mss=self.mss(doc.get("mss"), f"{here}.mss"),
+                tcp_options=self.tcp_options(doc.get("tcp_options"), f"{here}.tcp_options"),
+                seqrand=self.choice(doc.get("seqrand"), f"{here}.seqrand",
+                                    choices.SEQRAND_MODES, choices.SEQRAND_NONE),
+                fastpath=self.boolean(doc.get("fastpath"), f"{here}.fastpath"),
+                notrack=self.boolean(doc.get("notrack"), f"{here}.notrack"),
+                comment=self.comment(doc.get("comment"), f"{here}.comment"),
+            )
+            if len(self.problems) == before:
+                self.class_semantics(cls, here, policy, first_with_match)
+            result.append(cls)
+        return result
+
+    def reference(self, value, path, table, kind):
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            self.fail(Code.SCHEMA, path, f"must be the name of a {kind}")
+            return None
+        if value not in table:
+            self.fail(Code.REFERENCE, path, f"no {kind} is named {value!r}")
+            return None
+        return value
+
+    def references(self, value, path, table, kind):
+        if value is None:
+            return ()
+        if isinstance(value, str):
+            self.fail(Code.SCHEMA, path, f"must be a list of {kind} names, e.g. [{value}]")
+            return ()
+        names = []
+        for position, item in enumerate(self.sequence(value, path)):
+            name = self.reference(item, f"{path}[{position}]", table, kind)
+            if name is not None:
+                if name in names:
+                    self.fail(Code.DUPLICATE, f"{path}[{position}]", f"{name!r} is listed twice")
+                else:
+                    names.append(name)
+        return tuple(names)
+
+    def mss(self, value, path):
+        if value is None:
+            return Mss()
+        doc = self.mapping(value, path, required=("mode",), optional=("value",))
+        if doc is None:
+            return Mss()
+        mode = self.choice(doc["mode"], f"{path}.mode", choices.MSS_MODES, choices.MSS_NONE)
+        if mode == choices.MSS_FIXED:
+            if "value" not in doc:
+                self.fail(Code.SCHEMA, f"{path}.value", "is required when mode is fixed")
+                return Mss()
+            return Mss(mode, self.integer(doc["value"], f"{path}.value", MSS_MIN, MSS_MAX))
+        if "value" in doc:
+            self.fail(Code.CONTRADICTION, f"{path}.value", f"only a fixed clamp takes a value "
+                      f"(mode is {mode})")
+        return Mss(mode)
+
+    def tcp_options(self, value, path):
+        if value is None:
+            return TcpOptions()
+        doc = self.mapping(value, path, optional=tuple(choices.TCP_OPTIONS))
+        if doc is None:
+            return TcpOptions()
+        return TcpOptions(**{key: self.choice(doc.get(key), f"{path}.{key}",
+                                              choices.OPTION_ACTIONS, choices.OPTION_KEEP)
+                             for key in choices.TCP_OPTIONS})
+
+    def class_semantics(self, cls, here, policy, first_with_match):
+        """Checks that need the whole class: contradictions, dead matches, shadowing."""
+        modifies = [field for field, active in (
+            ("mss", cls.mss.mode != choices.MSS_NONE),
+            ("tcp_options", bool(cls.tcp_options.stripped())),
+            ("seqrand", cls.seqrand != choices.SEQRAND_NONE),
+            ("fastpath", cls.fastpath)) if active]
+        if cls.action != "accept":
+            for field in modifies:
+                self.fail(Code.CONTRADICTION, f"{here}.{field}",
+                          f"only accepted traffic can be modified; the action is {cls.action}")
+        if cls.notrack:
+            for field in ("seqrand", "fastpath"):
+                if field in modifies:
+                    self.fail(Code.CONTRADICTION, f"{here}.{field}",
+                              "needs connection tracking, which notrack turns off")
+        if cls.seqrand != choices.SEQRAND_NONE and cls.fastpath:
+            self.fail(Code.CONTRADICTION, f"{here}.fastpath",
+                      "the flowtable fast path cannot carry sequence-randomised connections "
+                      "(the kernel's flow offload skips every connection with seqadj); "
+                      "turn off seqrand or fastpath")
+        protocols = {policy.service[s].protocol for s in cls.services}
+        tcp_fields = [f for f in modifies if f in ("mss", "tcp_options", "seqrand")]
+        if protocols and "tcp" not in protocols:
+            for field in tcp_fields:
+                self.fail(Code.CONTRADICTION, f"{here}.{field}",
+                          f"the class matches no TCP traffic (services: {', '.join(cls.services)})")
+        families = None
+        for side in ("source", "destination"):
+            names = getattr(cls, side)
+            if not names:
+                continue
+            side_families = frozenset().union(*(policy.address_set[n].families for n in names))
+            if not side_families:
+                self.fail(Code.CONTRADICTION, f"{here}.{side}",
+                          f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} empty, "
+                          "so the class can never match")
+                return
+            families = side_families if families is None else families & side_families
+        if families is not None and not families:
+            self.fail(Code.CONTRADICTION, f"{here}.destination", "the source has only "
+                      f"{_family_names(cls.source, policy)} addresses and the destination only "
+                      f"{_family_names(cls.destination, policy)}: no packet can match both")
+            return
+        key = cls.match_key()
+        if key in first_with_match:
+            index, name = first_with_match[key]
+            self.fail(Code.CONTRADICTION, here, f"never matches: classes[{index}] {name!r} "
+                      "matches the same traffic first")
+        else:
+            first_with_match[key] = (here[len("classes["):-1], cls.name)
+
+
+def _family_names(names, policy):
+    families = frozenset().union(*(policy.address_set[n].families for n in names))
+    return "/".join(sorted(f.replace("ipv", "IPv") for f in families))
+
+
+def _join(path, key):
+    return f"{path}.{key}" if path else str(key)
+
+
+def _kind(value):
+    return {dict: "a mapping", list: "a list", str: "text", int: "a number",
+            float: "a number", bool: "true/false", type(None): "empty"}.get(type(value), "a value")

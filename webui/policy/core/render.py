@@ -1,0 +1,282 @@
+"""Stage 2 of 3: render. Pure and deterministic: the same policy gives the same bytes.
+
+The skeleton lives in ruleset.nft.in; this module emits the rule lines. Names follow
+one grammar - zone_<zone>, addr_<set>_v4|_v6, svc_<service>, class_<class>,
+tcp_profile_<n>, counter class_<class> - and every rule carries a comment naming
+the policy object it came from, so `nft list ruleset` explains itself.
+
+Address sets and port lists of more than one element become named interval sets
+(lookup cost independent of their size); a single element is written inline,
+because the kernel finds named sets by walking a list, which makes thousands of
+tiny sets cost seconds per apply.
+"""
+from importlib import resources
+
+from . import choices
+from .constants import CT_MARK_FASTPATH_BIT, CT_MARK_PROFILE_MASK, CT_MARK_TUSK_MASK
+from .intervals import address_text, merge, port_text
+
+TABLE = "inet tusk"
+FLOWTABLE = "fastpath"
+_FAMILY = {"ipv4": ("ip", "v4"), "ipv6": ("ip6", "v6")}
+_L4PROTO = {"icmpv6": "ipv6-icmp"}
+_SKELETON = resources.files(__package__).joinpath("ruleset.nft.in").read_text(encoding="utf-8")
+
+
+def render(policy):
+    """Policy -> the complete nft script that replaces table inet tusk."""
+    return _Renderer(policy).text()
+
+
+def class_comment(index, cls):
+    return f"tusk: classes[{index}] {cls.name}"
+
+
+class _Renderer:
+    def __init__(self, policy):
+        self.policy = policy
+        self.profiles = {}          # tcp profile -> number, in order of first use
+        for cls in policy.classes:
+            profile = cls.tcp_profile()
+            if profile is not None and profile not in self.profiles:
+                self.profiles[profile] = len(self.profiles) + 1
+
+    def text(self):
+        objects = []
+        for block in (self.helpers(), self.flowtable(), self.counters(), self.sets(),
+                      self.profile_chains(), self.class_chains(), self.raw_chain(),
+                      self.mangle_chain()):
+            objects.extend(block)
+        return (_SKELETON.replace("@objects@\n", "".join(f"{line}\n" for line in objects))
+                .replace("@forward@\n", "".join(f"\t\t{line}\n" for line in self.forward())))
+
+    # -- objects -----------------------------------------------------------------------
+
+    def helpers(self):
+        modes = sorted({c.seqrand for c in self.policy.classes} - {choices.SEQRAND_NONE})
+        lines = []
+        for mode in modes:
+            helper = choices.SEQRAND_HELPER_TYPES[mode]
+            lines += [f"\tct helper {helper} {{",
+                      f'\t\ttype "{helper}" protocol tcp',
+                      "\t\tl3proto inet",
+                      "\t}"]
+        return lines
+
+    def flowtable(self):
+        devices = self.fastpath_devices()
+        if not devices:
+            return []
+        return [f"\tflowtable {FLOWTABLE} {{",
+                "\t\thook ingress priority filter",
+                f"\t\tdevices = {{ {', '.join(devices)} }}",
+                "\t}"]
+
+    def fastpath_devices(self):
+        """Interfaces of the zones that fast-path classes connect (all zones for 'any')."""
+        devices = set()
+        for cls in self.policy.classes:
+            if not cls.fastpath:
+                continue
+            for zone in (cls.from_zone, cls.to_zone):
+                zones = [self.policy.zone[zone]] if zone else self.policy.zones
+                for z in zones:
+                    devices.update(z.interfaces)
+        return sorted(devices)
+
+    def counters(self):
+        names = ["invalid", "default_deny"] + [f"class_{c.name}" for c in self.policy.classes]
+        return [f"\tcounter {name} {{\n\t}}" for name in names]
+
+    def sets(self):
+        lines = []
+        for zone in self.policy.zones:
+            lines += _set(f"zone_{zone.name}", "ifname", [f'"{i}"' for i in zone.interfaces],
+                          interval=False)
+        for aset in self.policy.address_sets:
+            for family in ("ipv4", "ipv6"):
+                intervals = getattr(aset, family)
+                if len(intervals) > 1:
+                    lines += _set(f"addr_{aset.name}_{_FAMILY[family][1]}", f"{family}_addr",
+                                  [address_text(family, iv) for iv in intervals])
+        for service in self.policy.services:
+            if len(service.ports) > 1:
+                lines += _set(f"svc_{service.name}", "inet_service",
+                              [port_text(iv) for iv in service.ports])
+        return lines
+
+    def profile_chains(self):
+        lines = []
+        for (mss, stripped), number in self.profiles.items():
+            users = [c.name for c in self.policy.classes if c.tcp_profile() == (mss, stripped)]
+            comment = _comment(f"tusk: tcp profile {number} of {', '.join(users)}")
+            lines.append(f"\tchain tcp_profile_{number} {{")
+            if mss.mode == choices.MSS_FIXED:
+                lines.append(f"\t\ttcp option maxseg size set {mss.value} {comment}")
+            elif mss.mode == choices.MSS_PMTU:
+                lines.append(f"\t\ttcp option maxseg size set rt mtu {comment}")
+            for option in stripped:
+                lines.append(f"\t\treset tcp option {option} {comment}")
+            lines.append("\t}")
+        return lines
+
+    def class_chains(self):
+        lines = []
+        for index, cls in enumerate(self.policy.classes):
+            comment = _comment(class_comment(index, cls))
+            lines.append(f"\tchain class_{cls.name} {{")
+            profile = cls.tcp_profile()
+            mark = 0
+            if profile is not None:
+                number = self.profiles[profile]
+                lines.append(f"\t\ttcp flags syn / syn,rst jump tcp_profile_{number} {comment}")
+                mark |= number
+            if cls.seqrand != choices.SEQRAND_NONE:
+                helper = choices.SEQRAND_HELPER_TYPES[cls.seqrand]
+                lines.append(f'\t\tct helper set "{helper}" {comment}')
+            if cls.fastpath:
+                mark |= CT_MARK_FASTPATH_BIT
+            if mark and not cls.notrack:
+                keep = 0xFFFFFFFF & ~CT_MARK_TUSK_MASK
+                lines.append(f"\t\tct mark set ct mark and 0x{keep:08x} or 0x{mark:08x} {comment}")
+            lines += [f"\t\t{stmt} {comment}" for stmt in _verdict(cls)]
+            lines.append("\t}")
+        return lines
+
+    def raw_chain(self):
+        """notrack decisions, in class order so an earlier tracked class still wins."""
+        last = max((i for i, c in enumerate(self.policy.classes) if c.notrack), default=None)
+        if last is None:
+            return []
+        lines = ["\tchain raw_prerouting {",
+                 "\t\ttype filter hook prerouting priority raw; policy accept;"]
+        for index, cls in enumerate(self.policy.classes[:last + 1]):
+            comment = _comment(class_comment(index, cls))
+            action = "notrack" if cls.notrack else "return"
+            for match in self.matches(cls, reverse=False, prerouting=True):
+                lines.append(f"\t\t{match}{action} {comment}")
+            if cls.notrack:
+                for match in self.matches(cls, reverse=True, prerouting=True):
+                    lines.append(f"\t\t{match}notrack {comment}")
+        lines.append("\t}")
+        return lines
+
+    def mangle_chain(self):
+        """The reply SYN/ACK gets the TCP profile of the class that accepted the SYN."""
+        if not self.profiles:
+            return []
+        vmap = ", ".join(f"{n} : jump tcp_profile_{n}" for n in self.profiles.values())
+        return ["\tchain mangle_forward {",
+                "\t\ttype filter hook forward priority mangle; policy accept;",
+                f"\t\ttcp flags syn / syn,rst ct direction reply "
+                f"ct mark and 0x{CT_MARK_PROFILE_MASK:08x} vmap {{ {vmap} }} "
+                f'comment "tusk: reply SYN/ACK of classes with a tcp profile"',
+                "\t}"]
+
+    # -- the forward chain -------------------------------------------------------------
+
+    def forward(self):
+        lines = []
+        if self.fastpath_devices():
+            bit = f"0x{CT_MARK_FASTPATH_BIT:08x}"
+            lines.append(f"meta l4proto {{ tcp, udp }} ct mark and {bit} == {bit} "
+                         f'flow add @{FLOWTABLE} comment "tusk: fast path of fastpath classes"')
+        lines += ['ct state established,related accept comment "tusk: established and related"',
+                  'ct state invalid counter name "invalid" drop comment "tusk: invalid"']
+        for index, cls in enumerate(self.policy.classes):
+            comment = _comment(class_comment(index, cls))
+            directions = (False, True) if cls.notrack else (False,)
+            for reverse in directions:
+                for match in self.matches(cls, reverse=reverse, prerouting=False):
+                    lines.append(f"{match}jump class_{cls.name} {comment}")
+        lines.append('counter name "default_deny" drop comment "tusk: default deny between zones"')
+        return lines
+
+    def matches(self, cls, reverse, prerouting):
+        """The match prefixes of one class, one per address family x protocol needed.
+        reverse swaps the sides (replies of untracked classes); prerouting has no
+        output interface yet, so the destination zone comes from a fib lookup."""
+        src_zone, dst_zone = (cls.to_zone, cls.from_zone) if reverse else (cls.from_zone, cls.to_zone)
+        src, dst = (cls.destination, cls.source) if reverse else (cls.source, cls.destination)
+        zone = ""
+        if src_zone:
+            zone += f"iifname @zone_{src_zone} "
+        if dst_zone:
+            if prerouting:
+                names = ", ".join(f'"{i}"' for i in self.policy.zone[dst_zone].interfaces)
+                zone += f"fib daddr oifname {{ {names} }} "
+            else:
+                zone += f"oifname @zone_{dst_zone} "
+        prefixes = []
+        for family in self.families(cls):
+            addresses = ""
+            for direction, names in (("saddr", src), ("daddr", dst)):
+                if names:
+                    addresses += self.address_match(family, direction, names)
+            prefixes.append(zone + addresses)
+        port_field = "sport" if reverse else "dport"
+        return [prefix + service for prefix in prefixes
+                for service in self.service_matches(cls, port_field)]
+
+    def families(self, cls):
+        families = {"ipv4", "ipv6"}
+        constrained = False
+        for names in (cls.source, cls.destination):
+            if names:
+                constrained = True
+                families &= set().union(*(self.policy.address_set[n].families for n in names))
+        return sorted(families) if constrained else [None]
+
+    def address_match(self, family, direction, names):
+        if family is None:
+            return ""
+        keyword, suffix = _FAMILY[family]
+        present = [n for n in names if getattr(self.policy.address_set[n], family)]
+        if len(present) == 1 and len(getattr(self.policy.address_set[present[0]], family)) > 1:
+            return f"{keyword} {direction} @addr_{present[0]}_{suffix} "
+        merged = merge(iv for n in present for iv in getattr(self.policy.address_set[n], family))
+        return f"{keyword} {direction} {_literal([address_text(family, iv) for iv in merged])} "
+
+    def service_matches(self, cls, port_field):
+        if not cls.services:
+            return [""]
+        by_protocol = {}
+        for name in cls.services:
+            service = self.policy.service[name]
+            by_protocol.setdefault(service.protocol, []).append(service)
+        result = []
+        for protocol in sorted(by_protocol):
+            services = by_protocol[protocol]
+            if any(not s.ports for s in services):
+                result.append(f"meta l4proto {_L4PROTO.get(protocol, protocol)} ")
+            elif len(services) == 1 and len(services[0].ports) > 1:
+                result.append(f"{protocol} {port_field} @svc_{services[0].name} ")
+            else:
+                merged = merge(iv for s in services for iv in s.ports)
+                result.append(f"{protocol} {port_field} {_literal([port_text(iv) for iv in merged])} ")
+        return result
+
+
+def _verdict(cls):
+    counter = f'counter name "class_{cls.name}"'
+    if cls.action == "reject":
+        return [f"meta l4proto tcp {counter} reject with tcp reset", f"{counter} reject"]
+    return [f"{counter} {cls.action}"]
+
+
+def _literal(elements):
+    """One element as itself, several as an anonymous interval set."""
+    return elements[0] if len(elements) == 1 else f"{{ {', '.join(elements)} }}"
+
+
+def _set(name, type_, elements, interval=True):
+    lines = [f"\tset {name} {{", f"\t\ttype {type_}"]
+    if interval:
+        lines.append("\t\tflags interval")
+    lines.append(f"\t\telements = {{ {', '.join(elements)} }}")
+    lines.append("\t}")
+    return lines
+
+
+def _comment(text):
+    return f'comment "{text[:128]}"'
