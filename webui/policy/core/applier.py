@@ -20,6 +20,7 @@ import time
 from contextlib import contextmanager
 
 from . import capabilities
+from .constants import CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN
 from .errors import Code, PolicyError
 from .normalise import load_policy_text
 from .render import render
@@ -68,7 +69,7 @@ class Applier:
         """Validate, render, check and load; returns the pending revision."""
         policy = load_policy_text(policy_text)
         ruleset = render(policy)
-        timeout = timeout or policy.settings.confirm_timeout
+        timeout = _confirm_timeout(timeout, policy)
         user = user or current_user()
         with self.locked():
             self._expire_overdue()
@@ -218,6 +219,15 @@ class Applier:
         pending = self.store.pending()
         rev_id = pending["revision"] if pending else self.store.confirmed_id()
         return (self.store.get(rev_id).ruleset, f"revision {rev_id}") if rev_id else ("", "empty")
+
+
+def _confirm_timeout(timeout, policy):
+    if timeout is None:
+        return policy.settings.confirm_timeout
+    if not CONFIRM_TIMEOUT_MIN <= timeout <= CONFIRM_TIMEOUT_MAX:
+        raise PolicyError(Code.RANGE, "confirm_timeout", f"{timeout} s is outside "
+                          f"{CONFIRM_TIMEOUT_MIN}..{CONFIRM_TIMEOUT_MAX} s")
+    return timeout
 
 
 def _first_error(stderr):

@@ -6,6 +6,7 @@ ENOENT. Each probe is a throw-away table checked, never loaded.
 """
 from . import choices
 from .errors import Code, PolicyError, Problem
+from .render import fastpath_devices
 
 _PROBE_TABLE = "tusk_probe"
 
@@ -58,8 +59,7 @@ def check(policy, target):
 
     fast = [(i, c) for i, c in enumerate(policy.classes) if c.fastpath]
     if fast:
-        from .render import _Renderer
-        devices = _Renderer(policy).fastpath_devices()
+        devices = fastpath_devices(policy)
         refused = flowtable_refusals(target, [f'"{d}"' for d in devices])
         if refused:
             why = ("flowtables (CONFIG_NF_FLOW_TABLE), which the kernel of " f"{target} lacks"

@@ -28,6 +28,18 @@ def render(policy):
     return _Renderer(policy).text()
 
 
+def fastpath_devices(policy):
+    """Interfaces of the zones that fast-path classes connect (all zones for 'any')."""
+    devices = set()
+    for cls in policy.classes:
+        if not cls.fastpath:
+            continue
+        for zone in (cls.from_zone, cls.to_zone):
+            for z in [policy.zone[zone]] if zone else policy.zones:
+                devices.update(z.interfaces)
+    return sorted(devices)
+
+
 def class_comment(index, cls):
     return f"tusk: classes[{index}] {cls.name}"
 
@@ -64,7 +76,7 @@ class _Renderer:
         return lines
 
     def flowtable(self):
-        devices = self.fastpath_devices()
+        devices = fastpath_devices(self.policy)
         if not devices:
             return []
         return [f"\tflowtable {FLOWTABLE} {{",
@@ -72,17 +84,6 @@ class _Renderer:
                 f"\t\tdevices = {{ {', '.join(devices)} }}",
                 "\t}"]
 
-    def fastpath_devices(self):
-        """Interfaces of the zones that fast-path classes connect (all zones for 'any')."""
-        devices = set()
-        for cls in self.policy.classes:
-            if not cls.fastpath:
-                continue
-            for zone in (cls.from_zone, cls.to_zone):
-                zones = [self.policy.zone[zone]] if zone else self.policy.zones
-                for z in zones:
-                    devices.update(z.interfaces)
-        return sorted(devices)
 
     def counters(self):
         names = ["invalid", "default_deny"] + [f"class_{c.name}" for c in self.policy.classes]
@@ -177,7 +178,7 @@ class _Renderer:
 
     def forward(self):
         lines = []
-        if self.fastpath_devices():
+        if fastpath_devices(self.policy):
             bit = f"0x{CT_MARK_FASTPATH_BIT:08x}"
             lines.append(f"meta l4proto {{ tcp, udp }} ct mark and {bit} == {bit} "
                          f'flow add @{FLOWTABLE} comment "tusk: fast path of fastpath classes"')

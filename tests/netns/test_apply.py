@@ -1,0 +1,244 @@
+"""Apply, confirm and roll back against real nftables in the lab's fw namespace.
+
+Each test starts from an empty fw (no table inet tusk) and its own state directory.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import TUSK, run_tusk
+
+MINIMAL = """
+version: 1
+zones:
+  - {{name: inside, interfaces: [veth-c]}}
+  - {{name: outside, interfaces: [veth-s]}}
+services:
+  - {{name: web, protocol: tcp, ports: [{port}]}}
+classes:
+  - name: {name}
+    from: inside
+    to: outside
+    services: [web]
+    action: accept
+"""
+
+TIMEOUT = 10   # the smallest confirm timeout the engine accepts
+
+
+def policy(tmp_path, name, port=80, extra=""):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(MINIMAL.format(name=name, port=port) + extra)
+    return path
+
+
+def live(lab):
+    """The class names in the live table, or None when there is no table."""
+    result = lab.ns(lab.fw, "nft", "list", "table", "inet", "tusk", check=False)
+    if result.returncode != 0:
+        return None
+    return sorted({line.split("comment \"tusk: classes[")[1].split("] ")[1].rstrip('"')
+                   for line in result.stdout.splitlines() if 'comment "tusk: classes[' in line})
+
+
+def outcome(state, rev):
+    with open(state / "revisions" / f"{rev:06d}" / "meta.json") as handle:
+        return json.load(handle)["outcome"]
+
+
+def wait_for(predicate, seconds, what):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {seconds} s waiting for {what}")
+
+
+@pytest.fixture
+def fw(lab, tmp_path):
+    lab.ns(lab.fw, "nft", "delete", "table", "inet", "tusk", check=False)
+    state = tmp_path / "state"
+
+    def tusk(*args, check=True):
+        return run_tusk(*args, netns=lab.fw, state_dir=state, check=check)
+    tusk.state = state
+    yield tusk
+    # let no watchdog of this test act on the next one
+    if (state / "pending.json").exists():
+        tusk("rollback", check=False)
+
+
+def test_apply_then_confirm_keeps_the_ruleset(lab, fw, tmp_path):
+    result = fw("apply", policy(tmp_path, "alpha"), "--timeout", TIMEOUT)
+    assert "revision 1 applied" in result.stdout
+    assert live(lab) == ["alpha"]
+    fw("confirm")
+    time.sleep(TIMEOUT + 1.5)
+    assert live(lab) == ["alpha"], "a confirmed revision must stay"
+    assert outcome(fw.state, 1) == "confirmed"
+    history = fw("history").stdout
+    assert "confirmed *" in history
+
+
+def test_unconfirmed_apply_rolls_back_by_itself(lab, fw, tmp_path):
+    fw("apply", policy(tmp_path, "alpha"))
+    fw("confirm")
+    fw("apply", policy(tmp_path, "beta"), "--timeout", TIMEOUT)
+    assert live(lab) == ["beta"]
+    wait_for(lambda: live(lab) == ["alpha"], TIMEOUT + 5, "rollback to alpha")
+    assert outcome(fw.state, 2) == f"rolled back: not confirmed within {TIMEOUT} s"
+    assert fw("confirm", check=False).returncode == 24   # NOT_PENDING
+
+
+def test_first_apply_unconfirmed_removes_the_table(lab, fw, tmp_path):
+    fw("apply", policy(tmp_path, "alpha"), "--timeout", TIMEOUT)
+    assert live(lab) == ["alpha"]
+    wait_for(lambda: live(lab) is None, TIMEOUT + 5, "the table to go away")
+
+
+def test_rollback_survives_sigkill_of_the_applying_process(lab, fw, tmp_path):
+    fw("apply", policy(tmp_path, "alpha"))
+    fw("confirm")
+    argv = [sys.executable, TUSK, "policy", "--netns", lab.fw, "--state-dir", str(fw.state),
+            "apply", "--wait", "--timeout", str(TIMEOUT), str(policy(tmp_path, "beta"))]
+    applier = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    wait_for(lambda: live(lab) == ["beta"], 10, "beta to be live")
+    assert applier.poll() is None, "apply --wait must still be waiting for confirmation"
+    os.killpg(applier.pid, signal.SIGKILL)
+    applier.wait()
+    assert applier.returncode == -signal.SIGKILL
+    assert live(lab) == ["beta"]
+    wait_for(lambda: live(lab) == ["alpha"], TIMEOUT + 5, "rollback after SIGKILL")
+    assert outcome(fw.state, 2).startswith("rolled back: not confirmed")
+
+
+def _watchdogs(state):
+    result = subprocess.run(["pgrep", "-f", f"policy.core.applier {state}"],
+                            capture_output=True, text=True)
+    return [int(pid) for pid in result.stdout.split()]
+
+
+def test_recover_rolls_back_when_the_watchdog_died_too(lab, fw, tmp_path):
+    """A power cut kills the watchdog with everything else; recover at start-up acts."""
+    fw("apply", policy(tmp_path, "alpha"))
+    fw("confirm")
+    fw("apply", policy(tmp_path, "beta"), "--timeout", TIMEOUT)
+    wait_for(lambda: _watchdogs(fw.state), 5, "the watchdog to start")
+    for pid in _watchdogs(fw.state):
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(TIMEOUT + 1)
+    assert live(lab) == ["beta"], "nothing is left to roll back without the watchdog"
+    assert fw("recover").stdout.strip() == "rolled back"
+    assert live(lab) == ["alpha"]
+
+
+def test_recover_rearms_a_watchdog_for_a_pending_revision(lab, fw, tmp_path):
+    fw("apply", policy(tmp_path, "alpha"), "--timeout", 30)
+    for pid in _watchdogs(fw.state):
+        os.kill(pid, signal.SIGKILL)
+    assert fw("recover").stdout.strip() == "watching"
+    wait_for(lambda: _watchdogs(fw.state), 5, "a new watchdog")
+    fw("confirm")
+    wait_for(lambda: not _watchdogs(fw.state), 5, "the watchdog to leave after confirm")
+
+
+def test_rollback_now_restores_the_confirmed_revision(lab, fw, tmp_path):
+    fw("apply", policy(tmp_path, "alpha"))
+    fw("confirm")
+    fw("apply", policy(tmp_path, "beta"))
+    result = fw("rollback")
+    assert "revision 2 rolled back" in result.stdout
+    assert live(lab) == ["alpha"]
+    assert outcome(fw.state, 2) == "rolled back by root"
+
+
+def test_rollback_to_an_earlier_revision_is_a_new_confirmable_apply(lab, fw, tmp_path):
+    fw("apply", policy(tmp_path, "alpha"))
+    fw("confirm")
+    fw("apply", policy(tmp_path, "beta"))
+    fw("confirm")
+    fw("rollback", "1", "--timeout", TIMEOUT)
+    assert live(lab) == ["alpha"]
+    fw("confirm")
+    history = fw("history").stdout.splitlines()
+    assert "rollback to 1" in history[2] and history[2].endswith("confirmed *")
+    diff = fw("diff", "--revision", "2", "--revision", "3").stdout
+    assert "-\tchain class_beta {" in diff and "+\tchain class_alpha {" in diff
+
+
+def test_applying_over_a_pending_apply_supersedes_it(lab, fw, tmp_path):
+    fw("apply", policy(tmp_path, "alpha"))
+    fw("confirm")
+    fw("apply", policy(tmp_path, "beta"), "--timeout", TIMEOUT)
+    fw("apply", policy(tmp_path, "gamma"), "--timeout", TIMEOUT)
+    assert live(lab) == ["gamma"]
+    assert outcome(fw.state, 2) == "superseded by 3"
+    wait_for(lambda: live(lab) == ["alpha"], TIMEOUT + 5, "rollback to the confirmed alpha")
+
+
+def test_a_refused_apply_leaves_the_previous_ruleset_in_place(lab, fw, tmp_path):
+    fw("apply", policy(tmp_path, "alpha"))
+    fw("confirm")
+    before = lab.ns(lab.fw, "nft", "list", "table", "inet", "tusk").stdout
+    # seqrand needs Tusk's kernel: the host kernel refuses, naming the class
+    result = fw("apply", policy(tmp_path, "beta", extra="    seqrand: initiator\n"), check=False)
+    assert result.returncode == 20, result.stderr   # CAPABILITY
+    assert "classes[0].seqrand: class 'beta' needs the kernel's 'seqrand' conntrack helper" \
+        in result.stderr
+    assert lab.ns(lab.fw, "nft", "list", "table", "inet", "tusk").stdout == before
+    assert outcome(fw.state, 2).startswith("refused: classes[0].seqrand")
+    assert not (fw.state / "pending.json").exists()
+
+
+def test_fastpath_is_refused_without_flowtables(lab, fw, tmp_path):
+    result = fw("apply", policy(tmp_path, "beta", extra="    fastpath: true\n"), check=False)
+    assert result.returncode == 20, result.stderr
+    assert "classes[0].fastpath: class 'beta' needs flowtables (CONFIG_NF_FLOW_TABLE)" \
+        in result.stderr
+    assert live(lab) is None
+
+
+def test_a_nonexistent_interface_is_refused_before_anything_is_applied(lab, fw, tmp_path):
+    path = tmp_path / "eth9.yaml"
+    path.write_text(policy(tmp_path, "alpha").read_text().replace("veth-s", "eth9"))
+    result = fw("apply", path, check=False)
+    assert result.returncode == 17, result.stderr   # INTERFACE
+    assert f"zones[1].interfaces[0]: eth9 does not exist on namespace {lab.fw}" in result.stderr
+    assert live(lab) is None
+    assert fw("check", path, check=False).returncode == 17
+
+
+def test_invalid_policy_records_nothing_and_changes_nothing(lab, fw, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(MINIMAL.format(name="alpha", port=70000))
+    result = fw("apply", bad, check=False)
+    assert result.returncode == 14
+    assert "services[0].ports[0]: 70000 is above 65535" in result.stderr
+    assert live(lab) is None
+    assert fw("history").stdout == ""
+
+
+def test_confirm_timeout_outside_its_range_is_refused(lab, fw, tmp_path):
+    result = fw("apply", policy(tmp_path, "alpha"), "--timeout", 3, check=False)
+    assert result.returncode == 14
+    assert "confirm_timeout: 3 s is outside 10..3600 s" in result.stderr
+    assert live(lab) is None
+
+
+def test_check_and_diff_against_the_live_revision(lab, fw, tmp_path):
+    assert fw("check", policy(tmp_path, "alpha")).returncode == 0
+    fw("apply", policy(tmp_path, "alpha"))
+    fw("confirm")
+    diff = fw("diff", policy(tmp_path, "alpha", port=443)).stdout
+    assert "--- revision 1" in diff
+    assert "-\t\tiifname @zone_inside oifname @zone_outside tcp dport 80 jump class_alpha" in diff
+    assert "+\t\tiifname @zone_inside oifname @zone_outside tcp dport 443 jump class_alpha" in diff
+    status = fw("status").stdout
+    assert "confirmed revision: 1" in status and "table inet tusk loaded: yes" in status
