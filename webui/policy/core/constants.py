@@ -9,7 +9,8 @@ NAME_MAX = 32
 
 # Linux IFNAMSIZ is 16 including the NUL.
 IFNAME_MAX = 15
-IFNAME_PATTERN = r"^[A-Za-z0-9_.:@+-]{1,15}$"
+# Linux refuses "/", ":" and white space (dev_valid_name()); "." and ".." too.
+IFNAME_PATTERN = r"^[A-Za-z0-9_.@+-]{1,15}$"
 
 PORT_MIN = 1
 PORT_MAX = 65535

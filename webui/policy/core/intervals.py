@@ -11,12 +11,18 @@ from .model import Interval
 FAMILY_BITS = {"ipv4": 32, "ipv6": 128}
 
 
+class OutOfRange(ValueError):
+    """A well-formed number outside its limits (a RANGE error, not a SCHEMA one)."""
+
+
 def parse_address(text):
     """One address-set entry -> (family, Interval, canonical text). Raises ValueError
     with a reason an operator can act on."""
     if not isinstance(text, str):
         raise ValueError(f"{text!r} is not text; write addresses as strings")
     text = text.strip()
+    if "%" in text:
+        raise ValueError(f"{text!r} has a scope (%...); a zone's interfaces already say where")
     if "-" in text:
         first, _, last = text.partition("-")
         try:
@@ -64,9 +70,9 @@ def parse_port(value):
         raise ValueError(f"{value!r} is not a port or a port range (a-b)")
     for port in (low, high):
         if port < PORT_MIN:
-            raise ValueError(f"{port} is below {PORT_MIN}")
+            raise OutOfRange(f"{port} is below {PORT_MIN}")
         if port > PORT_MAX:
-            raise ValueError(f"{port} is above {PORT_MAX}")
+            raise OutOfRange(f"{port} is above {PORT_MAX}")
     if low > high:
         raise ValueError(f"{value!r} starts after it ends")
     return Interval(low, high)

@@ -16,7 +16,7 @@ from .constants import (
     PORTLESS_PROTOCOLS,
 )
 from .errors import Code, PolicyError, Problem
-from .intervals import merge, parse_address, parse_port
+from .intervals import OutOfRange, merge, parse_address, parse_port
 from .model import (
     AddressSet, Mss, Policy, Service, Settings, TcpOptions, TrafficClass, Zone,
 )
@@ -33,6 +33,10 @@ def _construct_mapping(loader, node, deep=False):
     seen = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
+        if not isinstance(key, (str, int, float, bool)) and key is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a key must be a plain word, not a list or mapping",
+                key_node.start_mark)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r}", key_node.start_mark)
@@ -168,7 +172,9 @@ class _Checker:
         names = []
         for index, item in enumerate(items):
             here = f"{path}[{index}]"
-            name = self.name(item.get("name"), f"{here}.name") if isinstance(item, dict) else None
+            # a missing name is reported once, as a required key, by mapping()
+            has_name = isinstance(item, dict) and "name" in item
+            name = self.name(item["name"], f"{here}.name") if has_name else None
             if name is not None:
                 if name in seen_names:
                     self.fail(Code.DUPLICATE, f"{here}.name",
@@ -189,7 +195,7 @@ class _Checker:
         if doc is None:
             return None
         version = doc.get("version", POLICY_VERSION)
-        if version != POLICY_VERSION:
+        if type(version) is not int or version != POLICY_VERSION:
             self.fail(Code.SCHEMA, "version", f"{version!r} is not supported (this Tusk reads "
                       f"version {POLICY_VERSION})")
         settings = self.settings(doc.get("settings"))
@@ -228,9 +234,9 @@ class _Checker:
                 self.fail(Code.SCHEMA, f"{here}.interfaces", "must name at least one interface")
             for position, ifname in enumerate(raw):
                 where = f"{here}.interfaces[{position}]"
-                if not isinstance(ifname, str) or not _IFNAME.match(ifname):
+                if not isinstance(ifname, str) or not _IFNAME.match(ifname) or ifname in (".", ".."):
                     self.fail(Code.SCHEMA, where, f"{ifname!r} is not a valid interface name "
-                              "(1-15 characters: letters, digits, . _ - : @ +)")
+                              "(1-15 characters: letters, digits, . _ - @ +)")
                 elif ifname in owner:
                     self.fail(Code.DUPLICATE, where, f"{ifname} already belongs to {owner[ifname]}")
                 else:
@@ -289,9 +295,10 @@ class _Checker:
             for position, value in enumerate(raw_ports):
                 try:
                     ports.append(parse_port(value))
+                except OutOfRange as exc:
+                    self.fail(Code.RANGE, f"{here}.ports[{position}]", str(exc))
                 except ValueError as exc:
-                    code = Code.RANGE if "above" in str(exc) or "below" in str(exc) else Code.SCHEMA
-                    self.fail(code, f"{here}.ports[{position}]", str(exc))
+                    self.fail(Code.SCHEMA, f"{here}.ports[{position}]", str(exc))
             result.append(Service(name=name, protocol=protocol, ports=merge(ports),
                                   comment=self.comment(doc.get("comment"), f"{here}.comment")))
         return result
@@ -403,6 +410,9 @@ class _Checker:
                 if field in modifies:
                     self.fail(Code.CONTRADICTION, f"{here}.{field}",
                               "needs connection tracking, which notrack turns off")
+        if cls.fastpath and not policy.zones:
+            self.fail(Code.CONTRADICTION, f"{here}.fastpath", "the fast path is a flowtable over "
+                      "zone interfaces, and the policy has no zones")
         if cls.seqrand != choices.SEQRAND_NONE and cls.fastpath:
             self.fail(Code.CONTRADICTION, f"{here}.fastpath",
                       "the flowtable fast path cannot carry sequence-randomised connections "

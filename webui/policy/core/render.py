@@ -81,7 +81,7 @@ class _Renderer:
             return []
         return [f"\tflowtable {FLOWTABLE} {{",
                 "\t\thook ingress priority filter",
-                f"\t\tdevices = {{ {', '.join(devices)} }}",
+                f"\t\tdevices = {{ {', '.join(f'{chr(34)}{d}{chr(34)}' for d in devices)} }}",
                 "\t}"]
 
 
@@ -150,15 +150,16 @@ class _Renderer:
         if last is None:
             return []
         lines = ["\tchain raw_prerouting {",
-                 "\t\ttype filter hook prerouting priority raw; policy accept;"]
+                 "\t\ttype filter hook prerouting priority raw; policy accept;",
+                 '\t\tfib daddr type local return comment "tusk: traffic to the firewall '
+                 'itself stays tracked"']
         for index, cls in enumerate(self.policy.classes[:last + 1]):
             comment = _comment(class_comment(index, cls))
+            # both directions: replies of an earlier tracked class must stay tracked too
             action = "notrack" if cls.notrack else "return"
-            for match in self.matches(cls, reverse=False, prerouting=True):
-                lines.append(f"\t\t{match}{action} {comment}")
-            if cls.notrack:
-                for match in self.matches(cls, reverse=True, prerouting=True):
-                    lines.append(f"\t\t{match}notrack {comment}")
+            for reverse in (False, True):
+                for match in self.matches(cls, reverse=reverse, prerouting=True):
+                    lines.append(f"\t\t{match}{action} {comment}")
         lines.append("\t}")
         return lines
 

@@ -1,0 +1,147 @@
+"""Golden rulesets, fw4 style: each NN_case/ folder holds a line of intent, a policy and
+the complete ruleset it must render to.
+
+On a mismatch the failure shows `diff -u expected actual`. UPDATE_GOLDEN=1 rewrites the
+expected files from the renderer instead (then read the diff before committing it).
+Every expected ruleset must also pass `nft -c` in a scratch namespace; cases whose policy
+needs Tusk's kernel (seqrand helpers, flowtables) must instead be refused by this host's
+kernel only where they use those features, with ENOENT.
+"""
+import difflib
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from policy.core import choices
+from policy.core.normalise import load_policy_file
+from policy.core.render import render
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WEBUI = os.path.join(os.path.dirname(os.path.dirname(HERE)), "webui")
+CASES = sorted(d for d in os.listdir(HERE)
+               if re.fullmatch(r"\d\d_[a-z0-9_]+", d) and os.path.isdir(os.path.join(HERE, d)))
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+
+# nft reports a refused object or rule as FILE:LINE:COL[-COL]: Error: MESSAGE
+ERROR_LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+)(?:-\d+)?: Error: (?P<msg>.*)$")
+# What this host's kernel lacks, as it appears on a line of the ruleset.
+VM_ONLY = re.compile(r"^\s*(ct helper \S+ \{|ct helper set \"|flowtable \S+ \{)|\bflow add @")
+
+
+def path(case, name):
+    return os.path.join(HERE, case, name)
+
+
+def read(case, name):
+    with open(path(case, name), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def needs_vm_kernel(policy):
+    """Seqrand helpers and flowtables exist only in Tusk's kernel (the VM tier)."""
+    return any(c.seqrand != choices.SEQRAND_NONE or c.fastpath for c in policy.classes)
+
+
+def unified_diff(expected, actual, case):
+    return "".join(difflib.unified_diff(
+        expected.splitlines(keepends=True), actual.splitlines(keepends=True),
+        fromfile=f"{case}/expected.nft", tofile=f"{case}/actual (render)"))
+
+
+def test_there_are_cases():
+    assert len(CASES) >= 14, CASES
+    numbers = [c[:2] for c in CASES]
+    assert len(numbers) == len(set(numbers)), f"two cases share a number: {CASES}"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_case_is_complete(case):
+    for name in ("intent.txt", "policy.yaml", "expected.nft"):
+        assert os.path.isfile(path(case, name)), f"{case}/{name} is missing"
+    intent = read(case, "intent.txt")
+    assert len(intent.strip().splitlines()) == 1, f"{case}/intent.txt must be one line"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_render_matches_expected(case):
+    actual = render(load_policy_file(path(case, "policy.yaml")))
+    if UPDATE:
+        with open(path(case, "expected.nft"), "w", encoding="utf-8") as handle:
+            handle.write(actual)
+        return
+    expected = read(case, "expected.nft")
+    if actual != expected:
+        pytest.fail(f"{case}: {read(case, 'intent.txt').strip()}\n"
+                    f"rendered ruleset differs from expected.nft "
+                    f"(UPDATE_GOLDEN=1 rewrites it):\n{unified_diff(expected, actual, case)}",
+                    pytrace=False)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_render_is_deterministic(case):
+    first = render(load_policy_file(path(case, "policy.yaml")))
+    second = render(load_policy_file(path(case, "policy.yaml")))
+    assert first.encode() == second.encode()
+    policy = load_policy_file(path(case, "policy.yaml"))
+    assert render(policy).encode() == render(policy).encode()
+
+
+_RENDER_ALL = """
+import json, os, sys
+from policy.core.normalise import load_policy_file
+from policy.core.render import render
+here = sys.argv[1]
+print(json.dumps({c: render(load_policy_file(os.path.join(here, c, "policy.yaml")))
+                  for c in sys.argv[2:]}))
+"""
+
+
+@pytest.mark.parametrize("seed", ["0", "1", "4242"])
+def test_render_does_not_depend_on_hash_seed(seed):
+    """Set iteration order changes with PYTHONHASHSEED; the rendered bytes must not."""
+    result = subprocess.run([sys.executable, "-c", _RENDER_ALL, HERE, *CASES], cwd=WEBUI,
+                            env=dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=WEBUI),
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    rendered = json.loads(result.stdout)
+    for case in CASES:
+        here = render(load_policy_file(path(case, "policy.yaml")))
+        assert rendered[case] == here, f"{case} renders differently with PYTHONHASHSEED={seed}"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_expected_passes_nft_check(case, nft_check):
+    expected = read(case, "expected.nft")
+    result = nft_check(expected)
+    if not needs_vm_kernel(load_policy_file(path(case, "policy.yaml"))):
+        assert result.returncode == 0, f"nft -c refused {case}/expected.nft:\n{result.stderr}"
+        return
+
+    # This host has neither the seqrand helpers nor flowtables: nft -c must fail, and
+    # only on the lines that use them, with ENOENT - so everything else parsed and the
+    # kernel accepted it.
+    assert result.returncode != 0, f"{case}: nft -c accepted helpers/flowtables this host lacks"
+    lines = expected.splitlines()
+    vm_lines = {number for number, text in enumerate(lines, 1) if VM_ONLY.search(text)}
+    assert vm_lines, f"{case} needs the VM kernel but uses no helper or flowtable"
+    errors = [line for line in result.stderr.splitlines() if "Error" in line]
+    assert errors, f"{case}: nft -c failed without an error line:\n{result.stderr}"
+    refused = set()
+    for error in errors:
+        match = ERROR_LINE.match(error)
+        assert match, f"{case}: nft error without FILE:LINE:COL: {error!r}\n{result.stderr}"
+        number = int(match["line"])
+        assert match["msg"].endswith("No such file or directory"), (
+            f"{case}: line {number} refused for another reason than a missing kernel "
+            f"feature:\n  {lines[number - 1].strip()}\n{result.stderr}")
+        assert number in vm_lines, (
+            f"{case}: nft -c refused line {number}, which uses no helper or flowtable:\n"
+            f"  {lines[number - 1].strip()}\n{result.stderr}")
+        refused.add(number)
+    assert refused == vm_lines, (
+        f"{case}: nft -c did not refuse every helper/flowtable line; not refused: "
+        + ", ".join(f"{n}: {lines[n - 1].strip()}" for n in sorted(vm_lines - refused)))
