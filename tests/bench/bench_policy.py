@@ -1,0 +1,151 @@
+"""make bench-policy: what a policy costs to compile, check and apply, and what it
+costs a single elephant flow. Not a test: it prints a table with ratios against
+baselines measured in the same run.
+
+  BENCH_SECONDS   iperf3 duration per run (default 10)
+  BENCH_REPEATS   timing repetitions, median taken (default 3)
+"""
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.dirname(HERE), os.path.join(os.path.dirname(os.path.dirname(HERE)), "webui")]
+
+from lab import SERVER_V4, Lab  # noqa: E402
+from policy.core.normalise import load_policy  # noqa: E402
+from policy.core.render import render  # noqa: E402
+from policy.core.target import Target  # noqa: E402
+
+SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
+REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
+ZONES = [{"name": "inside", "interfaces": ["veth-c"]}, {"name": "outside", "interfaces": ["veth-s"]}]
+
+
+def classes_policy(count, iperf_port=None):
+    """count classes over ~100 address sets, each with its own service port, a third
+    with an MSS clamp. With iperf_port, the last class is the one the flow matches."""
+    rng = random.Random(count)
+    sets = [{"name": f"net{i}", "entries": [f"10.{100 + i // 250}.{i % 250}.0/24",
+                                            f"10.{200 + i // 250}.{i % 250}.0/25"]}
+            for i in range(min(count, 100))]
+    services, classes = [], []
+    for i in range(count):
+        port = 20000 + i if iperf_port is None or i < count - 1 else iperf_port
+        services.append({"name": f"svc{i}", "protocol": "tcp", "ports": [port]})
+        cls = {"name": f"class{i}", "from": "inside", "to": "outside",
+               "services": [f"svc{i}"], "action": "accept"}
+        if iperf_port is None or i < count - 1:
+            cls["source"] = [f"net{rng.randrange(len(sets))}"]
+        if i % 3 == 0:
+            cls["mss"] = {"mode": "fixed", "value": 1400 + i % 7}
+        classes.append(cls)
+    return {"zones": ZONES, "address_sets": sets, "services": services, "classes": classes}
+
+
+def address_policy(entries):
+    rng = random.Random(entries)
+    hosts = set()
+    while len(hosts) < entries:
+        hosts.add(rng.randrange(0x0B000000, 0x0BFFFFFF))
+    items = [f"{h >> 24}.{h >> 16 & 255}.{h >> 8 & 255}.{h & 255}" for h in sorted(hosts)]
+    return {"zones": ZONES, "address_sets": [{"name": "many", "entries": items}],
+            "services": [{"name": "rsync", "protocol": "tcp", "ports": [873]}],
+            "classes": [{"name": "bulk", "from": "inside", "to": "outside", "source": ["many"],
+                         "services": ["rsync"], "action": "accept"}]}
+
+
+def timed(action):
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        result = action()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def stages(document, target):
+    compile_s, ruleset = timed(lambda: render(load_policy(document)))
+    check_s, result = timed(lambda: target.nft_check(ruleset))
+    assert result.ok, result.stderr[:500]
+    apply_s, result = timed(lambda: target.nft_load(ruleset))
+    assert result.ok, result.stderr[:500]
+    return compile_s, check_s, apply_s
+
+
+def table(title, unit, rows):
+    print(f"\n{title}")
+    print(f"{unit:>10} {'compile s':>10} {'nft -c s':>10} {'nft -f s':>10} {'total s':>9}"
+          f" {'total per ' + unit:>16} {'vs smallest':>12}")
+    base = None
+    for size, (c, k, a) in rows:
+        total = c + k + a
+        per = total / size
+        base = base or per
+        print(f"{size:>10} {c:>10.3f} {k:>10.3f} {a:>10.3f} {total:>9.3f} "
+              f"{per * 1e6:>13.1f} us {per / base:>11.2f}x")
+
+
+def iperf(lab):
+    out = lab.ns(lab.client, "iperf3", "-c", SERVER_V4, "-p", "5201", "-t", str(SECONDS),
+                 "-J", check=False).stdout
+    data = json.loads(out)
+    if "error" in data:
+        raise RuntimeError(f"iperf3: {data['error']}")
+    return data["end"]["sum_received"]["bits_per_second"] / 1e9
+
+
+def main():
+    lab = Lab("tbench")
+    try:
+        lab.up()
+        target = Target(lab.fw)
+        print(f"Tusk policy benchmark - {time.strftime('%Y-%m-%d %H:%M')}, "
+              f"{os.cpu_count()} CPUs, kernel {os.uname().release}, "
+              f"{subprocess.run(['nft', '--version'], capture_output=True, text=True).stdout.strip()}")
+        print(f"median of {REPEATS}; compile = normalise + render; apply into a lab namespace")
+
+        rows = [(n, stages(classes_policy(n), target)) for n in (10, 1000, 10000)]
+        table("Classes", "classes", rows)
+        apply_10k = rows[-1][1][2]
+        check_apply_10k = rows[-1][1][1] + apply_10k
+        print(f"goal: 10 000 classes applied in under 1 s -> nft -f {apply_10k:.2f} s "
+              f"({'met' if apply_10k < 1 else 'NOT met'}); nft -c + nft -f {check_apply_10k:.2f} s "
+              f"({'met' if check_apply_10k < 1 else 'NOT met'})")
+
+        rows = [(n, stages(address_policy(n), target)) for n in (10, 10000, 100000)]
+        table("Address set entries (one class)", "entries", rows)
+
+        lab.ns(lab.fw, "nft", "delete", "table", "inet", "tusk", check=False)
+        server = lab.popen(lab.server, "iperf3", "-s", "-p", "5201",
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1)
+        ruleset = render(load_policy(classes_policy(1000, iperf_port=5201)))
+        plain, policed = [], []
+        for _ in range(3):
+            lab.ns(lab.fw, "nft", "delete", "table", "inet", "tusk", check=False)
+            plain.append(iperf(lab))
+            assert target.nft_load(ruleset).ok
+            policed.append(iperf(lab))
+        server.terminate()
+        counters = target.counters()
+        assert counters["class_class999"][0] > 0, "the flow did not go through the last class"
+        p, q = statistics.median(plain), statistics.median(policed)
+        print(f"\nSingle TCP flow, iperf3 {SECONDS} s, client -> fw -> server, interleaved x3")
+        print(f"{'setup':<44} {'median Gbit/s':>14} {'runs':>24} {'ratio':>6}")
+        print(f"{'plain forwarding (no ruleset)':<44} {p:>14.2f} "
+              f"{' '.join(f'{x:.2f}' for x in plain):>24} {1:>6.2f}")
+        print(f"{'1 000-class policy, flow in the last class':<44} {q:>14.2f} "
+              f"{' '.join(f'{x:.2f}' for x in policed):>24} {q / p:>6.2f}")
+        print(f"goal: >= 0.98 x plain forwarding -> {'met' if q / p >= 0.98 else 'NOT met'}")
+    finally:
+        lab.down()
+
+
+if __name__ == "__main__":
+    main()
