@@ -336,7 +336,7 @@ class _Checker:
                 comment=self.comment(doc.get("comment"), f"{here}.comment"),
             )
             if len(self.problems) == before:
-                self.class_semantics(cls, here, policy, first_with_match)
+                self.class_semantics(cls, index, policy, first_with_match)
             result.append(cls)
         return result
 
@@ -394,8 +394,9 @@ class _Checker:
                                               choices.OPTION_ACTIONS, choices.OPTION_KEEP)
                              for key in choices.TCP_OPTIONS})
 
-    def class_semantics(self, cls, here, policy, first_with_match):
+    def class_semantics(self, cls, index, policy, first_with_match):
         """Checks that need the whole class: contradictions, dead matches, shadowing."""
+        here = f"classes[{index}]"
         modifies = [field for field, active in (
             ("mss", cls.mss.mode != choices.MSS_NONE),
             ("tcp_options", bool(cls.tcp_options.stripped())),
@@ -443,11 +444,11 @@ class _Checker:
             return
         key = cls.match_key()
         if key in first_with_match:
-            index, name = first_with_match[key]
-            self.fail(Code.CONTRADICTION, here, f"never matches: classes[{index}] {name!r} "
+            earlier, name = first_with_match[key]
+            self.fail(Code.CONTRADICTION, here, f"never matches: classes[{earlier}] {name!r} "
                       "matches the same traffic first")
         else:
-            first_with_match[key] = (here[len("classes["):-1], cls.name)
+            first_with_match[key] = (index, cls.name)
 
 
 def _family_names(names, policy):

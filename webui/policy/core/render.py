@@ -48,10 +48,12 @@ class _Renderer:
     def __init__(self, policy):
         self.policy = policy
         self.profiles = {}          # tcp profile -> number, in order of first use
+        self.profile_users = {}     # tcp profile -> names of the classes that use it
         for cls in policy.classes:
             profile = cls.tcp_profile()
-            if profile is not None and profile not in self.profiles:
-                self.profiles[profile] = len(self.profiles) + 1
+            if profile is not None:
+                self.profiles.setdefault(profile, len(self.profiles) + 1)
+                self.profile_users.setdefault(profile, []).append(cls.name)
 
     def text(self):
         objects = []
@@ -109,8 +111,8 @@ class _Renderer:
     def profile_chains(self):
         lines = []
         for (mss, stripped), number in self.profiles.items():
-            users = [c.name for c in self.policy.classes if c.tcp_profile() == (mss, stripped)]
-            comment = _comment(f"tusk: tcp profile {number} of {', '.join(users)}")
+            users = ", ".join(self.profile_users[(mss, stripped)])
+            comment = _comment(f"tusk: tcp profile {number} of {users}")
             lines.append(f"\tchain tcp_profile_{number} {{")
             if mss.mode == choices.MSS_FIXED:
                 lines.append(f"\t\ttcp option maxseg size set {mss.value} {comment}")
