@@ -29,7 +29,7 @@ UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
 # nft reports a refused object or rule as FILE:LINE:COL[-COL]: Error: MESSAGE
 ERROR_LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+)(?:-\d+)?: Error: (?P<msg>.*)$")
 # What this host's kernel lacks, as it appears on a line of the ruleset.
-VM_ONLY = re.compile(r"^\s*(ct helper \S+ \{|ct helper set \"|flowtable \S+ \{)|\bflow add @")
+VM_ONLY = re.compile(r"^\s*(ct helper \S+ \{|flowtable \S+ \{)|\bct helper set \"|\bflow add @")
 
 
 def path(case, name):

@@ -170,7 +170,7 @@ def test_rollback_to_an_earlier_revision_is_a_new_confirmable_apply(lab, fw, tmp
     history = fw("history").stdout.splitlines()
     assert "rollback to 1" in history[2] and history[2].endswith("confirmed *")
     diff = fw("diff", "--revision", "2", "--revision", "3").stdout
-    assert "-\tchain class_beta {" in diff and "+\tchain class_alpha {" in diff
+    assert '-\tcounter class_beta {' in diff and '+\tcounter class_alpha {' in diff
 
 
 def test_applying_over_a_pending_apply_supersedes_it(lab, fw, tmp_path):
@@ -238,7 +238,7 @@ def test_check_and_diff_against_the_live_revision(lab, fw, tmp_path):
     fw("confirm")
     diff = fw("diff", policy(tmp_path, "alpha", port=443)).stdout
     assert "--- revision 1" in diff
-    assert "-\t\tiifname @zone_inside oifname @zone_outside tcp dport 80 jump class_alpha" in diff
-    assert "+\t\tiifname @zone_inside oifname @zone_outside tcp dport 443 jump class_alpha" in diff
+    assert '-\t\tiifname @zone_inside oifname @zone_outside tcp dport 80 counter name "class_alpha" accept' in diff
+    assert '+\t\tiifname @zone_inside oifname @zone_outside tcp dport 443 counter name "class_alpha" accept' in diff
     status = fw("status").stdout
     assert "confirmed revision: 1" in status and "table inet tusk loaded: yes" in status

@@ -44,7 +44,7 @@ PORT_ITEM = st.one_of(PORT, st.tuples(PORT, st.integers(0, 2000)).map(
 
 @st.composite
 def policies(draw):
-    names = draw(st.lists(NAMES, min_size=8, max_size=30, unique=True))
+    names = draw(st.lists(NAMES, min_size=11, max_size=30, unique=True))
     pool = iter(names)
     zones = [{"name": next(pool), "interfaces": [f"eth{i}", f"vl{i}.{i + 10}"]}
              for i in range(draw(st.integers(1, 3)))]
@@ -115,11 +115,15 @@ def test_valid_policies_render_to_rulesets_nft_accepts(document, nft_check):
     ruleset = render(policy)
     assert render(load_policy(document)) == ruleset, "render is not deterministic"
     names = {f"class_{c.name}": (i, c.name) for i, c in enumerate(policy.classes)}
-    for line in ruleset.splitlines():
-        jump = re.search(r"jump (class_\S+) comment \"tusk: classes\[(\d+)\] (\S+)\"", line)
-        if jump:
-            assert names[jump.group(1)] == (int(jump.group(2)), jump.group(3)), line
-    dispatched = {m for m in re.findall(r"jump (class_\S+) comment", ruleset)}
+    forward = ruleset[ruleset.index("\tchain forward {"):]
+    dispatched = set()
+    for line in forward.splitlines():
+        # a dispatch rule jumps to class_<name> or carries the class's counted verdict
+        target = re.search(r'(?:jump |counter name ")(class_[^" ]+)"? .*comment '
+                           r'"tusk: classes\[(\d+)\] (\S+)"', line)
+        if target:
+            assert names[target.group(1)] == (int(target.group(2)), target.group(3)), line
+            dispatched.add(target.group(1))
     assert dispatched == set(names), "every class needs at least one dispatch rule"
     result = nft_check(ruleset)
     assert result.returncode == 0, f"nft -c refused:\n{result.stderr}\n{ruleset}"

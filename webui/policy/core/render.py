@@ -1,8 +1,9 @@
 """Stage 2 of 3: render. Pure and deterministic: the same policy gives the same bytes.
 
 The skeleton lives in ruleset.nft.in; this module emits the rule lines. Names follow
-one grammar - zone_<zone>, addr_<set>_v4|_v6, svc_<service>, class_<class>,
-tcp_profile_<n>, counter class_<class> - and every rule carries a comment naming
+one grammar - zone_<zone>, addr_<set>_v4|_v6, svc_<service>, class_<class> (for
+classes whose actions take more than one rule), tcp_profile_<n>, counter
+class_<class> - and every rule carries a comment naming
 the policy object it came from, so `nft list ruleset` explains itself.
 
 Address sets and port lists of more than one element become named interval sets
@@ -123,26 +124,45 @@ class _Renderer:
             lines.append("\t}")
         return lines
 
+    def class_body(self, cls):
+        """The rules of a class after its match: the TCP profile on SYN, then the
+        counted verdict carrying the helper and ct mark statements."""
+        rules, statements, mark = [], [], 0
+        profile = cls.tcp_profile()
+        if profile is not None:
+            number = self.profiles[profile]
+            rules.append(f"tcp flags syn / syn,rst jump tcp_profile_{number}")
+            mark |= number
+        if cls.seqrand != choices.SEQRAND_NONE:
+            statements.append(f'ct helper set "{choices.SEQRAND_HELPER_TYPES[cls.seqrand]}"')
+        if cls.fastpath:
+            mark |= CT_MARK_FASTPATH_BIT
+        if mark and not cls.notrack:
+            keep = 0xFFFFFFFF & ~CT_MARK_TUSK_MASK
+            statements.append(f"ct mark set ct mark and 0x{keep:08x} or 0x{mark:08x}")
+        counter = " ".join(statements + [f'counter name "class_{cls.name}"'])
+        if cls.action == "reject":
+            rules += [f"meta l4proto tcp {counter} reject with tcp reset", f"{counter} reject"]
+        else:
+            rules.append(f"{counter} {cls.action}")
+        return rules
+
+    def dispatch(self, cls):
+        """What a dispatch rule does once the class matched: the whole body inline when
+        it is one rule (most classes: no chain, no jump, fewer rules to load), else a
+        jump to class_<name>."""
+        body = self.class_body(cls)
+        return body[0] if len(body) == 1 else f"jump class_{cls.name}"
+
     def class_chains(self):
         lines = []
         for index, cls in enumerate(self.policy.classes):
+            body = self.class_body(cls)
+            if len(body) == 1:
+                continue
             comment = _comment(class_comment(index, cls))
             lines.append(f"\tchain class_{cls.name} {{")
-            profile = cls.tcp_profile()
-            mark = 0
-            if profile is not None:
-                number = self.profiles[profile]
-                lines.append(f"\t\ttcp flags syn / syn,rst jump tcp_profile_{number} {comment}")
-                mark |= number
-            if cls.seqrand != choices.SEQRAND_NONE:
-                helper = choices.SEQRAND_HELPER_TYPES[cls.seqrand]
-                lines.append(f'\t\tct helper set "{helper}" {comment}')
-            if cls.fastpath:
-                mark |= CT_MARK_FASTPATH_BIT
-            if mark and not cls.notrack:
-                keep = 0xFFFFFFFF & ~CT_MARK_TUSK_MASK
-                lines.append(f"\t\tct mark set ct mark and 0x{keep:08x} or 0x{mark:08x} {comment}")
-            lines += [f"\t\t{stmt} {comment}" for stmt in _verdict(cls)]
+            lines += [f"\t\t{rule} {comment}" for rule in body]
             lines.append("\t}")
         return lines
 
@@ -189,10 +209,11 @@ class _Renderer:
                   'ct state invalid counter name "invalid" drop comment "tusk: invalid"']
         for index, cls in enumerate(self.policy.classes):
             comment = _comment(class_comment(index, cls))
+            action = self.dispatch(cls)
             directions = (False, True) if cls.notrack else (False,)
             for reverse in directions:
                 for match in self.matches(cls, reverse=reverse, prerouting=False):
-                    lines.append(f"{match}jump class_{cls.name} {comment}")
+                    lines.append(f"{match}{action} {comment}")
         lines.append('counter name "default_deny" drop comment "tusk: default deny between zones"')
         return lines
 
@@ -259,13 +280,6 @@ class _Renderer:
                 merged = merge(iv for s in services for iv in s.ports)
                 result.append(f"{protocol} {port_field} {_literal([port_text(iv) for iv in merged])} ")
         return result
-
-
-def _verdict(cls):
-    counter = f'counter name "class_{cls.name}"'
-    if cls.action == "reject":
-        return [f"meta l4proto tcp {counter} reject with tcp reset", f"{counter} reject"]
-    return [f"{counter} {cls.action}"]
 
 
 def _literal(elements):
