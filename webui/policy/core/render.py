@@ -59,8 +59,7 @@ class _Renderer:
     def text(self):
         objects = []
         for block in (self.helpers(), self.flowtable(), self.counters(), self.sets(),
-                      self.profile_chains(), self.class_chains(), self.raw_chain(),
-                      self.mangle_chain()):
+                      self.profile_chains(), self.class_chains(), self.raw_chain()):
             objects.extend(block)
         return (_SKELETON.replace("@objects@\n", "".join(f"{line}\n" for line in objects))
                 .replace("@forward@\n", "".join(f"\t\t{line}\n" for line in self.forward())))
@@ -185,18 +184,6 @@ class _Renderer:
         lines.append("\t}")
         return lines
 
-    def mangle_chain(self):
-        """The reply SYN/ACK gets the TCP profile of the class that accepted the SYN."""
-        if not self.profiles:
-            return []
-        vmap = ", ".join(f"{n} : jump tcp_profile_{n}" for n in self.profiles.values())
-        return ["\tchain mangle_forward {",
-                "\t\ttype filter hook forward priority mangle; policy accept;",
-                f"\t\ttcp flags syn / syn,rst ct direction reply "
-                f"ct mark and 0x{CT_MARK_PROFILE_MASK:08x} vmap {{ {vmap} }} "
-                f'comment "tusk: reply SYN/ACK of classes with a tcp profile"',
-                "\t}"]
-
     # -- the forward chain -------------------------------------------------------------
 
     def forward(self):
@@ -205,6 +192,14 @@ class _Renderer:
             bit = f"0x{CT_MARK_FASTPATH_BIT:08x}"
             lines.append(f"meta l4proto {{ tcp, udp }} ct mark and {bit} == {bit} "
                          f'flow add @{FLOWTABLE} comment "tusk: fast path of fastpath classes"')
+        if self.profiles:
+            # The reply SYN/ACK gets the TCP profile of the class that accepted the SYN.
+            # In this chain rather than a mangle-priority one: a second base chain would
+            # cost every forwarded packet another hook traversal.
+            vmap = ", ".join(f"{n} : jump tcp_profile_{n}" for n in self.profiles.values())
+            lines.append(f"tcp flags syn / syn,rst ct direction reply "
+                         f"ct mark and 0x{CT_MARK_PROFILE_MASK:08x} vmap {{ {vmap} }} "
+                         f'comment "tusk: reply SYN/ACK of classes with a tcp profile"')
         lines += ['ct state established,related accept comment "tusk: established and related"',
                   'ct state invalid counter name "invalid" drop comment "tusk: invalid"']
         for index, cls in enumerate(self.policy.classes):
