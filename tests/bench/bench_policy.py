@@ -4,7 +4,7 @@ baselines measured in the same run.
 
   BENCH_SECONDS   iperf3 duration per run (default 10)
   BENCH_REPEATS   timing repetitions, median taken (default 3)
-  BENCH_FLOW_RUNS interleaved iperf3 runs per setup (default 5)
+  BENCH_FLOW_RUNS interleaved iperf3 rounds (default 9)
 """
 import json
 import os
@@ -23,9 +23,9 @@ from policy.core.normalise import load_policy  # noqa: E402
 from policy.core.render import render  # noqa: E402
 from policy.core.target import Target  # noqa: E402
 
-SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
+SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))  # the issue asks for 10 s flows
 REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
-FLOW_RUNS = int(os.environ.get("BENCH_FLOW_RUNS", "5"))
+FLOW_RUNS = int(os.environ.get("BENCH_FLOW_RUNS", "9"))
 CONNTRACK_ONLY = """table inet tusk
 delete table inet tusk
 table inet tusk {
@@ -160,9 +160,15 @@ def main():
             values = runs[name]
             print(f"{name:<44} {statistics.median(values):>14.2f} "
                   f"{min(values):>6.2f}-{max(values):<7.2f} {statistics.median(values) / plain:>6.2f}")
-        ratio = statistics.median(runs[setups[2][0]]) / plain
+        # Paired: each round's policy run against the same round's plain run, so the
+        # host's drift between rounds cancels; the median of these ratios is the verdict.
+        paired = [p / q for p, q in zip(runs[setups[2][0]], runs[setups[0][0]])]
+        tracked = [p / q for p, q in zip(runs[setups[1][0]], runs[setups[0][0]])]
+        ratio = statistics.median(paired)
+        print(f"paired ratios per round: policy/plain {' '.join(f'{r:.2f}' for r in paired)}; "
+              f"conntrack-only/plain {' '.join(f'{r:.2f}' for r in tracked)}")
         print(f"goal: policy >= 0.98 x plain forwarding -> {'met' if ratio >= 0.98 else 'NOT met'} "
-              f"({ratio:.2f}; run-to-run spread above shows how far to trust it)")
+              f"(median paired ratio {ratio:.2f}; conntrack only {statistics.median(tracked):.2f})")
     finally:
         lab.down()
 
