@@ -242,3 +242,16 @@ def test_check_and_diff_against_the_live_revision(lab, fw, tmp_path):
     assert '+\t\tiifname @zone_inside oifname @zone_outside tcp dport 443 counter name "class_alpha" accept' in diff
     status = fw("status").stdout
     assert "confirmed revision: 1" in status and "table inet tusk loaded: yes" in status
+    # the host kernel has neither Tusk's helper nor flowtables; nftables itself is there
+    assert "kernel seqrand helper: missing" in status
+    assert "kernel seqrand-both helper: missing" in status
+    assert "kernel flowtable: missing" in status
+
+
+def test_capability_probe_tells_present_from_missing(lab):
+    """The probe asks the kernel: the stock ftp helper is there, seqrand is not."""
+    from policy.core.capabilities import has_helper
+    from policy.core.target import Target
+    target = Target(lab.fw)
+    assert has_helper(target, "ftp")
+    assert not has_helper(target, "seqrand")

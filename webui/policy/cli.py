@@ -8,6 +8,7 @@ import select
 import sys
 import time
 
+from .core import capabilities
 from .core.applier import Applier, current_user
 from .core.errors import Code, PolicyError
 from .core.normalise import load_policy_file
@@ -127,6 +128,8 @@ def cmd_status(args):
         left = max(int(pending["deadline"] - time.time()), 0)
         print(f"pending revision: {pending['revision']} (rolls back in {left} s)")
     print(f"table inet tusk loaded: {'yes' if status['live'] else 'no'}")
+    for name, present in capabilities.report(applier.target).items():
+        print(f"kernel {name}: {'available' if present else 'missing'}")
 
 
 def cmd_recover(args):

@@ -74,7 +74,7 @@ def check(policy, target):
 
 
 def report(target):
-    """Capabilities for display: name -> bool."""
-    found = {f"helper {h}": has_helper(target, h) for h in choices.SEQRAND_HELPER_TYPES.values()}
+    """What the kernel offers, for display: name -> bool."""
+    found = {f"{h} helper": has_helper(target, h) for h in choices.SEQRAND_HELPER_TYPES.values()}
     found["flowtable"] = flowtable_refusals(target, []) is None
     return found
