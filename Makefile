@@ -9,12 +9,15 @@ LAB_STATE := /var/tmp/tusk-lab/$(LAB)
 APT_PACKAGES := nftables iproute2 iputils-ping tcpdump iperf3 procps
 PYTEST_ARGS ?=
 
-.PHONY: help run test deps venv bench-policy lab-up lab-down clean
+KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev cpio
+
+.PHONY: help run test deps venv bench-policy kernel clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
 	@echo "make test          run every test tier (unit, golden, property, namespace)"
 	@echo "make bench-policy  compile/check/apply times and single-flow throughput"
+	@echo "make kernel        Linux 6.12 + kernel-patches/ + the config fragment, cached by input hash"
 
 deps: $(VENV)/.installed
 	@tools/ensure-apt $(APT_PACKAGES)
@@ -45,6 +48,10 @@ run: deps
 	  echo "Try: $(PY) webui/bin/tusk policy --netns $(LAB)-fw --state-dir $(LAB_STATE) history" && \
 	  echo "Ctrl-C tears the lab down." && \
 	  while sleep 3600; do :; done
+
+kernel:
+	@tools/ensure-apt $(KERNEL_APT_PACKAGES)
+	@tools/build-kernel
 
 bench-policy: deps
 	$(PY) tests/bench/bench_policy.py
