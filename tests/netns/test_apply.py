@@ -92,6 +92,8 @@ def test_unconfirmed_apply_rolls_back_by_itself(lab, fw, tmp_path):
     fw("apply", policy(tmp_path, "beta"), "--timeout", TIMEOUT)
     assert live(lab) == ["beta"]
     wait_for(lambda: live(lab) == ["alpha"], TIMEOUT + 5, "rollback to alpha")
+    # the watchdog restores the ruleset first, then records the outcome
+    wait_for(lambda: outcome(fw.state, 2) != "pending", 5, "the outcome to be recorded")
     assert outcome(fw.state, 2) == f"rolled back: not confirmed within {TIMEOUT} s"
     assert fw("confirm", check=False).returncode == 24   # NOT_PENDING
 
@@ -116,6 +118,7 @@ def test_rollback_survives_sigkill_of_the_applying_process(lab, fw, tmp_path):
     assert applier.returncode == -signal.SIGKILL
     assert live(lab) == ["beta"]
     wait_for(lambda: live(lab) == ["alpha"], TIMEOUT + 5, "rollback after SIGKILL")
+    wait_for(lambda: outcome(fw.state, 2) != "pending", 5, "the outcome to be recorded")
     assert outcome(fw.state, 2).startswith("rolled back: not confirmed")
 
 
