@@ -110,6 +110,17 @@ class Outcome:
     sport: int = 0
 
 
+def _failed(exc, start):
+    """The Outcome of a connection attempt that raised: refused, timed out, or other."""
+    if isinstance(exc, ConnectionRefusedError):
+        kind = "refused"
+    elif isinstance(exc, (TimeoutError, socket.timeout)):
+        kind = "timeout"
+    else:
+        kind = f"error: {exc}"
+    return Outcome(kind, time.monotonic() - start)
+
+
 def tcp_exchange(ns, dst, port, payload=b"tusk", src=None, timeout=5.0, mss=None):
     """Connects from namespace ns to dst:port, sends payload, half-closes and reads the
     echo. Returns an Outcome; never raises for network results."""
@@ -129,12 +140,8 @@ def tcp_exchange(ns, dst, port, payload=b"tusk", src=None, timeout=5.0, mss=None
             reply = b""
             while chunk := sock.recv(65536):
                 reply += chunk
-        except ConnectionRefusedError:
-            return Outcome("refused", time.monotonic() - start)
-        except (TimeoutError, socket.timeout):
-            return Outcome("timeout", time.monotonic() - start)
         except OSError as exc:
-            return Outcome(f"error: {exc}", time.monotonic() - start)
+            return _failed(exc, start)
         return Outcome("ok", time.monotonic() - start, reply, sport)
 
 
@@ -148,12 +155,8 @@ def tcp_connect(ns, dst, port, timeout=3.0):
         start = time.monotonic()
         try:
             sock.connect((dst, port))
-        except ConnectionRefusedError:
-            return Outcome("refused", time.monotonic() - start)
-        except (TimeoutError, socket.timeout):
-            return Outcome("timeout", time.monotonic() - start)
         except OSError as exc:
-            return Outcome(f"error: {exc}", time.monotonic() - start)
+            return _failed(exc, start)
         return Outcome("ok", time.monotonic() - start, b"", sock.getsockname()[1])
 
 
