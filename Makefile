@@ -10,14 +10,17 @@ APT_PACKAGES := nftables iproute2 iputils-ping tcpdump iperf3 procps
 PYTEST_ARGS ?=
 
 KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev cpio
+VM_APT_PACKAGES := qemu-system-x86 debootstrap
 
-.PHONY: help run test deps venv bench-policy kernel clean
+.PHONY: help run test deps vm-deps venv vm-test bench-policy bench-seqrand kernel clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
-	@echo "make test          run every test tier (unit, golden, property, namespace)"
+	@echo "make test          run every test tier (unit, golden, property, namespace, VM)"
+	@echo "make vm-test       only the VM tier: Tusk's kernel under QEMU (scenarios, KUnit)"
 	@echo "make bench-policy  compile/check/apply times and single-flow throughput"
-	@echo "make kernel        Linux 6.12 + kernel-patches/ + the config fragment, cached by input hash"
+	@echo "make bench-seqrand single-flow cost of sequence randomisation, in the VM"
+	@echo "make kernel        Linux 6.12 + kernel-patches/ + the config fragments, cached by input hash"
 
 deps: $(VENV)/.installed
 	@tools/ensure-apt $(APT_PACKAGES)
@@ -32,9 +35,16 @@ $(VENV)/.installed: webui/requirements.txt tests/requirements.txt
 
 venv: $(VENV)/.installed
 
-test: deps
+vm-deps:
+	@tools/ensure-apt $(KERNEL_APT_PACKAGES) $(VM_APT_PACKAGES)
+
+test: deps vm-deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test needs root: the namespace tests create network namespaces"; exit 1; }
 	cd tests && ../$(PY) -m pytest $(PYTEST_ARGS)
+
+vm-test: deps vm-deps
+	@[ "$$(id -u)" -eq 0 ] || { echo "make vm-test needs root (debootstrap, QEMU's 9p shares)"; exit 1; }
+	cd tests && ../$(PY) -m pytest vm $(PYTEST_ARGS)
 
 run: deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make run needs root: it creates network namespaces"; exit 1; }
@@ -51,10 +61,13 @@ run: deps
 
 kernel:
 	@tools/ensure-apt $(KERNEL_APT_PACKAGES)
-	@tools/build-kernel
+	@tools/build-kernel tests/vm/kunit.fragment
 
 bench-policy: deps
 	$(PY) tests/bench/bench_policy.py
+
+bench-seqrand: deps vm-deps
+	$(PY) tests/bench/bench_seqrand.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache tests/.pytest_cache

@@ -4,7 +4,14 @@
     <prefix>-fw      veth-c 10.10.1.1/24 fd00:10:1::1/64 | veth-s 10.10.2.1/24 fd00:10:2::1/64
     <prefix>-server  eth0 10.10.2.2/24 fd00:10:2::2/64
 
-Used by `make run` (python3 tests/lab.py up|down) and by the namespace tests.
+With router_mtu, a router sits between fw and the server and sends towards the server
+with that MTU (path-MTU tests: the router, not fw, sends the "too big" errors):
+
+    <prefix>-fw      veth-s 10.10.3.1/24 fd00:10:3::1/64
+    <prefix>-router  eth0 10.10.3.2/24 fd00:10:3::2/64 | eth1 10.10.2.1/24 fd00:10:2::1/64
+    <prefix>-server  eth0 10.10.2.2/24 fd00:10:2::2/64 (unchanged: its gateway is the router)
+
+Used by `make run` (python3 tests/lab.py up|down) and by the namespace and VM tests.
 Traffic only ever flows between these namespaces.
 """
 import subprocess
@@ -12,6 +19,9 @@ import sys
 
 CLIENT_V4, FW_C_V4, FW_S_V4, SERVER_V4 = "10.10.1.2", "10.10.1.1", "10.10.2.1", "10.10.2.2"
 CLIENT_V6, FW_C_V6, FW_S_V6, SERVER_V6 = "fd00:10:1::2", "fd00:10:1::1", "fd00:10:2::1", "fd00:10:2::2"
+# fw - router transit network, only with a router
+FW_R_V4, ROUTER_V4 = "10.10.3.1", "10.10.3.2"
+FW_R_V6, ROUTER_V6 = "fd00:10:3::1", "fd00:10:3::2"
 
 
 def sh(*argv, check=True, input=None):
@@ -19,9 +29,16 @@ def sh(*argv, check=True, input=None):
 
 
 class Lab:
-    def __init__(self, prefix="tusk"):
+    def __init__(self, prefix="tusk", router_mtu=None):
         self.prefix = prefix
         self.client, self.fw, self.server = (f"{prefix}-client", f"{prefix}-fw", f"{prefix}-server")
+        self.router = f"{prefix}-router"
+        self.router_mtu = router_mtu
+
+    @property
+    def namespaces(self):
+        middle = (self.fw, self.router) if self.router_mtu else (self.fw,)
+        return (self.client, *middle, self.server)
 
     def ns(self, name, *argv, check=True, input=None):
         return sh("ip", "netns", "exec", name, *argv, check=check, input=input)
@@ -31,34 +48,67 @@ class Lab:
 
     def up(self):
         self.down()
-        for name in (self.client, self.fw, self.server):
+        for name in self.namespaces:
             sh("ip", "netns", "add", name)
             self.ns(name, "ip", "link", "set", "lo", "up")
             self.ns(name, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0")
             self.ns(name, "sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0")
-        for peer, fw_if, net4, net6, peer_v4, fw_v4, peer_v6, fw_v6 in (
-                (self.client, "veth-c", "10.10.1", "fd00:10:1", CLIENT_V4, FW_C_V4, CLIENT_V6, FW_C_V6),
-                (self.server, "veth-s", "10.10.2", "fd00:10:2", SERVER_V4, FW_S_V4, SERVER_V6, FW_S_V6)):
-            sh("ip", "link", "add", "tusk-tmp0", "netns", peer, "type", "veth",
-               "peer", "name", fw_if, "netns", self.fw)
-            self.ns(peer, "ip", "link", "set", "tusk-tmp0", "name", "eth0")
-            self.ns(peer, "ip", "addr", "add", f"{peer_v4}/24", "dev", "eth0")
-            self.ns(peer, "ip", "-6", "addr", "add", f"{peer_v6}/64", "dev", "eth0", "nodad")
-            self.ns(peer, "ip", "link", "set", "eth0", "up")
-            self.ns(peer, "ip", "route", "add", "default", "via", fw_v4)
-            self.ns(peer, "ip", "-6", "route", "add", "default", "via", fw_v6)
-            self.ns(self.fw, "ip", "addr", "add", f"{fw_v4}/24", "dev", fw_if)
-            self.ns(self.fw, "ip", "-6", "addr", "add", f"{fw_v6}/64", "dev", fw_if, "nodad")
-            self.ns(self.fw, "ip", "link", "set", fw_if, "up")
-        self.ns(self.fw, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-        self.ns(self.fw, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+        self._wire(self.client, "eth0", self.fw, "veth-c")
+        self._address(self.client, "eth0", CLIENT_V4, CLIENT_V6)
+        self._address(self.fw, "veth-c", FW_C_V4, FW_C_V6)
+        self._default_route(self.client, FW_C_V4, FW_C_V6)
+        if self.router_mtu:
+            self._wire(self.router, "eth0", self.fw, "veth-s")
+            self._address(self.fw, "veth-s", FW_R_V4, FW_R_V6)
+            self._address(self.router, "eth0", ROUTER_V4, ROUTER_V6)
+            self._wire(self.server, "eth0", self.router, "eth1")
+            self._address(self.router, "eth1", FW_S_V4, FW_S_V6)
+            self._route(self.fw, "10.10.2.0/24", "fd00:10:2::/64", ROUTER_V4, ROUTER_V6)
+            self._route(self.router, "10.10.1.0/24", "fd00:10:1::/64", FW_R_V4, FW_R_V6)
+            # Only the router's side: the server keeps MTU 1500 and advertises MSS 1460,
+            # so the client's full-size segments meet the narrow hop and need PMTUD.
+            self.mtu(self.router, "eth1", self.router_mtu)
+            self._forward(self.router)
+        else:
+            self._wire(self.server, "eth0", self.fw, "veth-s")
+            self._address(self.fw, "veth-s", FW_S_V4, FW_S_V6)
+        self._address(self.server, "eth0", SERVER_V4, SERVER_V6)
+        self._default_route(self.server, FW_S_V4, FW_S_V6)
+        self._forward(self.fw)
         return self
 
     def down(self):
-        for name in (self.client, self.fw, self.server):
+        for name in (self.client, self.fw, self.router, self.server):
             for pid in sh("ip", "netns", "pids", name, check=False).stdout.split():
                 sh("kill", "-9", pid, check=False)
             sh("ip", "netns", "del", name, check=False)
+
+    def mtu(self, ns, interface, mtu):
+        self.ns(ns, "ip", "link", "set", interface, "mtu", str(mtu))
+
+    def _wire(self, a, a_interface, b, b_interface):
+        """A veth pair between namespaces a and b. Created under a temporary name: the
+        final one (eth0) may already exist where ip runs."""
+        sh("ip", "link", "add", "tusk-tmp0", "netns", a, "type", "veth",
+           "peer", "name", b_interface, "netns", b)
+        self.ns(a, "ip", "link", "set", "tusk-tmp0", "name", a_interface)
+
+    def _address(self, ns, interface, v4, v6):
+        self.ns(ns, "ip", "addr", "add", f"{v4}/24", "dev", interface)
+        self.ns(ns, "ip", "-6", "addr", "add", f"{v6}/64", "dev", interface, "nodad")
+        self.ns(ns, "ip", "link", "set", interface, "up")
+
+    def _default_route(self, ns, v4, v6):
+        self.ns(ns, "ip", "route", "add", "default", "via", v4)
+        self.ns(ns, "ip", "-6", "route", "add", "default", "via", v6)
+
+    def _route(self, ns, net4, net6, v4, v6):
+        self.ns(ns, "ip", "route", "add", net4, "via", v4)
+        self.ns(ns, "ip", "-6", "route", "add", net6, "via", v6)
+
+    def _forward(self, ns):
+        self.ns(ns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        self.ns(ns, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
 
 
 if __name__ == "__main__":

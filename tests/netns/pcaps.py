@@ -8,6 +8,7 @@ connection and without fixed sleeps (connect() itself says when it is done).
 """
 import io
 import os
+import re
 import select
 import signal
 import socket
@@ -248,11 +249,12 @@ class Capture:
     """tcpdump on one interface of one namespace, writing every packet at once (-U,
     --immediate-mode) to a pcap file that can be read while it runs."""
 
-    def __init__(self, ns, interface, path, bpf=""):
+    def __init__(self, ns, interface, path, bpf="", snaplen=256):
         self.path = str(path)
+        self.dropped = None     # packets the kernel dropped for this capture, after stop()
         self.proc = subprocess.Popen(
             ["ip", "netns", "exec", ns, "tcpdump", "-i", interface, "-n", "-U",
-             "--immediate-mode", "-Z", "root", "-s", "256", "-w", self.path]
+             "--immediate-mode", "-Z", "root", "-s", str(snaplen), "-w", self.path]
             + ([bpf] if bpf else []),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self._wait_listening(ns, interface)
@@ -325,6 +327,11 @@ class Capture:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.proc.stderr.closed:
+            return
+        # tcpdump's last words on SIGINT: "N packets dropped by kernel"
+        found = re.search(rb"(\d+) packets? dropped by kernel", self.proc.stderr.read())
+        self.dropped = int(found.group(1)) if found else None
         self.proc.stderr.close()
 
     def __enter__(self):

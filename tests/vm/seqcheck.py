@@ -1,0 +1,417 @@
+"""Checks sequence randomisation from two captures on the firewall: the client side
+("inside", before the firewall rewrites a client's segment) and the server side
+("outside"). Every segment that crossed is paired with itself on the other side and
+every number an endpoint reads is compared: seq, ack and both edges of every SACK
+block must differ by exactly the connection's offsets, everything else must be equal.
+
+Offsets: R_o shifts the client's (initiator's) sequence space as the server sees it,
+R_r the server's as the client sees it (0 unless both directions are randomised).
+"""
+import dataclasses
+import socket
+import struct
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import dpkt
+
+MOD = 1 << 32
+SACK, TIMESTAMPS, MSS = 5, 8, 2
+
+
+def options_of(raw):
+    """(kind, start, length) of each option in raw TCP option bytes, NOPs left out,
+    up to the end-of-list option or the first malformed one - where the endpoints
+    (and seqadj) stop reading."""
+    i = 0
+    while i < len(raw):
+        kind = raw[i]
+        if kind == 0:
+            return
+        if kind == 1:
+            i += 1
+            continue
+        if i + 1 >= len(raw) or raw[i + 1] < 2 or i + raw[i + 1] > len(raw):
+            return
+        yield kind, i, raw[i + 1]
+        i += raw[i + 1]
+
+
+def sack_edges(raw):
+    """Byte offsets of every SACK edge in raw options (well-formed SACK options only:
+    a whole number of blocks), in order."""
+    return [j for kind, start, length in options_of(raw)
+            if kind == SACK and length >= 10 and (length - 2) % 8 == 0
+            for j in range(start + 2, start + length, 4)]
+
+
+def parse_sack(raw):
+    """[(left, right)] of every well-formed SACK block, in order."""
+    edges = [struct.unpack_from("!I", raw, j)[0] for j in sack_edges(raw)]
+    return list(zip(edges[::2], edges[1::2]))
+
+
+def option_value(raw, wanted):
+    for kind, start, length in options_of(raw):
+        if kind == wanted:
+            return bytes(raw[start + 2:start + length])
+    return None
+
+
+def without_numbers(raw, mss_too=False):
+    """The option bytes with SACK edges (and optionally the MSS value) zeroed: what
+    must be identical on both sides of the firewall."""
+    out = bytearray(raw)
+    for j in sack_edges(raw):
+        out[j:j + 4] = bytes(4)
+    for kind, start, length in options_of(raw):
+        if kind == MSS and mss_too:
+            out[start + 2:start + length] = bytes(length - 2)
+    return bytes(out)
+
+
+def shifted_sack(raw, shift):
+    """raw with every SACK edge moved by shift: what seqadj makes of an option list."""
+    out = bytearray(raw)
+    for j in sack_edges(raw):
+        struct.pack_into("!I", out, j, (struct.unpack_from("!I", raw, j)[0] + shift) % MOD)
+    return bytes(out)
+
+
+@dataclass
+class Segment:
+    ts: float
+    family: int
+    src: str
+    dst: str
+    sport: int
+    dport: int
+    ipid: int           # None for IPv6
+    flags: int
+    seq: int
+    ack: int
+    window: int
+    options: bytes
+    length: int         # payload bytes on the wire
+    payload: bytes      # as captured
+    checksum_ok: object  # True/False, or None when the capture cut the segment
+
+    @property
+    def syn(self):
+        return bool(self.flags & dpkt.tcp.TH_SYN)
+
+    @property
+    def has_ack(self):
+        return bool(self.flags & dpkt.tcp.TH_ACK)
+
+    @property
+    def sack(self):
+        return parse_sack(self.options)
+
+    @property
+    def tsval(self):
+        value = option_value(self.options, TIMESTAMPS)
+        return struct.unpack("!II", value) if value and len(value) == 8 else None
+
+    def key(self):
+        """What identifies one transmission on both sides: the firewall changes none of it."""
+        return (self.src, self.sport, self.dst, self.dport, self.ipid, self.length,
+                self.flags, self.window, self.tsval)
+
+    def __str__(self):
+        return (f"{self.src}:{self.sport}>{self.dst}:{self.dport} id={self.ipid} "
+                f"flags=0x{self.flags:02x} seq={self.seq} ack={self.ack} len={self.length} "
+                f"sack={self.sack}")
+
+
+def _tcp_checksum_ok(ip, tcp_bytes, wire_length):
+    if len(tcp_bytes) < wire_length:
+        return None
+    if isinstance(ip, dpkt.ip6.IP6):
+        pseudo = ip.src + ip.dst + struct.pack("!IxxxB", wire_length, 6)
+    else:
+        pseudo = ip.src + ip.dst + struct.pack("!xBH", 6, wire_length)
+    return dpkt.in_cksum(pseudo + tcp_bytes[:wire_length]) == 0
+
+
+def read(path):
+    """The TCP segments of a pcap taken on an Ethernet interface, in capture order."""
+    segments = []
+    with open(path, "rb") as handle:
+        for ts, frame in dpkt.pcap.Reader(handle):
+            try:
+                ip = dpkt.ethernet.Ethernet(frame).data
+            except (dpkt.NeedData, dpkt.UnpackError):
+                continue
+            if isinstance(ip, dpkt.ip.IP) and ip.p == 6:
+                family, ipid, header, wire = socket.AF_INET, ip.id, ip.hl * 4, ip.len - ip.hl * 4
+            elif isinstance(ip, dpkt.ip6.IP6) and ip.nxt == 6:
+                family, ipid, header, wire = socket.AF_INET6, None, 40, ip.plen
+            else:
+                continue
+            raw = frame[14 + header:]      # as captured: dpkt may not parse a cut segment
+            if len(raw) < 20:
+                continue
+            offset = (raw[12] >> 4) * 4
+            if offset < 20 or len(raw) < offset:
+                continue
+            sport, dport, seq, ack, _, flags, window = struct.unpack("!HHIIBBH", raw[:16])
+            segments.append(Segment(
+                ts, family, socket.inet_ntop(family, ip.src), socket.inet_ntop(family, ip.dst),
+                sport, dport, ipid, flags, seq, ack, window, raw[20:offset], wire - offset,
+                raw[offset:], _tcp_checksum_ok(ip, raw, wire)))
+    return segments
+
+
+@dataclass
+class Flow:
+    """One TCP connection as both captures saw it. client/server as in its SYN."""
+    client: tuple
+    server: tuple
+    inside: list = field(default_factory=list)
+    outside: list = field(default_factory=list)
+
+    def from_client(self, segment):
+        return (segment.src, segment.sport) == self.client
+
+    def handshake(self, side, synack):
+        wanted = dpkt.tcp.TH_SYN | (dpkt.tcp.TH_ACK if synack else 0)
+        for segment in side:
+            if segment.flags & (dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK | dpkt.tcp.TH_RST) == wanted:
+                return segment
+        return None
+
+    def offsets(self):
+        """(R_o, R_r) as the handshake shows them: server-side SYN minus client-side SYN,
+        client-side SYN/ACK minus server-side SYN/ACK."""
+        syn_in, syn_out = self.handshake(self.inside, False), self.handshake(self.outside, False)
+        if syn_in is None or syn_out is None:
+            raise AssertionError(f"flow {self.client}->{self.server}: no SYN on both sides")
+        r_o = (syn_out.seq - syn_in.seq) % MOD
+        synack_in, synack_out = (self.handshake(self.inside, True),
+                                 self.handshake(self.outside, True))
+        if synack_in is None or synack_out is None:
+            raise AssertionError(f"flow {self.client}->{self.server}: no SYN/ACK on both sides")
+        return r_o, (synack_in.seq - synack_out.seq) % MOD
+
+
+def translated(segments, endpoints):
+    """segments with their (address, port) ends replaced as endpoints maps them: what the
+    outside capture shows of a NATed connection, in the inside capture's terms."""
+    return [dataclasses.replace(
+        s, src=endpoints.get((s.src, s.sport), (s.src, s.sport))[0],
+        sport=endpoints.get((s.src, s.sport), (s.src, s.sport))[1],
+        dst=endpoints.get((s.dst, s.dport), (s.dst, s.dport))[0],
+        dport=endpoints.get((s.dst, s.dport), (s.dst, s.dport))[1]) for s in segments]
+
+
+def nat_endpoints(entries):
+    """outside (address, port) -> inside (address, port), from conntrack entries (as
+    tests/vm/guest/conntrack.py describes them): the reply tuple is the outside view."""
+    endpoints = {}
+    for entry in entries:
+        orig, reply = entry["orig"], entry["reply"]
+        if not orig or orig["proto"] != 6:
+            continue
+        endpoints[(reply["dst"], reply["dport"])] = (orig["src"], orig["sport"])
+        endpoints[(reply["src"], reply["sport"])] = (orig["dst"], orig["dport"])
+    return endpoints
+
+
+def flows(inside, outside):
+    """Flows keyed by (client, server), each with its segments from both captures."""
+    found = {}
+    for side, segments in (("inside", inside), ("outside", outside)):
+        for segment in segments:
+            ends = ((segment.src, segment.sport), (segment.dst, segment.dport))
+            flow = found.get(ends) or found.get(ends[::-1])
+            if flow is None:
+                if side != "inside" or not (segment.syn and not segment.has_ack):
+                    continue
+                flow = found[ends] = Flow(*ends)
+            getattr(flow, side).append(segment)
+    return found
+
+
+def pairs(flow):
+    """[(inside, outside)] for every transmission seen on both sides, in inside order;
+    a duplicate made behind the firewall pairs with the same inside segment again.
+    Also the inside segments that never appeared outside (dropped after capture)."""
+    outside = defaultdict(list)
+    for segment in flow.outside:
+        outside[segment.key()].append(segment)
+    inside = defaultdict(list)
+    for segment in flow.inside:
+        inside[segment.key()].append(segment)
+    matched, missing = [], []
+    for key, ins in inside.items():
+        outs = outside.get(key, [])
+        for index, segment in enumerate(ins):
+            if index < len(outs):
+                matched.append((segment, outs[index]))
+            else:
+                missing.append(segment)
+        # copies made behind the firewall (netem duplicate) pair with the same segment
+        matched.extend((ins[-1], extra) for extra in outs[len(ins):])
+    matched.sort(key=lambda pair: pair[0].ts)
+    return matched, missing
+
+
+@dataclass
+class Report:
+    pairs: int = 0
+    mismatches: list = field(default_factory=list)
+    sack_segments: int = 0
+    sack_blocks: int = 0
+    dsack_blocks: int = 0
+    checksums_verified: int = 0
+    checksums_bad: list = field(default_factory=list)
+    wrapped_inside: bool = False
+    wrapped_outside: bool = False
+    unpaired: int = 0
+
+    def problems(self, limit=10):
+        return self.mismatches[:limit] + [f"bad checksum: {s}" for s in self.checksums_bad[:limit]]
+
+
+def _shifted(value, offset):
+    return (value + offset) % MOD
+
+
+def _is_dsack(segment, blocks):
+    """RFC 2883: the first block lies at or below the cumulative ack, or inside the second."""
+    if not blocks or not segment.has_ack:
+        return False
+    left, right = blocks[0]
+    if (segment.ack - right) % MOD < MOD // 2:          # right <= ack
+        return True
+    if len(blocks) > 1:
+        l2, r2 = blocks[1]
+        return (left - l2) % MOD < MOD // 2 and (r2 - right) % MOD < MOD // 2
+    return False
+
+
+def _wrapped(segments):
+    """Whether the sequence numbers of one direction crossed 2^32."""
+    previous = None
+    for segment in segments:
+        if previous is not None and segment.seq < previous and previous - segment.seq > MOD // 2:
+            return True
+        previous = segment.seq
+    return False
+
+
+def check(flow, r_o, r_r, checksums=True):
+    """Compares every pair of the flow; returns a Report. checksums=False where the
+    endpoints leave checksums to an offload (the captured ones are partial sums)."""
+    report = Report()
+    matched, missing = pairs(flow)
+    report.unpaired = len(missing)
+    for inside, outside in matched:
+        report.pairs += 1
+        if flow.from_client(inside):
+            # client -> server: seq into the server's view, ack and SACK back
+            expect = (_shifted(inside.seq, r_o), _shifted(inside.ack, -r_r),
+                      [(_shifted(a, -r_r), _shifted(b, -r_r)) for a, b in inside.sack])
+            got, reader = (outside.seq, outside.ack, outside.sack), inside
+        else:
+            expect = (_shifted(outside.seq, r_r), _shifted(outside.ack, -r_o),
+                      [(_shifted(a, -r_o), _shifted(b, -r_o)) for a, b in outside.sack])
+            got, reader = (inside.seq, inside.ack, inside.sack), inside
+        if not inside.has_ack:
+            expect, got = (expect[0], 0, expect[2]), (got[0], 0, got[2])
+        if tuple(expect) != tuple(got):
+            report.mismatches.append(f"{inside} -> {outside}: expected seq/ack/sack {expect}, "
+                                     f"saw {got}")
+        handshake = inside.syn
+        if without_numbers(inside.options, handshake) != without_numbers(outside.options, handshake):
+            report.mismatches.append(f"options changed: {inside.options.hex()} -> "
+                                     f"{outside.options.hex()}")
+        common = min(len(inside.payload), len(outside.payload))
+        if inside.payload[:common] != outside.payload[:common]:
+            report.mismatches.append(f"payload changed: {inside}")
+        blocks = reader.sack
+        if blocks:
+            report.sack_segments += 1
+            report.sack_blocks += len(blocks)
+            report.dsack_blocks += _is_dsack(reader, blocks)
+        for segment in (inside, outside) if checksums else ():
+            if segment.checksum_ok is not None:
+                report.checksums_verified += 1
+                if not segment.checksum_ok:
+                    report.checksums_bad.append(str(segment))
+    report.wrapped_inside = _wrapped([s for s in flow.inside if flow.from_client(s)])
+    report.wrapped_outside = _wrapped([s for s in flow.outside if flow.from_client(s)])
+    return report
+
+
+def sack_in_own_space(flow, r_r=0):
+    """SACK blocks the client received must lie within what the client itself sent
+    (its own sequence space as the inside capture shows it): [ISN, highest end]."""
+    sent = [s for s in flow.inside if flow.from_client(s)]
+    if not sent:
+        return []
+    isn = sent[0].seq
+    top = max(((s.seq + s.length - isn) % MOD for s in sent), default=0) + 1
+    outside_space = []
+    for segment in flow.inside:
+        if flow.from_client(segment):
+            continue
+        for left, right in segment.sack:
+            if not ((left - isn) % MOD <= top and (right - isn) % MOD <= top):
+                outside_space.append(f"{segment}: block ({left}, {right}) outside "
+                                     f"[{isn}, {isn + top}]")
+    return outside_space
+
+
+def _merged(intervals):
+    merged = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged
+
+
+def _covered(merged, start, end):
+    """How many bytes of [start, end) the merged intervals cover."""
+    return sum(max(0, min(end, b) - max(start, a)) for a, b in merged if a < end and b > start)
+
+
+def retransmissions(flow, sender="client"):
+    """Bytes `sender` sent again vs bytes it had to. The sender's side of fw shows what
+    it sent, the other side what got past the loss behind fw.
+
+    lost: bytes of first transmissions that never got through; retransmitted: bytes
+    sent again; spurious: bytes sent again although an earlier transmission had got
+    through. Positions are relative to the sender's ISN, so wrapping does not matter."""
+    matched, _ = pairs(flow)
+    from_client = sender == "client"
+    if from_client:
+        through = {id(i) for i, _ in matched}
+        sent = [s for s in flow.inside if flow.from_client(s)]
+    else:
+        through = {id(o) for _, o in matched}
+        sent = [s for s in flow.outside if not flow.from_client(s)]
+    if not sent:
+        return {"lost_bytes": 0, "retransmitted_bytes": 0, "spurious_bytes": 0}
+    isn = sent[0].seq
+    highest = 0
+    lost = retransmitted = spurious = 0
+    delivered = []              # [start, end) of transmissions that got through, so far
+    for segment in sent:
+        if segment.length == 0:
+            continue
+        start = (segment.seq - isn) % MOD
+        end = start + segment.length
+        got_through = id(segment) in through
+        if start < highest:
+            retransmitted += segment.length
+            spurious += _covered(_merged(delivered), start, end)
+        elif not got_through:
+            lost += segment.length
+        highest = max(highest, end)
+        if got_through:
+            delivered.append((start, end))
+    return {"lost_bytes": lost, "retransmitted_bytes": retransmitted, "spurious_bytes": spurious}

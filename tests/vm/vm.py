@@ -1,0 +1,129 @@
+"""Boots Tusk's kernel under QEMU (TCG) with the cached Debian rootfs and runs one
+command in the guest; the results come back through a shared output directory.
+
+    host                                   guest (tools/vm-init is PID 1)
+    rootfs (tools/build-vm-rootfs)  --9p-> /      read-only
+    the repository                  --9p-> /tusk  read-only
+    out_dir                         --9p-> /out   command in, output.log + exit-status out
+
+The root is the 9p share itself (root=root rootfstype=9p): no initramfs to build, and
+the kernel has no overlayfs that an initramfs could lay over it anyway. The guest's
+writable places are tmpfs. The console log is kept beside out_dir whatever happens.
+"""
+import os
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+QEMU = "qemu-system-x86_64"
+GUEST_INIT = "/sbin/tusk-vm-init"
+P9 = "trans=virtio,version=9p2000.L,msize=512000"
+CONSOLE_TAIL_LINES = 60
+
+
+@dataclass
+class GuestRun:
+    exit_status: int | None     # None: the guest never recorded one (hang, panic, crash)
+    output: str                 # the command's stdout and stderr
+    out_dir: Path
+    console_log: Path
+    seconds: float
+    timed_out: bool
+
+    def console_tail(self, lines=CONSOLE_TAIL_LINES):
+        text = self.console_log.read_text(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def failure(self):
+        """Why this run failed, with the end of the console log; None if it did not."""
+        if self.exit_status == 0:
+            return None
+        if self.timed_out:
+            why = f"the guest did not finish within {self.seconds:.0f} s and was killed"
+        elif self.exit_status is None:
+            why = "the guest stopped without recording an exit status (panic or crash)"
+        else:
+            why = f"the guest command exited with status {self.exit_status}"
+        return (f"{why}; console log {self.console_log}, last lines:\n"
+                f"{self.console_tail()}")
+
+
+def qemu_argv(kernel, rootfs, out_dir, repo=ROOT, memory_mb=2048, cpus=2, extra_args=()):
+    append = " ".join([
+        "console=ttyS0", "panic=-1", "ro", f"init={GUEST_INIT}",
+        "root=root", "rootfstype=9p", f"rootflags={P9},cache=loose", *extra_args,
+    ])
+    return [
+        QEMU, "-accel", "tcg", "-m", str(memory_mb), "-smp", str(cpus),
+        "-nographic", "-no-reboot",
+        # No NIC: QEMU's default one costs a PXE ROM at boot and the tests need none.
+        "-nic", "none",
+        "-kernel", str(kernel), "-append", append,
+        "-virtfs", f"local,path={rootfs},mount_tag=root,security_model=none,readonly=on",
+        "-virtfs", f"local,path={repo},mount_tag=tusk,security_model=none,readonly=on",
+        "-virtfs", f"local,path={out_dir},mount_tag=out,security_model=none",
+    ]
+
+
+def run_guest(argv, kernel, rootfs, out_dir, timeout, console_log=None, repo=ROOT,
+              memory_mb=2048, cpus=2, extra_args=()):
+    """Boots the VM, runs argv in the guest (as root, cwd /) and waits for the power-off
+    or the timeout. out_dir must be empty or absent; it receives whatever the guest
+    writes to /out. extra_args: more kernel command line (kunit.enable=1). Returns a
+    GuestRun; the guest's failures are not raised."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if any(out_dir.iterdir()):
+        raise ValueError(f"{out_dir} is not empty: results of an earlier run would mix in")
+    console_log = Path(console_log or out_dir.with_name(out_dir.name + "-console.log"))
+    (out_dir / "command").write_text(shlex.join(argv) + "\n")
+
+    start = time.monotonic()
+    timed_out = False
+    with open(console_log, "wb") as log:
+        qemu = subprocess.Popen(qemu_argv(kernel, rootfs, out_dir, repo, memory_mb, cpus,
+                                          extra_args),
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            qemu.wait(timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            qemu.kill()
+            qemu.wait()
+    seconds = time.monotonic() - start
+
+    status_file = out_dir / "exit-status"
+    exit_status = int(status_file.read_text()) if status_file.exists() else None
+    output_file = out_dir / "output.log"
+    output = output_file.read_text(errors="replace") if output_file.exists() else ""
+    return GuestRun(exit_status, output, out_dir, console_log, seconds, timed_out)
+
+
+def kernel():
+    """Tusk's test kernel, built by `make kernel` (which installs its Debian packages;
+    cached by a hash of its inputs) -> the bzImage path."""
+    return cached_build(["make", "-s", "--no-print-directory", "-C", str(ROOT), "kernel"],
+                        "Tusk's kernel")
+
+
+def rootfs():
+    """The guest's root filesystem (tools/build-vm-rootfs, cached) -> its directory."""
+    return cached_build([str(ROOT / "tools" / "build-vm-rootfs")], "the guest's root filesystem")
+
+
+def cached_build(argv, what):
+    """Runs a cached build that prints one path last -> that path. Raises RuntimeError
+    with the end of its output if it fails."""
+    # Called from inside `make test`: a parent make's jobserver must not leak into it.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    result = subprocess.run(argv, capture_output=True, text=True, env=env)
+    lines = result.stdout.strip().splitlines()
+    path = lines[-1] if lines else ""
+    if result.returncode != 0 or not os.path.exists(path):
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
+        raise RuntimeError(f"could not build {what}: {shlex.join(argv)} exited "
+                           f"{result.returncode}:\n{tail}")
+    return Path(path)
