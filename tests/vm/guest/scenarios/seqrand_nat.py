@@ -1,0 +1,60 @@
+"""seqrand-nat: randomised classes behind NAT. For each of masquerade, SNAT (to
+10.10.2.100) and DNAT (the client connects to 10.10.1.100, fw sends it to the
+server), and for each randomised class (both, initiator): 4 MB each way over one
+connection, the SHA-256 of what arrived compared with what was sent.
+
+Saved: fw-inside-<nat>.pcap, fw-outside-<nat>.pcap, transfers.json, conntrack
+entries of each variant (<nat>-conntrack.json, with their NAT tuples), after- state.
+"""
+import conntrack
+import seqrand
+from lab import SERVER_V4
+
+TIME_LIMIT = 300
+SIZE = 4 * 1024 * 1024
+SNAT_ADDRESS, DNAT_ADDRESS = "10.10.2.100", "10.10.1.100"
+VARIANTS = {
+    "masquerade": ("", 'oifname "veth-s" masquerade'),
+    "snat": ("", f'oifname "veth-s" snat to {SNAT_ADDRESS}'),
+    "dnat": (f"ip daddr {DNAT_ADDRESS} dnat to {SERVER_V4}", ""),
+}
+NAT_TABLE = """table ip lab_nat {{
+  chain prerouting {{
+    type nat hook prerouting priority dstnat; policy accept;
+    {pre}
+  }}
+  chain postrouting {{
+    type nat hook postrouting priority srcnat; policy accept;
+    {post}
+  }}
+}}
+"""
+
+
+def run(ctx):
+    lab = ctx.lab()
+    seqrand.real_checksums(ctx, lab)
+    seqrand.apply_policy(ctx, lab)
+    # the NAT addresses are fw's own: it answers ARP for them
+    ctx.run("ip", "addr", "add", f"{SNAT_ADDRESS}/32", "dev", "veth-s", ns=lab.fw)
+    ctx.run("ip", "addr", "add", f"{DNAT_ADDRESS}/32", "dev", "veth-c", ns=lab.fw)
+    results = []
+    for variant, (pre, post) in VARIANTS.items():
+        ctx.run("nft", "-f", "-", ns=lab.fw, input=NAT_TABLE.format(pre=pre, post=post))
+        target = DNAT_ADDRESS if variant == "dnat" else SERVER_V4
+        with ctx.capture(lab.fw, "veth-c", f"fw-inside-{variant}", "tcp"), \
+                ctx.capture(lab.fw, "veth-s", f"fw-outside-{variant}", "tcp"):
+            for name, port in (("both", seqrand.PORT_BOTH),
+                               ("initiator", seqrand.PORT_INITIATOR)):
+                connection = seqrand.Connection(lab, port, target)
+                up = seqrand.transfer(connection.client, connection.server, SIZE)
+                down = seqrand.transfer(connection.server, connection.client, SIZE)
+                results.append({"nat": variant, "class": name,
+                                "client_port": connection.client_port,
+                                "upload": up, "download": down})
+                connection.close()
+        ctx.save_json(f"{variant}-conntrack.json", conntrack.entries(lab.fw))
+        ctx.run("nft", "delete", "table", "ip", "lab_nat", ns=lab.fw)
+        ctx.run("conntrack", "-F", ns=lab.fw)
+    ctx.save_json("transfers.json", results)
+    seqrand.save_state(ctx, lab, "after")

@@ -1,0 +1,46 @@
+"""seqrand-offloads: the rewrite with checksum offloads in play, class both, 8 MB each
+way with SHA-256 checks. fw's egress interfaces compute checksums in software (tx
+off), so what their captures show - and what the endpoints verify - is the final
+checksum of every segment fw rewrote:
+
+- gso: the endpoints send TSO super-segments (CHECKSUM_PARTIAL) that fw rewrites
+  once and segments on the way out;
+- gro: the endpoints send MTU-sized segments with their own checksums, fw's ingress
+  merges them (GRO) before the rewrite and splits them again on the way out.
+
+Saved: <case>-fw-inside.pcap / -fw-outside.pcap, transfers.json, <case>- state
+(endpoints' TcpInCsumErrors among it).
+"""
+import seqrand
+
+TIME_LIMIT = 240
+SIZE = 8 * 1024 * 1024
+SNAPLEN = 1600           # whole segments: their checksums are what is checked
+CASES = {
+    "gso": {"endpoints": ("tso", "on", "gso", "on"), "fw_ingress": ("gro", "off")},
+    "gro": {"endpoints": ("tx", "off"), "fw_ingress": ("gro", "on")},
+}
+
+
+def run(ctx):
+    results = []
+    for name, case in CASES.items():
+        lab = ctx.lab()
+        seqrand.apply_policy(ctx, lab)
+        for ns in (lab.client, lab.server):
+            ctx.run("ethtool", "-K", "eth0", *case["endpoints"], ns=ns)
+        for interface in ("veth-c", "veth-s"):
+            ctx.run("ethtool", "-K", interface, "tx", "off", *case["fw_ingress"], ns=lab.fw)
+        seqrand.save_state(ctx, lab, f"{name}-before")
+        with ctx.capture(lab.fw, "veth-c", f"{name}-fw-inside", "tcp", snaplen=SNAPLEN), \
+                ctx.capture(lab.fw, "veth-s", f"{name}-fw-outside", "tcp", snaplen=SNAPLEN):
+            connection = seqrand.Connection(lab, seqrand.PORT_BOTH)
+            up = seqrand.transfer(connection.client, connection.server, SIZE)
+            down = seqrand.transfer(connection.server, connection.client, SIZE)
+            results.append({"case": name, "client_port": connection.client_port,
+                            "upload": up, "download": down})
+            connection.close()
+        ctx.run("ethtool", "-k", "veth-c", ns=lab.fw, save=f"{name}-fw-features.txt")
+        seqrand.save_state(ctx, lab, f"{name}-after")
+        lab.down()
+    ctx.save_json("transfers.json", results)

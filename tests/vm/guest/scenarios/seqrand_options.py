@@ -1,0 +1,84 @@
+"""seqrand-options: segments with odd TCP option lists on a randomised connection
+(class both). After a normal exchange the client's namespace sends hand-made pure
+ACKs that are in the connection's window (seq = the client's snd_nxt, ack = its
+rcv_nxt, learnt from its own capture), each with its own option list: a valid SACK,
+one repeated, one not a whole number of blocks, one whose length runs past the
+header, a kind byte last, lengths 1 and 0 after a valid block, an end-of-list
+followed by garbage. Each has its own IP ID; both fw interfaces are captured.
+
+Saved: crafted.json (IP ID -> option bytes, the connection's ports), fw-*.pcap,
+before-/after- state (tcp_options_malformed among the counters).
+"""
+import socket
+import struct
+
+import seqrand
+from inet import checksum, tcp4_checksum
+from lab import CLIENT_V4, SERVER_V4
+from pcaps import ns_socket
+
+TIME_LIMIT = 120
+FIRST_ID = 0x7a00
+
+
+def sack(*edges):
+    return bytes([5, 2 + 4 * len(edges)]) + b"".join(struct.pack("!I", e % 2**32) for e in edges)
+
+
+def option_lists(rcv_nxt):
+    """name -> option bytes (a multiple of 4). Edges lie in data the client received."""
+    a, b, c, d = rcv_nxt - 2000, rcv_nxt - 1500, rcv_nxt - 1000, rcv_nxt - 500
+    nop2 = b"\x01\x01"
+    return {
+        "valid": nop2 + sack(a, b),
+        "repeated": nop2 + sack(a, b) + nop2 + sack(c, d),
+        "odd-sack": nop2 + sack(a, b) + b"\x05\x06\0\0\0\x09" + nop2,
+        "past-header": b"\x01\x01\x05\x22" + struct.pack("!II", a % 2**32, b % 2**32),
+        "kind-last": b"\x01" * 11 + b"\x05",
+        "length-1": nop2 + sack(a, b) + b"\x22\x01\x01\x01",
+        "length-0": nop2 + sack(a, b) + b"\x22\x00\x01\x01",
+        "eol-garbage": nop2 + sack(a, b) + b"\x00\x05\x01\xff",
+    }
+
+
+def segment(ipid, sport, dport, seq, ack, options):
+    assert len(options) % 4 == 0, options
+    tcp = bytearray(struct.pack("!HHIIBBHHH", sport, dport, seq % 2**32, ack % 2**32,
+                                (5 + len(options) // 4) << 4, 0x10, 502, 0, 0) + options)
+    src, dst = socket.inet_aton(CLIENT_V4), socket.inet_aton(SERVER_V4)
+    struct.pack_into("!H", tcp, 16, tcp4_checksum(src, dst, bytes(tcp)))
+    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), ipid, 0x4000, 64,
+                               socket.IPPROTO_TCP, 0, src, dst))
+    struct.pack_into("!H", ip, 10, checksum(bytes(ip)))
+    return bytes(ip) + bytes(tcp)
+
+
+def run(ctx):
+    lab = ctx.lab()
+    seqrand.real_checksums(ctx, lab)
+    seqrand.apply_policy(ctx, lab)
+    seqrand.save_state(ctx, lab, "before")
+    crafted = {}
+    # from the handshake on: the host learns the connection's offsets from it
+    with ctx.capture(lab.fw, "veth-c", "fw-inside", "tcp"), \
+            ctx.capture(lab.fw, "veth-s", "fw-outside", "tcp"):
+        connection = seqrand.Connection(lab, seqrand.PORT_BOTH)
+        with ctx.capture(lab.client, "eth0", "client", "tcp") as capture:
+            connection.exchange(b"o" * 3000)
+            segments = capture.wait_for(
+                lambda found: any(s.src == SERVER_V4 and s.size for s in found),
+                what="the server's data")
+        last = [s for s in segments if s.src == SERVER_V4 and s.size][-1]
+        rcv_nxt, snd_nxt = last.seq + last.size, last.ack
+        with ns_socket(lab.client, socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW) as raw:
+            for index, (name, options) in enumerate(option_lists(rcv_nxt).items()):
+                ipid = FIRST_ID + index
+                raw.sendto(segment(ipid, connection.client_port, seqrand.PORT_BOTH,
+                                   snd_nxt, rcv_nxt, options), (SERVER_V4, 0))
+                crafted[ipid] = {"name": name, "options": options.hex()}
+        # the connection still works after all of them
+        connection.exchange(b"after")
+    connection.close()
+    ctx.save_json("crafted.json", {"client_port": connection.client_port,
+                                   "segments": crafted})
+    seqrand.save_state(ctx, lab, "after")

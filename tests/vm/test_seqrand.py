@@ -1,0 +1,449 @@
+"""Sequence randomisation on Tusk's kernel, judged from what the guest scenarios
+(tests/vm/guest/scenarios/seqrand_*.py) captured and recorded on both sides of fw.
+
+Each test names the scenario it reads; the scenarios ran once, in the VM the session
+booted (conftest.py). Offsets: R_o shifts the client's sequence space as the server
+sees it, R_r the server's as the client sees it.
+"""
+import json
+import struct
+
+import dpkt
+import pytest
+
+import seqcheck
+
+MOD = 1 << 32
+IPS_OFFLOAD = 1 << 14
+
+
+def load(folder, name):
+    return json.loads((folder / name).read_text())
+
+
+def counters_delta(folder, before="before", after="after"):
+    old, new = load(folder, f"{before}-seqadj.json"), load(folder, f"{after}-seqadj.json")
+    return {name: new[name] - old.get(name, 0) for name in new}
+
+
+def nstat(folder, who, state="after"):
+    return load(folder, f"{state}-nstat-{who}.json")["kernel"]
+
+
+def invalid_drops(folder, state="after"):
+    """The tusk ruleset's counter of invalid packets (dropped)."""
+    counters = load(folder, f"{state}-nft-counters.json")["nftables"]
+    return next(c["counter"]["packets"] for c in counters
+                if "counter" in c and c["counter"]["name"] == "invalid")
+
+
+def capture_flows(folder, inside="fw-inside.pcap", outside="fw-outside.pcap", entries=None):
+    outside_segments = seqcheck.read(folder / outside)
+    if entries is not None:
+        outside_segments = seqcheck.translated(outside_segments, seqcheck.nat_endpoints(entries))
+    found = seqcheck.flows(seqcheck.read(folder / inside), outside_segments)
+    return {flow.client[1]: flow for flow in found.values()}
+
+
+def assert_translated(flow, checksums=True):
+    r_o, r_r = flow.offsets()
+    report = seqcheck.check(flow, r_o, r_r, checksums)
+    assert report.pairs > 0, f"flow {flow.client}: nothing seen on both sides"
+    assert not report.problems(), "\n".join(report.problems())
+    return report
+
+
+def entry_for(entries, client_port, dport=None):
+    found = [e for e in entries if e["orig"] and e["orig"]["proto"] == 6
+             and e["orig"]["sport"] == client_port
+             and (dport is None or e["orig"]["dport"] == dport)]
+    assert len(found) == 1, f"{len(found)} conntrack entries for client port {client_port}"
+    return found[0]
+
+
+def offset(seqadj):
+    return seqadj["offset_after"] % MOD if seqadj else 0
+
+
+# -- handshake: offsets per connection, per class ---------------------------------------
+
+@pytest.fixture(scope="module")
+def handshake(scenario):
+    return scenario("seqrand-handshake")
+
+
+def test_every_connection_gets_its_own_random_offset(handshake):
+    made = load(handshake, "connections.json")
+    flows = capture_flows(handshake)
+    initiator_offsets = []
+    for connection in made:
+        r_o, r_r = flows[connection["client_port"]].offsets()
+        kind = connection["class"]
+        if kind == "plain":
+            assert (r_o, r_r) == (0, 0), f"{connection}: a class without seqrand was changed"
+        else:
+            assert r_o != 0, f"{connection}: the initiator's ISN was not offset"
+            assert (r_r != 0) == (kind == "both"), f"{connection}: R_r={r_r:#x}"
+            initiator_offsets.append(r_o)
+    assert len(initiator_offsets) == 8
+    assert len(set(initiator_offsets)) == len(initiator_offsets), \
+        f"offsets repeat across connections: {[hex(o) for o in initiator_offsets]}"
+
+
+def test_every_segment_is_translated_with_valid_checksums(handshake):
+    verified = 0
+    for flow in capture_flows(handshake).values():
+        verified += assert_translated(flow).checksums_verified
+    assert verified > 100
+
+
+def test_ctnetlink_shows_the_offsets_the_wire_shows(handshake):
+    entries = load(handshake, "after-conntrack.json")
+    flows = capture_flows(handshake)
+    for connection in load(handshake, "connections.json"):
+        entry = entry_for(entries, connection["client_port"], connection["port"])
+        r_o, r_r = flows[connection["client_port"]].offsets()
+        helper = {"both": "seqrand-both", "initiator": "seqrand", "plain": None}
+        assert entry["helper"] == helper[connection["class"]], entry
+        assert offset(entry["seqadj_orig"]) == r_o, entry
+        assert offset(entry["seqadj_reply"]) == r_r, entry
+
+
+def test_counters_count_randomised_connections(handshake):
+    delta = counters_delta(handshake)
+    assert delta["seqrand_initiator_randomised"] == 8
+    assert delta["seqrand_responder_randomised"] == 4
+    assert delta["seqrand_skipped_midstream"] == 0
+    assert delta["seqrand_dropped_nomem"] == 0
+
+
+# -- SACK under loss ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sack(scenario):
+    """The folder and iperf3's data connection of each run, by run name."""
+    folder = scenario("seqrand-sack")
+    flows = list(capture_flows(folder).values())
+    by_run = {}
+    for run in ("upload", "download", "duplicates"):
+        port = load(folder, f"{run}-client.json")["start"]["connected"][0]["local_port"]
+        by_run[run] = next(f for f in flows if f.client[1] == port)
+    return folder, by_run
+
+
+@pytest.mark.parametrize("run", ["upload", "download"])
+def test_sack_blocks_are_translated_edge_by_edge(sack, run):
+    _, flows = sack
+    report = assert_translated(flows[run])
+    assert report.sack_blocks >= 20, report
+
+
+def test_dsack_blocks_are_translated_edge_by_edge(sack):
+    _, flows = sack
+    report = assert_translated(flows["duplicates"])
+    assert report.dsack_blocks >= 5, report
+
+
+def test_sack_blocks_the_client_receives_lie_in_its_own_space(sack):
+    _, flows = sack
+    assert seqcheck.sack_in_own_space(flows["upload"]) == []
+
+
+@pytest.mark.parametrize("run,sender", [("upload", "client"), ("download", "server")])
+def test_only_lost_segments_are_retransmitted(sack, run, sender):
+    _, flows = sack
+    stats = seqcheck.retransmissions(flows[run], sender)
+    assert stats["lost_bytes"] > 0, stats
+    assert stats["retransmitted_bytes"] >= stats["lost_bytes"], stats
+    assert stats["spurious_bytes"] <= 0.25 * stats["retransmitted_bytes"], stats
+
+
+@pytest.mark.parametrize("run,sender", [("upload", "client"), ("download", "server")])
+def test_senders_use_every_sack_block(sack, run, sender):
+    """A sender counts SACK blocks outside what it has in flight as TCPSACKDiscard: the
+    FWSM symptom. Under loss alone (no duplicates) there is no other reason for one."""
+    folder, _ = sack
+    previous = {"upload": "before", "download": "upload"}[run]
+    old = nstat(folder, sender, previous)
+    new = nstat(folder, sender, run)
+    delta = {k: new[k] - old.get(k, 0) for k in new}
+    assert delta.get("TcpExtTCPSACKDiscard", 0) == 0, delta
+    assert delta.get("TcpExtTCPSackRecovery", 0) > 0, delta
+    assert delta.get("TcpInCsumErrors", 0) == 0, delta
+
+
+def test_sack_counter_and_no_invalid(sack):
+    folder, flows = sack
+    seen = sum(seqcheck.check(f, *f.offsets()).sack_blocks for f in flows.values())
+    assert counters_delta(folder, "before", "duplicates")["sack_blocks_translated"] >= seen > 0
+    assert invalid_drops(folder, "duplicates") == 0
+
+
+# -- 2^32 wrap, long transfer, events ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def wrap(scenario):
+    folder = scenario("seqrand-wrap")
+    flows = capture_flows(folder)
+    bulk = max(flows.values(), key=lambda f: sum(s.length for s in f.inside))
+    return folder, bulk
+
+
+def test_transfer_past_four_gigabytes_completes(wrap):
+    folder, _ = wrap
+    report = load(folder, "bulk-client.json")
+    assert report["end"]["sum_received"]["bytes"] >= 4_400_000_000 > MOD
+
+
+def test_sequence_numbers_cross_two_to_the_32_on_both_sides(wrap):
+    _, bulk = wrap
+    report = assert_translated(bulk, checksums=False)
+    assert report.wrapped_inside and report.wrapped_outside, report
+
+
+def test_long_transfer_stays_established_without_invalid(wrap):
+    folder, bulk = wrap
+    states = [state for sample in load(folder, "states.json") for port, state in sample
+              if port == bulk.client[1]]
+    assert len(states) >= 3, states
+    assert set(states) == {3}, f"TCP states seen (3 = ESTABLISHED): {states}"
+    assert invalid_drops(folder) == 0
+
+
+def test_events_carry_the_offsets(wrap):
+    folder, bulk = wrap
+    r_o, r_r = bulk.offsets()
+    events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    mine = [e for e in events if e["orig"]["sport"] == bulk.client[1]]
+    assert any(offset(e["seqadj_orig"]) == r_o for e in mine), mine
+    assert any(offset(e["seqadj_reply"]) == r_r for e in mine), mine
+
+
+# -- NAT, FTP, payload mangling ------------------------------------------------------------
+
+def test_nat_transfers_arrive_intact(scenario):
+    folder = scenario("seqrand-nat")
+    transfers = load(folder, "transfers.json")
+    assert {t["nat"] for t in transfers} == {"masquerade", "snat", "dnat"}
+    for transfer in transfers:
+        assert transfer["upload"][0] == transfer["upload"][1], transfer
+        assert transfer["download"][0] == transfer["download"][1], transfer
+
+
+@pytest.mark.parametrize("nat", ["masquerade", "snat", "dnat"])
+def test_nat_connections_are_translated(scenario, nat):
+    folder = scenario("seqrand-nat")
+    entries = load(folder, f"{nat}-conntrack.json")
+    flows = capture_flows(folder, f"fw-inside-{nat}.pcap", f"fw-outside-{nat}.pcap", entries)
+    for transfer in (t for t in load(folder, "transfers.json") if t["nat"] == nat):
+        report = assert_translated(flows[transfer["client_port"]])
+        assert report.pairs > 1000
+
+
+def test_ftp_through_nat_with_randomised_data_connections(scenario):
+    folder = scenario("seqrand-ftp")
+    for transfer in load(folder, "transfers.json"):
+        assert transfer["upload"][0] == transfer["upload"][1], transfer
+        assert transfer["download"][0] == transfer["download"][1], transfer
+    entries = [e for e in load(folder, "conntrack.json") if e["orig"]["proto"] == 6]
+    control = [e for e in entries if e["helper"] == "ftp"]
+    data = [e for e in entries if e["helper"] == "seqrand-both"]
+    assert len(control) == 2 and len(data) == 4, entries
+    for entry in data:
+        assert offset(entry["seqadj_orig"]) and offset(entry["seqadj_reply"]), entry
+    # the FTP helper moved the control connections itself, once per transfer (two):
+    # each PASV reply +5 bytes (passive session), each PORT command +2 (active)
+    moved = sorted((offset(e["seqadj_orig"]), offset(e["seqadj_reply"])) for e in control)
+    assert moved == [(0, 10), (4, 0)], control
+    assert "ct state invalid counter packets 0 " in (folder / "ruleset.txt").read_text()
+
+
+def test_mangling_on_top_of_a_random_offset_keeps_window_tracking(scenario):
+    folder = scenario("seqrand-mangle")
+    results = load(folder, "connections.json")
+    assert [r["result"] for r in results] == ["ok"] * len(results) and len(results) == 12, results
+    entries = load(folder, "conntrack.json")
+    for record in results:
+        seqadj = entry_for(entries, record["client_port"])["seqadj_orig"]
+        assert (seqadj["offset_after"] - seqadj["offset_before"]) % MOD == 7, seqadj
+    assert invalid_drops(folder) == 0
+
+
+# -- resets, ICMP errors, path MTU ---------------------------------------------------------
+
+def test_reject_with_tcp_reset_closes_both_sides(scenario):
+    results = load(scenario("seqrand-reject"), "results.json")
+    assert results["server"]["socket"] == "reset", results
+    assert results["client"]["socket"] == "reset", results
+
+
+def icmp_messages(path):
+    """[(ip packet bytes)] of every ICMP/ICMPv6 message in the capture."""
+    found = []
+    with open(path, "rb") as handle:
+        for _, frame in dpkt.pcap.Reader(handle):
+            found.append(bytes(frame[14:]))
+    return found
+
+
+def quote(packet):
+    """(outer header length, ICMP bytes, offset of the quoted TCP header in them)."""
+    if packet[0] >> 4 == 4:
+        header = (packet[0] & 15) * 4
+        icmp = packet[header:]
+        return header, icmp, 8 + (icmp[8] & 15) * 4
+    return 40, packet[40:], 8 + 40
+
+
+def too_big(packet, family):
+    """Whether packet is an ICMP "fragmentation needed" / ICMPv6 "packet too big"."""
+    if family == "v4":
+        return packet[0] >> 4 == 4 and packet[9] == 1 and packet[(packet[0] & 15) * 4] == 3
+    return packet[0] >> 4 == 6 and packet[6] == 58 and packet[40] == 2
+
+
+def icmp_checksum_ok(packet):
+    if packet[0] >> 4 == 4:
+        return dpkt.in_cksum(packet[(packet[0] & 15) * 4:]) == 0
+    pseudo = packet[8:40] + struct.pack("!I3xB", len(packet) - 40, 58)
+    return dpkt.in_cksum(pseudo + packet[40:]) == 0
+
+
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_icmp_error_in_the_original_direction_arrives_intact(scenario, family):
+    folder = scenario("seqrand-icmp")
+    sent = load(folder, "sent.json")[family]
+    entry = entry_for(load(folder, "after-conntrack.json"), sent["client_port"])
+    r_o, r_r = offset(entry["seqadj_orig"]), offset(entry["seqadj_reply"])
+    inside = [p for p in icmp_messages(folder / "fw-inside.pcap")
+              if p == bytes.fromhex(sent["packet"])]
+    assert inside, "the error was not seen entering fw"
+    outside = [p for p in icmp_messages(folder / "fw-outside.pcap") if too_big(p, family)]
+    assert len(outside) == 1, outside
+    _, icmp_in, at = quote(inside[0])
+    _, icmp_out, _ = quote(outside[0])
+    seq_in, ack_in = struct.unpack_from("!II", icmp_in, at + 4)
+    seq_out, ack_out = struct.unpack_from("!II", icmp_out, at + 4)
+    assert seq_out == (seq_in - r_r) % MOD, "the quoted seq is not in the server's space"
+    assert ack_out == (ack_in + r_o) % MOD, "the quoted ack is not in the server's view"
+    # all else intact: type, code, MTU, the quoted IP header, the rest of the quote
+    assert icmp_out[:2] == icmp_in[:2] and icmp_out[4:at + 4] == icmp_in[4:at + 4]
+    assert icmp_out[at + 12:] == icmp_in[at + 12:]
+    assert icmp_checksum_ok(outside[0])
+    mtu = "1300" if family == "v4" else "1280"
+    assert f"mtu {mtu}" in (folder / f"route-{family}.txt").read_text(), \
+        "the server did not take the error"
+
+
+def test_path_mtu_discovery_through_a_randomised_flow(scenario):
+    folder = scenario("seqrand-pmtu")
+    results = load(folder, "results.json")
+    for case, mtu in (("router-v4", 1200), ("router-v6", 1280), ("fw-v4", 1200)):
+        assert results[case]["completed"], (case, results[case])
+        assert f"mtu {mtu}" in (folder / f"route-{case}.txt").read_text(), case
+        assert nstat(folder, "client", case).get("TcpExtOutOfWindowIcmps", 0) == 0, case
+    for case in ("router-v4", "router-v6"):
+        assert load(folder, f"{case}-seqadj.json")["icmp_quotes_translated"] > 0, case
+    # fw's own errors quote the segment before fw rewrote it: nothing to translate
+    assert load(folder, "fw-v4-seqadj.json")["icmp_quotes_translated"] == 0
+
+
+# -- odd options, ctnetlink restore, synproxy -------------------------------------------------
+
+def test_odd_option_lists_are_forwarded_and_counted(scenario):
+    folder = scenario("seqrand-options")
+    crafted = load(folder, "crafted.json")
+    flow = capture_flows(folder)[crafted["client_port"]]
+    r_o, r_r = flow.offsets()
+    for ipid, what in crafted["segments"].items():
+        sent = [s for s in flow.inside if s.ipid == int(ipid) and s.options.hex() == what["options"]]
+        got = [s for s in flow.outside if s.ipid == int(ipid) and s.length == 0]
+        assert len(sent) == 1, f"{what['name']}: not seen entering fw"
+        assert len(got) == 1, f"{what['name']}: dropped by fw"
+        sent, got = sent[0], got[0]
+        assert got.seq == (sent.seq + r_o) % MOD and got.ack == (sent.ack - r_r) % MOD, what
+        # each well-formed SACK block up to the first malformed option translated,
+        # everything else byte for byte
+        assert got.options == seqcheck.shifted_sack(sent.options, -r_r), \
+            f"{what['name']}: {sent.options.hex()} -> {got.options.hex()}"
+        assert got.checksum_ok, what
+    assert counters_delta(folder)["tcp_options_malformed"] == 5
+
+
+def test_restored_entry_carries_the_connection_on(scenario):
+    folder = scenario("seqrand-ctnetlink")
+    results = load(folder, "results.json")
+    assert results["restored"]["continued"], results
+    assert not results["lost"]["continued"], "a connection went on without its entry"
+    read = load(folder, "entries.json")["restored"]
+    assert read["helper"] == "seqrand-both" and offset(read["seqadj_orig"]), read
+    # the events the connection's own traffic raised (not those of the re-creation)
+    mine = load(folder, "traffic-events.json")["restored"]
+    assert any(offset(e["seqadj_orig"]) == offset(read["seqadj_orig"]) for e in mine), mine
+    assert any(offset(e["seqadj_reply"]) == offset(read["seqadj_reply"]) for e in mine), mine
+    assert load(folder, "after-seqadj.json")["seqrand_skipped_midstream"] >= 1
+
+
+def test_synproxy_connections_are_left_to_synproxy(scenario):
+    folder = scenario("seqrand-synproxy")
+    results = load(folder, "results.json")
+    assert all(r["echo_ok"] for r in results), results
+    counters = load(folder, "after-seqadj.json")
+    assert counters["seqrand_skipped_synproxy"] == len(results)
+    assert counters["seqrand_initiator_randomised"] == 0
+    assert "ct state invalid counter packets 0 " in (folder / "ruleset.txt").read_text()
+
+
+def test_fastpath_class_is_offloaded_and_a_seqrand_class_is_not(scenario):
+    folder = scenario("policy-fastpath")
+    for name, port in (("bulk", 5202), ("both", 5201)):
+        assert load(folder, f"{name}-client.json")["end"]["sum_received"]["bytes"] > 0
+        entries = [e for e in load(folder, f"{name}-entries.json")
+                   if e["orig"]["proto"] == 6 and e["orig"]["dport"] == port]
+        offloaded = [bool(e["status"] & IPS_OFFLOAD) for e in entries]
+        if name == "bulk":
+            assert any(offloaded), entries
+        else:
+            assert not any(offloaded), entries
+
+
+# -- checksum offloads -----------------------------------------------------------------------
+
+def within(ranges, start, length):
+    """Whether [start, start + length) lies inside the union of ranges [(start, end)]."""
+    position, end = start, start + length
+    for a, b in sorted(ranges):
+        if a <= position < b:
+            position = b
+        if position >= end:
+            return True
+    return position >= end
+
+
+@pytest.mark.parametrize("case", ["gso", "gro"])
+def test_rewritten_segments_carry_valid_checksums_with_offloads(scenario, case):
+    folder = scenario("seqrand-offloads")
+    transfer = next(t for t in load(folder, "transfers.json") if t["case"] == case)
+    assert transfer["upload"][0] == transfer["upload"][1], transfer
+    assert transfer["download"][0] == transfer["download"][1], transfer
+    flow = capture_flows(folder, f"{case}-fw-inside.pcap",
+                         f"{case}-fw-outside.pcap")[transfer["client_port"]]
+    r_o, r_r = flow.offsets()
+    client_isn = flow.handshake(flow.inside, False).seq
+    server_isn = flow.handshake(flow.outside, True).seq
+    # (what the sender put on the wire, what fw sent on, offset, sender's ISN, sender)
+    for original, forwarded, shift, isn, from_client in (
+            (flow.inside, flow.outside, r_o, client_isn, True),
+            (flow.outside, flow.inside, r_r, server_isn, False)):
+        ranges = [((s.seq - isn) % MOD, (s.seq - isn) % MOD + s.length)
+                  for s in original if flow.from_client(s) == from_client and s.length]
+        out = [s for s in forwarded if flow.from_client(s) == from_client and s.length]
+        assert len(out) > 1000, (case, len(out))
+        bad = [str(s) for s in out if s.checksum_ok is not True]
+        assert not bad, f"{case}: {len(bad)} segments fw sent with a bad checksum: {bad[:3]}"
+        wrong = [str(s) for s in out
+                 if not within(ranges, (s.seq - shift - isn) % MOD, s.length)]
+        assert not wrong, f"{case}: segments not translated by the offset: {wrong[:3]}"
+    for who in ("client", "server"):
+        before, after = nstat(folder, who, f"{case}-before"), nstat(folder, who, f"{case}-after")
+        assert after.get("TcpInCsumErrors", 0) == before.get("TcpInCsumErrors", 0), who
