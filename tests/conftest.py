@@ -2,14 +2,10 @@
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from lab import Lab
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TUSK = os.path.join(ROOT, "webui", "bin", "tusk")
 
 TOOLS = {"nft": "nftables", "ip": "iproute2", "tcpdump": "tcpdump", "iperf3": "iperf3",
          "ping": "iputils-ping"}
@@ -47,18 +43,3 @@ def lab():
     lab = Lab(f"tt{os.getpid() % 100000}").up()
     yield lab
     lab.down()
-
-
-def run_tusk(*args, netns=None, state_dir=None, check=False, **kwargs):
-    """The CLI as an operator runs it, in its own process."""
-    argv = [sys.executable, TUSK, "policy"]
-    if netns:
-        argv += ["--netns", netns]
-    if state_dir:
-        argv += ["--state-dir", str(state_dir)]
-    result = subprocess.run(argv + [str(a) for a in args], capture_output=True, text=True,
-                            **kwargs)
-    if check and result.returncode != 0:
-        raise AssertionError(f"tusk {' '.join(map(str, args))} failed ({result.returncode}):\n"
-                             f"{result.stdout}{result.stderr}")
-    return result

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import TUSK, run_tusk
+from tuskcli import TUSK, run_tusk
 
 MINIMAL = """
 version: 1

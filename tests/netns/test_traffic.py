@@ -13,7 +13,7 @@ import textwrap
 import dpkt
 import pytest
 
-from conftest import run_tusk
+from tuskcli import run_tusk
 from lab import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 from pcaps import (
     MSS, SACK_PERMITTED, TIMESTAMPS, WSCALE, EchoServer, SynAckResponder, captures, nopped,

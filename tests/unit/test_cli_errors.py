@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from conftest import run_tusk
+from tuskcli import run_tusk
 from policy.core.errors import Code
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
