@@ -5,14 +5,16 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 LAB ?= tusk
-LAB_STATE := /var/tmp/tusk-lab/$(LAB)
-APT_PACKAGES := nftables iproute2 iputils-ping tcpdump iperf3 procps
+APT_PACKAGES := nftables iproute2 iputils-ping tcpdump iperf3 procps \
+	postgresql libpq-dev gcc nginx acl
+HTMX := webui/build/vendor/htmx.org/htmx.min.js
+LAB_HTTP_PORT ?= 8000
 PYTEST_ARGS ?=
 
 KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev cpio
 VM_APT_PACKAGES := qemu-system-x86 debootstrap
 
-.PHONY: help run test deps vm-deps venv vm-test bench-policy bench-seqrand kernel clean
+.PHONY: help run test deps apt vm-deps venv vm-test bench-policy bench-seqrand kernel clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
@@ -22,10 +24,20 @@ help:
 	@echo "make bench-seqrand single-flow cost of sequence randomisation, in the VM"
 	@echo "make kernel        Linux 6.12 + kernel-patches/ + the config fragments, cached by input hash"
 
-deps: $(VENV)/.installed
+deps: apt $(VENV)/.installed $(HTMX)
+
+apt:
 	@tools/ensure-apt $(APT_PACKAGES)
 
-$(VENV)/.installed: webui/requirements.txt tests/requirements.txt
+# htmx from the npm registry at the version package-lock.json pins; npm ci checks
+# the tarball's integrity hash. Served from our static files, never from a CDN.
+$(HTMX): webui/package.json webui/package-lock.json
+	@command -v npm >/dev/null || tools/ensure-apt nodejs npm
+	cd webui && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	mkdir -p $(dir $@)
+	cp webui/node_modules/htmx.org/dist/htmx.min.js $@
+
+$(VENV)/.installed: webui/requirements.txt tests/requirements.txt | apt
 	@tools/ensure-apt python3 ca-certificates
 	@python=$$(tools/find-python) || exit 1; \
 	  if [ ! -x $(PY) ] || ! $(PY) -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then \
@@ -47,23 +59,14 @@ vm-test: deps vm-deps
 	cd tests && ../$(PY) -m pytest vm $(PYTEST_ARGS)
 
 run: deps
-	@[ "$$(id -u)" -eq 0 ] || { echo "make run needs root: it creates network namespaces"; exit 1; }
-	@trap '$(PY) tests/lab.py down $(LAB); echo "lab $(LAB) torn down"' EXIT; \
-	  $(PY) tests/lab.py up $(LAB) && \
-	  rm -rf $(LAB_STATE) && \
-	  $(PY) webui/bin/tusk policy --netns $(LAB)-fw --state-dir $(LAB_STATE) apply webui/policy/examples/tusk.yaml && \
-	  $(PY) webui/bin/tusk policy --netns $(LAB)-fw --state-dir $(LAB_STATE) confirm && \
-	  ip netns exec $(LAB)-fw nft list table inet tusk && \
-	  echo && echo "Tusk lab is up: the example policy is live in namespace $(LAB)-fw." && \
-	  echo "Try: $(PY) webui/bin/tusk policy --netns $(LAB)-fw --state-dir $(LAB_STATE) history" && \
-	  echo "Ctrl-C tears the lab down." && \
-	  while sleep 3600; do :; done
+	@[ "$$(id -u)" -eq 0 ] || { echo "make run needs root: namespaces, nftables, PostgreSQL's cluster"; exit 1; }
+	$(PY) tools/tusk-lab --name $(LAB) --http-port $(LAB_HTTP_PORT)
 
 kernel:
 	@tools/ensure-apt $(KERNEL_APT_PACKAGES)
 	@tools/build-kernel tests/vm/kunit.fragment
 
-bench-policy: deps
+bench-policy: deps vm-deps
 	$(PY) tests/bench/bench_policy.py
 
 bench-seqrand: deps vm-deps

@@ -1,37 +1,120 @@
-"""Settings of the Tusk web UI project.
+"""Settings of the Tusk web UI: fixed here, per device in the configuration file
+(tusk/config.py: TUSK_CONFIG, default /etc/tusk/tusk.toml).
 
-The web UI (pages, database, the privileged agent) arrives with its own issue; for
-now the project hosts the policy app, whose core runs without Django or a database.
+The policy engine's core and the `tusk policy` CLI do not load these settings.
 """
-import os
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from . import config as tusk_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-SECRET_KEY = os.environ.get("TUSK_SECRET_KEY", "")
-DEBUG = os.environ.get("TUSK_DEBUG") == "1"
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("TUSK_SECRET_KEY is not set (or set TUSK_DEBUG=1 for development)")
-    SECRET_KEY = "development-only-not-secret"
+try:
+    TUSK = tusk_config.load()
+except tusk_config.ConfigError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
 
-ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+SECRET_KEY = TUSK.secret_key
+DEBUG = TUSK.debug
+ALLOWED_HOSTS = list(TUSK.allowed_hosts)
 
 INSTALLED_APPS = [
+    "django.contrib.auth",
     "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "accounts.apps.AccountsConfig",
+    "jobs.apps.JobsConfig",
     "policy.apps.PolicyConfig",
+    "dashboard.apps.DashboardConfig",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "accounts.middleware.RoleMiddleware",
 ]
 
 ROOT_URLCONF = "tusk.urls"
 WSGI_APPLICATION = "tusk.wsgi.application"
-DATABASES = {}
+
+TEMPLATES = [{
+    "BACKEND": "django.template.backends.django.DjangoTemplates",
+    "DIRS": [BASE_DIR / "templates"],
+    "APP_DIRS": True,
+    "OPTIONS": {"context_processors": [
+        "django.template.context_processors.request",
+        "django.contrib.auth.context_processors.auth",
+        "django.contrib.messages.context_processors.messages",
+        "accounts.context_processors.role",
+        "tusk.context.layout",
+    ]},
+}]
+
+DATABASES = {"default": {
+    "ENGINE": "django.db.backends.postgresql",
+    "NAME": TUSK.db_name,
+    "USER": TUSK.db_user,
+    "PASSWORD": TUSK.db_password,
+    "HOST": TUSK.db_host,
+    "PORT": str(TUSK.db_port),
+    "CONN_MAX_AGE": 60,
+    "CONN_HEALTH_CHECKS": True,
+    "TEST": {"NAME": f"{TUSK.db_name}_test"},
+}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+     "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard"
+LOGOUT_REDIRECT_URL = "login"
+# Login throttling (accounts/throttle.py): failures per user name and per client address
+LOGIN_FAILURES_ALLOWED = 5
+LOGIN_FAILURE_WINDOW = 900  # seconds
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_AGE = 8 * 3600
+CSRF_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+if TUSK.tls:
+    # nginx terminates TLS and says so in X-Forwarded-Proto
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = 31536000
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = False
+    CSRF_TRUSTED_ORIGINS = [f"https://{host}" for host in ALLOWED_HOSTS]
+
+STATIC_URL = "/static/"
+STATIC_ROOT = BASE_DIR / "build" / "static"
+STATICFILES_DIRS = [BASE_DIR / "static", BASE_DIR / "build" / "vendor"]
+
 USE_TZ = True
 TIME_ZONE = "UTC"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": "INFO"},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

@@ -1,2 +1,9 @@
-"""URL configuration of the Tusk web UI; pages are added by the web UI issue."""
-urlpatterns = []
+"""URL configuration of the Tusk web UI."""
+from django.urls import include, path
+
+urlpatterns = [
+    path("", include("dashboard.urls")),
+    path("accounts/", include("accounts.urls")),
+    path("policy/", include("policy.urls")),
+    path("jobs/", include("jobs.urls")),
+]

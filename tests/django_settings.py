@@ -1,0 +1,12 @@
+"""Settings for the test session: Tusk's own settings with the web tier's configuration
+file (tests/web/tusk-test.toml: the PostgreSQL cluster tests/web/conftest.py starts)."""
+import os
+
+os.environ.setdefault("TUSK_CONFIG", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                  "web", "tusk-test.toml"))
+
+from tusk.settings import *  # noqa: E402,F401,F403
+
+# Fast hashing for the many users tests create; the login tests still go through
+# Django's real authentication.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,55 @@
+"""The web tier: Django against a real PostgreSQL cluster of the tests' own
+(tools/pg-cluster up tusk-test 5440, started here - nothing runs in CI beforehand),
+and the real agent. A missing server package fails with what to install."""
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER, PORT = "tusk-test", "5440"
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings():
+    if os.geteuid() != 0:
+        pytest.fail("the web tier needs root to run its PostgreSQL cluster (pg_ctlcluster)")
+    if shutil.which("pg_createcluster") is None:
+        pytest.fail("missing: pg_createcluster (Debian package postgresql) - run `make test`, "
+                    "which installs it")
+    result = subprocess.run([str(ROOT / "tools" / "pg-cluster"), "up", CLUSTER, PORT],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.fail(f"could not start PostgreSQL cluster {CLUSTER}: {result.stderr}")
+
+
+def make_user(username, role, password="correct horse battery", must_change=False):
+    from accounts.models import Profile
+    user = get_user_model().objects.create_user(username, password=password)
+    Profile.objects.create(user=user, role=role, must_change_password=must_change)
+    return user
+
+
+@pytest.fixture
+def admin_user(db):
+    return make_user("alice", "admin")
+
+
+@pytest.fixture
+def viewer_user(db):
+    return make_user("victor", "viewer")
+
+
+@pytest.fixture
+def admin_client(client, admin_user):
+    client.force_login(admin_user)
+    return client
+
+
+@pytest.fixture
+def viewer_client(client, viewer_user):
+    client.force_login(viewer_user)
+    return client

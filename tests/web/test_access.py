@@ -1,0 +1,90 @@
+"""Every page is behind a login; a viewer cannot change anything, on any URL."""
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from accounts.middleware import OPEN_TO_VIEWERS
+from accounts.models import AuditEntry, Profile
+
+PUBLIC = {"login", "healthz"}
+SAMPLE_KWARGS = {"section": "zones", "index": 0, "pk": 1, "number": 1, "direction": "up"}
+
+
+def all_routes(resolver=None, prefix=""):
+    resolver = resolver or get_resolver()
+    for entry in resolver.url_patterns:
+        if isinstance(entry, URLResolver):
+            yield from all_routes(entry, prefix + str(entry.pattern))
+        elif isinstance(entry, URLPattern):
+            yield entry.name, prefix + str(entry.pattern)
+
+
+def url_of(route):
+    url = "/" + route
+    for key, value in SAMPLE_KWARGS.items():
+        for kind in ("int", "str"):
+            url = url.replace(f"<{kind}:{key}>", str(value))
+    assert "<" not in url, f"no sample value for {route}"
+    return url
+
+
+ROUTES = sorted(set(all_routes()))
+
+
+def test_the_url_list_is_complete_enough():
+    names = {name for name, _ in ROUTES}
+    assert {"policy_apply", "policy_confirm", "policy_item_delete", "user_create"} <= names
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name,route", ROUTES)
+def test_anonymous_users_are_sent_to_login(client, name, route):
+    if name in PUBLIC:
+        return
+    response = client.get(url_of(route))
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name,route", ROUTES)
+def test_a_viewer_cannot_post_anywhere(viewer_client, name, route):
+    if name in OPEN_TO_VIEWERS or name in PUBLIC:
+        return
+    before = AuditEntry.objects.count()
+    response = viewer_client.post(url_of(route), {"version": 1, "name": "x"})
+    assert response.status_code == 403, f"{name}: {response.status_code}"
+    assert AuditEntry.objects.count() == before
+
+
+@pytest.mark.django_db
+def test_a_viewer_sees_pages_but_no_change_buttons(viewer_client):
+    response = viewer_client.get("/policy/zones/")
+    assert response.status_code == 200
+    assert b"Add zone" not in response.content
+    assert b"Delete" not in response.content
+
+
+@pytest.mark.django_db
+def test_htmx_requests_get_the_fragment_and_others_the_page(admin_client):
+    page = admin_client.get("/policy/")
+    fragment = admin_client.get("/policy/", HTTP_HX_REQUEST="true")
+    assert b"<html" in page.content and b"htmx.min.js" in page.content
+    assert b"<html" not in fragment.content and b"Zones" in fragment.content
+
+
+@pytest.mark.django_db
+def test_a_user_with_a_chosen_password_must_change_it_first(client, admin_user):
+    Profile.objects.filter(user=admin_user).update(must_change_password=True)
+    client.force_login(admin_user)
+    assert client.get("/policy/")["Location"] == "/accounts/password/"
+    response = client.post("/accounts/password/", {
+        "old_password": "correct horse battery", "new_password1": "another fine passphrase",
+        "new_password2": "another fine passphrase"})
+    assert response.status_code == 302
+    assert client.get("/policy/").status_code == 200
+    assert AuditEntry.objects.filter(action="password change", username="alice").exists()
+
+
+def test_healthz_answers_without_login(client, db):
+    response = client.get("/healthz/")
+    assert response.status_code == 200 and response.content == b"ok\n"

@@ -1,0 +1,195 @@
+"""The job queue and the real agent (webui/bin/tusk-agent, its own process) against the
+test database, applying policies to a network namespace of the test's own."""
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from jobs import queue
+from jobs.models import AgentHeartbeat, Job
+from policy.models import Revision, TargetState
+
+ROOT = Path(__file__).resolve().parents[2]
+POLICY = """zones:
+  - {name: inside, interfaces: [eth1]}
+  - {name: outside, interfaces: [eth2]}
+classes:
+  - {name: web, from: inside, to: outside, action: accept}
+"""
+
+
+@pytest.fixture
+def netns():
+    name = f"tusk-agent-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    subprocess.run(["ip", "-n", name, "link", "add", "eth1", "type", "veth", "peer", "name",
+                    "eth2"], check=True)
+    yield name
+    subprocess.run(["ip", "netns", "del", name], check=False)
+
+
+class AgentProcess:
+    def __init__(self, config):
+        self.config = config
+        self.proc = None
+        self.log = config.parent / "agent.log"
+
+    def start(self):
+        env = dict(os.environ, TUSK_CONFIG=str(self.config),
+                   DJANGO_SETTINGS_MODULE="tusk.settings")
+        started = time.time()
+        self.proc = subprocess.Popen([sys.executable, str(ROOT / "webui" / "bin" / "tusk-agent")],
+                                     env=env, stdout=open(self.log, "ab"),
+                                     stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if AgentHeartbeat.objects.filter(agent__contains=f":{self.proc.pid}:").exists():
+                return self
+            assert self.proc.poll() is None, self.log.read_text()
+            time.sleep(0.1)
+        raise AssertionError(f"the agent did not start in {time.time() - started:.0f} s:\n"
+                             f"{self.log.read_text()}")
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(40)
+
+
+@pytest.fixture
+def agent_config(tmp_path, netns):
+    db = settings.DATABASES["default"]
+    config = tmp_path / "tusk.toml"
+    (tmp_path / "secret").write_text("agent-test-secret\n")
+    config.write_text(f"""[web]
+secret_key_file = "secret"
+allowed_hosts = ["localhost"]
+[database]
+name = "{db['NAME']}"
+user = "{db['USER']}"
+host = "{db['HOST']}"
+port = {db['PORT']}
+[agent]
+netns = "{netns}"
+state_dir = "{tmp_path / 'policy'}"
+sample_interval = 0.5
+""")
+    return config
+
+
+@pytest.fixture
+def agent(transactional_db, agent_config):
+    process = AgentProcess(agent_config).start()
+    yield process
+    process.stop()
+
+
+def wait(job, seconds=30):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        job.refresh_from_db()
+        if job.done:
+            return job
+        time.sleep(0.1)
+    raise AssertionError(f"{job} not done after {seconds} s: {job.message}")
+
+
+def test_the_agent_answers_a_ping(agent):
+    job = wait(queue.enqueue("agent.ping"))
+    assert job.state == "succeeded"
+    assert str(agent.proc.pid) in job.result["agent"]
+
+
+def test_an_unknown_kind_is_refused_when_queued(transactional_db):
+    with pytest.raises(ValueError, match="unknown job kind"):
+        queue.enqueue("policy.frobnicate")
+    assert not Job.objects.exists()
+
+
+def test_apply_then_confirm_through_the_agent(agent, netns):
+    job = wait(queue.enqueue("policy.apply", {"policy_text": POLICY, "timeout": 60}))
+    assert job.state == "succeeded", job.error
+    assert job.progress == 100 and job.result["revision"] == 1
+    state = TargetState.objects.get(pk=1)
+    assert (state.pending, state.confirmed, state.table_loaded) == (1, None, True)
+    live = subprocess.run(["ip", "netns", "exec", netns, "nft", "list", "table", "inet", "tusk"],
+                          capture_output=True, text=True, check=True).stdout
+    assert 'comment "tusk: classes[0] web"' in live
+    job = wait(queue.enqueue("policy.confirm"))
+    assert job.state == "succeeded", job.error
+    state.refresh_from_db()
+    assert (state.pending, state.confirmed, state.matches) == (None, 1, True)
+    assert Revision.objects.get(number=1).outcome == "confirmed"
+
+
+def test_a_refused_policy_fails_the_job_with_the_problems(agent):
+    bad = POLICY.replace("eth2", "eth9")
+    job = wait(queue.enqueue("policy.apply", {"policy_text": bad}))
+    assert job.state == "failed"
+    assert job.result["problems"][0]["path"] == "zones[1].interfaces[0]"
+    assert "eth9 does not exist" in job.error
+
+
+def test_the_agent_notices_a_ruleset_changed_behind_its_back(agent, netns):
+    wait(queue.enqueue("policy.apply", {"policy_text": POLICY}))
+    wait(queue.enqueue("policy.confirm"))
+    subprocess.run(["ip", "netns", "exec", netns, "nft", "add", "rule", "inet", "tusk",
+                    "forward", "accept"], check=True)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if TargetState.objects.get(pk=1).matches is False:
+            return
+        time.sleep(0.2)
+    raise AssertionError("the drift was not noticed")
+
+
+def test_a_killed_agent_fails_the_job_it_was_running_and_runs_the_rest(agent, agent_config):
+    (agent_config.parent / "policy").mkdir(exist_ok=True)
+    lock = open(agent_config.parent / "policy" / "lock", "a")
+    fcntl.flock(lock, fcntl.LOCK_EX)  # the apply blocks on the applier's lock
+    job = queue.enqueue("policy.apply", {"policy_text": POLICY})
+    deadline = time.monotonic() + 20
+    while Job.objects.get(pk=job.pk).state != "running":
+        assert time.monotonic() < deadline, "the apply never started"
+        time.sleep(0.05)
+    agent.kill()
+    fcntl.flock(lock, fcntl.LOCK_UN)
+    ping = queue.enqueue("agent.ping")  # queued while no agent runs
+    agent.start()
+    job = wait(job)
+    assert job.state == "failed"
+    assert "stopped while running this job" in job.error
+    assert wait(ping).state == "succeeded"
+
+
+def test_a_retry_safe_job_left_running_is_run_again(agent_config, transactional_db):
+    orphan = Job.objects.create(kind="agent.ping", state="running", agent="gone:1:1",
+                                attempts=1)
+    process = AgentProcess(agent_config).start()
+    try:
+        orphan = wait(orphan)
+        assert orphan.state == "succeeded" and orphan.attempts == 2
+    finally:
+        process.stop()
+
+
+def test_statistics_are_sampled_in_the_target_namespace(agent, netns):
+    from dashboard.models import Sample
+    deadline = time.monotonic() + 10
+    while Sample.objects.count() < 2:
+        assert time.monotonic() < deadline, "no samples"
+        time.sleep(0.2)
+    sample = Sample.objects.order_by("-taken").first()
+    assert set(sample.interfaces) == {"eth1", "eth2"}
+    assert sample.softirqs and all(len(v) == 2 for v in sample.softirqs.values())
+    assert sample.seqadj is None  # the host kernel has no seqrand counters

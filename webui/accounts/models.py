@@ -1,0 +1,38 @@
+from django.conf import settings
+from django.db import models
+
+
+class Role(models.TextChoices):
+    ADMIN = "admin", "admin (changes things)"
+    VIEWER = "viewer", "viewer (only looks)"
+
+
+class Profile(models.Model):
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                related_name="profile")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    # set for a password someone else chose (a new user, `make run`'s one-time
+    # password): every page leads to the password change until it is changed
+    must_change_password = models.BooleanField(default=True)
+
+
+class LoginFailure(models.Model):
+    username = models.CharField(max_length=150, db_index=True)
+    address = models.GenericIPAddressField(null=True, db_index=True)
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+
+class AuditEntry(models.Model):
+    """Who changed what, when. Written in the same transaction as the change."""
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                             related_name="+")
+    username = models.CharField(max_length=150)  # kept when the user is deleted
+    address = models.GenericIPAddressField(null=True)
+    action = models.CharField(max_length=64)
+    target = models.CharField(max_length=255, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]

@@ -1,0 +1,122 @@
+from django.contrib import messages
+from django.contrib.auth import get_user_model, update_session_auth_hash
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.forms import PasswordChangeForm, SetPasswordForm
+from django.db import transaction
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.decorators import method_decorator
+
+from . import audit
+from .forms import ThrottledLoginForm, UserCreateForm, UserEditForm
+from .models import AuditEntry, Profile
+from .roles import role_of
+
+
+@method_decorator(login_not_required, name="dispatch")
+class LoginView(auth_views.LoginView):
+    template_name = "accounts/login.html"
+    authentication_form = ThrottledLoginForm
+    redirect_authenticated_user = True
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        audit.record(self.request, "login")
+        return response
+
+    def form_invalid(self, form):
+        response = super().form_invalid(form)
+        if any(e.code == "throttled" for e in form.non_field_errors().as_data()):
+            response.status_code = 429
+        return response
+
+
+class LogoutView(auth_views.LogoutView):
+    pass
+
+
+def password_change(request):
+    form = PasswordChangeForm(request.user, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            user = form.save()
+            Profile.objects.update_or_create(user=user,
+                                             defaults={"must_change_password": False})
+            audit.record(request, "password change", user.get_username())
+        update_session_auth_hash(request, user)
+        messages.success(request, "Password changed.")
+        return redirect("dashboard")
+    must = getattr(getattr(request.user, "profile", None), "must_change_password", False)
+    return render(request, "accounts/password_change.html", {"form": form, "must": must})
+
+
+def users(request):
+    people = get_user_model().objects.order_by("username").select_related("profile")
+    rows = [{"user": u, "role": role_of(u)} for u in people]
+    return render(request, "accounts/users.html", {"rows": rows})
+
+
+def user_create(request):
+    form = UserCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        with transaction.atomic():
+            user = get_user_model().objects.create_user(data["username"],
+                                                        password=data["password"])
+            Profile.objects.create(user=user, role=data["role"], must_change_password=True)
+            audit.record(request, "user create", user.get_username(), role=data["role"])
+        messages.success(request, f"User {user.get_username()} created; they choose their "
+                                  "own password at the first login.")
+        return redirect("users")
+    return render(request, "accounts/user_form.html", {"form": form, "title": "New user"})
+
+
+def user_edit(request, pk):
+    user = get_object_or_404(get_user_model(), pk=pk)
+    initial = {"role": role_of(user), "active": user.is_active}
+    form = UserEditForm(request.POST or None, initial=initial)
+    password_form = SetPasswordForm(user)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        if user == request.user and (data["role"] != "admin" or not data["active"]):
+            form.add_error(None, "You cannot take away your own admin role or deactivate "
+                                 "yourself; ask another admin.")
+        else:
+            with transaction.atomic():
+                Profile.objects.update_or_create(user=user, defaults={"role": data["role"]})
+                user.is_active = data["active"]
+                user.save(update_fields=["is_active"])
+                audit.record(request, "user edit", user.get_username(), role=data["role"],
+                             active=data["active"])
+            messages.success(request, f"User {user.get_username()} saved.")
+            return redirect("users")
+    return render(request, "accounts/user_form.html",
+                  {"form": form, "password_form": password_form, "edited": user,
+                   "title": f"User {user.get_username()}"})
+
+
+def user_password(request, pk):
+    user = get_object_or_404(get_user_model(), pk=pk)
+    form = SetPasswordForm(user, request.POST)
+    if form.is_valid():
+        with transaction.atomic():
+            form.save()
+            Profile.objects.update_or_create(user=user, defaults={"must_change_password": True})
+            audit.record(request, "password reset", user.get_username())
+        messages.success(request, f"New password set for {user.get_username()}; they must "
+                                  "change it at the next login.")
+        return redirect("users")
+    edit = UserEditForm(initial={"role": role_of(user), "active": user.is_active})
+    return render(request, "accounts/user_form.html",
+                  {"form": edit, "password_form": form, "edited": user,
+                   "title": f"User {user.get_username()}"}, status=400)
+
+
+def audit_log(request):
+    entries = AuditEntry.objects.all()
+    action = request.GET.get("action", "")
+    if action:
+        entries = entries.filter(action=action)
+    actions = AuditEntry.objects.order_by("action").values_list("action", flat=True).distinct()
+    return render(request, "accounts/audit.html",
+                  {"entries": entries[:500], "actions": list(actions), "action": action})

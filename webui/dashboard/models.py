@@ -1,0 +1,21 @@
+"""Raw counters as the agent read them; rates are differences of consecutive samples,
+computed when shown. Kept for RETENTION seconds."""
+from django.db import models
+
+RETENTION = 3600
+
+
+class Sample(models.Model):
+    taken = models.DateTimeField(db_index=True)
+    # {ifname: {rx_bytes, tx_bytes, rx_packets, tx_packets, rx_dropped, tx_dropped,
+    #           rx_errors, tx_errors, operstate}}
+    interfaces = models.JSONField(default=dict)
+    conntrack_count = models.BigIntegerField(null=True)
+    conntrack_max = models.BigIntegerField(null=True)
+    # {cpu index: [jiffies in softirq, jiffies in all]} from /proc/stat
+    softirqs = models.JSONField(default=dict)
+    # /proc/net/nf_conntrack_seqadj (Tusk's kernel) or null when the kernel has none
+    seqadj = models.JSONField(null=True)
+
+    class Meta:
+        ordering = ["-taken"]

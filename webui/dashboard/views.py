@@ -1,0 +1,158 @@
+import time
+
+from django.contrib.auth.decorators import login_not_required
+from django.db import connection
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from jobs import queue
+from jobs.models import AgentHeartbeat, Job
+from policy.models import TargetState
+
+from . import calculators, stats
+from .forms import PcieForm, WindowForm
+
+PING_REUSE = 10      # seconds: a ping younger than this answers for the agent
+PING_PATIENCE = 5    # seconds a ping may wait before the agent counts as not answering
+AGENT_STALE = 15     # seconds without a heartbeat
+
+
+def dashboard(request):
+    return render(request, "dashboard/dashboard.html", live_context())
+
+
+def live(request):
+    return render(request, "dashboard/live.html", live_context())
+
+
+def health(request):
+    return render(request, "dashboard/health.html", {"checks": health_checks(request)})
+
+
+def live_context():
+    samples = stats.recent()
+    data = stats.series(samples)
+    rows = []
+    for name, rates in sorted(data["interfaces"].items()):
+        last = samples[-1].interfaces.get(name, {}) if samples else {}
+        rows.append({"name": name, "rates": rates, "operstate": last.get("operstate", ""),
+                     "now": {k: stats.latest(v) for k, v in rates.items()},
+                     "dropped_total": last.get("rx_dropped", 0) + last.get("tx_dropped", 0)})
+    cpus = [{"cpu": cpu, "values": values, "now": stats.latest(values)}
+            for cpu, values in sorted(data["softirq"].items(), key=lambda i: int(i[0]))]
+    newest = samples[-1] if samples else None
+    heartbeat = AgentHeartbeat.objects.order_by("-seen_at").first()
+    return {"interfaces": rows, "cpus": cpus, "sample": newest,
+            "conntrack": data["conntrack"], "capabilities": heartbeat.capabilities if heartbeat else {},
+            "seqadj": newest.seqadj if newest else None,
+            "seqrand_available": bool(heartbeat and any(
+                v for k, v in heartbeat.capabilities.items() if "helper" in k))}
+
+
+def _check(name, ok, detail):
+    return {"name": name, "ok": ok, "detail": detail}
+
+
+def health_checks(request):
+    checks = []
+    heartbeat = AgentHeartbeat.objects.order_by("-seen_at").first()
+    web = heartbeat.web_check if heartbeat else {}
+    if web:
+        age = time.time() - web.get("at", 0)
+        ok = web.get("status") == 200 and age < AGENT_STALE * 2
+        checks.append(_check("web", ok, f"GET {web['url']}: "
+                             + (f"HTTP {web['status']} in {web['ms']} ms"
+                                if web.get("status") else web.get("error", "no answer"))
+                             + f", {age:.0f} s ago (checked by the agent)"))
+    else:
+        checks.append(_check("web", None, "not checked: the agent has no web_url configured"))
+    started = time.monotonic()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM jobs_job")
+            count = cursor.fetchone()[0]
+        checks.append(_check("database", True, f"answered a query in "
+                             f"{(time.monotonic() - started) * 1000:.1f} ms ({count} jobs)"))
+    except Exception as exc:  # the check reports, it does not fail the page
+        checks.append(_check("database", False, f"query failed: {exc}"))
+    checks.append(_agent_check(request))
+    checks.append(_nft_check())
+    return checks
+
+
+def _agent_check(request):
+    now = timezone.now()
+    latest = Job.objects.filter(kind="agent.ping").order_by("-id").first()
+    if latest is None or (now - latest.created_at).total_seconds() > PING_REUSE:
+        if request.user.is_authenticated:
+            latest = queue.enqueue("agent.ping", {}, None)
+    if latest is None:
+        return _check("agent", None, "not asked yet")
+    answered = (Job.objects.filter(kind="agent.ping", state=Job.State.SUCCEEDED)
+                .order_by("-id").first())
+    waiting = (now - latest.created_at).total_seconds()
+    if not latest.done and waiting > PING_PATIENCE:
+        return _check("agent", False, f"a ping has waited {waiting:.0f} s without an answer")
+    if answered is None:
+        return _check("agent", None, "ping sent, waiting for the answer")
+    latency = (answered.finished_at - answered.created_at).total_seconds() * 1000
+    return _check("agent", True, f"answered a ping in {latency:.0f} ms, "
+                  f"{(now - answered.finished_at).total_seconds():.0f} s ago")
+
+
+def _nft_check():
+    state = TargetState.objects.filter(pk=1).first()
+    if state is None or state.synced_at is None:
+        return _check("nftables", None, "the agent has not reported yet")
+    age = (timezone.now() - state.synced_at).total_seconds()
+    if not state.table_loaded:
+        return _check("nftables", state.confirmed is None,
+                      "no Tusk ruleset is loaded" + ("" if state.confirmed is None else
+                                                     f" but revision {state.confirmed} is confirmed"))
+    if state.pending:
+        return _check("nftables", True, f"revision {state.pending} loaded, awaiting "
+                      f"confirmation (checked {age:.0f} s ago)")
+    if state.matches:
+        return _check("nftables", True, f"revision {state.confirmed} loaded and unchanged "
+                      f"(checked {age:.0f} s ago)")
+    return _check("nftables", False, f"the loaded ruleset differs from revision "
+                  f"{state.confirmed}: changed outside Tusk (checked {age:.0f} s ago)")
+
+
+@login_not_required
+def healthz(request):
+    """For the agent's check and load balancers: the web process answers and reaches
+    the database. No details to anonymous callers."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except Exception:
+        return HttpResponse("database unreachable\n", status=503, content_type="text/plain")
+    return HttpResponse("ok\n", content_type="text/plain")
+
+
+def tools(request):
+    window = WindowForm(request.GET if "bandwidth" in request.GET else None)
+    pcie = PcieForm(request.GET if "lanes" in request.GET else None)
+    context = {"window_form": window, "pcie_form": pcie}
+    if window.is_bound and window.is_valid():
+        data = window.cleaned_data
+        bdp = calculators.bdp_bytes(data["bandwidth"] * 1e6, data["rtt"] / 1000)
+        context["window"] = {"bdp": bdp, "shift": calculators.window_shift(bdp),
+                             "unscaled_cap": calculators.window_cap_bps(
+                                 calculators.MAX_WINDOW_UNSCALED, data["rtt"] / 1000)}
+        if data["window"]:
+            context["window"]["cap"] = calculators.window_cap_bps(data["window"],
+                                                                  data["rtt"] / 1000)
+            context["window"]["checked"] = data["window"]
+    if pcie.is_bound and pcie.is_valid():
+        data = pcie.cleaned_data
+        slot = calculators.pcie_bps(data["generation"], data["lanes"])
+        need = data["ports"] * data["port_gbps"] * 1e9
+        context["pcie"] = {"slot": slot, "need": need, "enough": slot >= need,
+                           "ratio": slot / need}
+    template = "dashboard/tools_result.html" if request.headers.get("HX-Request") else \
+        "dashboard/tools.html"
+    return render(request, template, context, status=400 if (
+        (window.is_bound and window.errors) or (pcie.is_bound and pcie.errors)) else 200)

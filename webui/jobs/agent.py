@@ -1,0 +1,181 @@
+"""tusk-agent: the privileged half of Tusk. It alone runs nft, writes /sys and
+starts captures; the web process only queues jobs for it in PostgreSQL.
+
+Main loop: LISTEN for new jobs, hand each to a worker thread, and every
+sample_interval run the periodic tasks (statistics, the policy store's state).
+At start it settles what a previous agent left: jobs it was running are queued
+again when their kind may run twice, failed with an explanation otherwise.
+SIGTERM/SIGINT: stop claiming, let running jobs finish (up to STOP_GRACE seconds).
+"""
+import logging
+import os
+import select
+import signal
+import socket
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+
+from django.conf import settings
+from django.db import close_old_connections, connection, connections
+from django.utils import timezone
+
+from . import queue, registry
+from .models import AgentHeartbeat, Job
+
+log = logging.getLogger("tusk.agent")
+
+WORKERS = 4
+STOP_GRACE = 30
+
+
+class Run:
+    """What a handler gets: its job's arguments, who asked, and a progress reporter."""
+
+    def __init__(self, job, config, agent):
+        self.job = job
+        self.args = job.args
+        self.user = job.created_by.get_username() if job.created_by_id else "agent"
+        self.config = config
+        self.agent = agent
+
+    def progress(self, percent, message=""):
+        queue.progress(self.job, percent, message)
+
+
+class Agent:
+    def __init__(self, config=None):
+        self.config = config or settings.TUSK
+        self.id = f"{socket.gethostname()}:{os.getpid()}:{int(time.time())}"
+        self.stopping = threading.Event()
+        self.pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="job")
+        self.running = {}  # job id -> future
+        self.lock = threading.Lock()
+        self.listener = None
+
+    # -- set-up --------------------------------------------------------------------------
+
+    def _listen(self):
+        """A connection of its own for LISTEN (Django's may be closed and reopened)."""
+        import psycopg2
+        db = settings.DATABASES["default"]
+        conn = psycopg2.connect(dbname=db["NAME"], user=db["USER"], password=db["PASSWORD"] or None,
+                                host=db["HOST"] or None, port=db["PORT"] or None,
+                                application_name="tusk-agent listen")
+        conn.autocommit = True
+        with conn.cursor() as cursor:
+            cursor.execute(f"LISTEN {queue.CHANNEL_NEW}")
+        return conn
+
+    def start(self):
+        from . import periodic
+        now = timezone.now()
+        AgentHeartbeat.objects.update_or_create(
+            agent=self.id, defaults={"started_at": now, "seen_at": now,
+                                     "capabilities": periodic.capabilities(self.config)})
+        requeued, failed = queue.recover(self.id, registry.is_retry_safe)
+        if requeued or failed:
+            log.warning("jobs left by a previous agent: queued again %s, failed %s",
+                        requeued, failed)
+        self.listener = self._listen()
+        log.info("agent %s ready (target %s)", self.id, self.config.netns or "this system")
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def serve(self):
+        from . import periodic
+        self.start()
+        next_tick = 0.0
+        try:
+            while not self.stopping.is_set():
+                self._dispatch()
+                now = time.monotonic()
+                if now >= next_tick:
+                    self._tick(periodic)
+                    next_tick = now + self.config.sample_interval
+                wait = max(0.0, min(next_tick - time.monotonic(), 1.0))
+                ready, _, _ = select.select([self.listener], [], [], wait)
+                if ready:
+                    self.listener.poll()
+                    self.listener.notifies.clear()
+        finally:
+            self.shutdown()
+
+    def _tick(self, periodic):
+        try:
+            periodic.run_all(self.config, self.id)
+        except Exception:  # a failed sample must not stop the agent
+            log.exception("periodic task failed")
+            close_old_connections()
+
+    def _dispatch(self):
+        while True:
+            with self.lock:
+                if len(self.running) >= WORKERS or self.stopping.is_set():
+                    return
+            job = queue.claim(self.id)
+            if job is None:
+                return
+            with self.lock:
+                self.running[job.pk] = self.pool.submit(self._run, job)
+
+    def _run(self, job):
+        try:
+            found = registry.get(job.kind)
+            if found is None:
+                queue.fail(job, f"this agent does not know job kind {job.kind!r}")
+                return
+            log.info("job %s %s started", job.pk, job.kind)
+            try:
+                result = found.function(Run(job, self.config, self))
+            except registry.JobFailed as exc:
+                queue.fail(job, str(exc), result=exc.result)
+                log.info("job %s %s failed: %s", job.pk, job.kind, exc)
+            except Exception as exc:
+                log.exception("job %s %s crashed", job.pk, job.kind)
+                queue.fail(job, f"internal error: {type(exc).__name__}: {exc}\n"
+                                f"{traceback.format_exc(limit=3)}")
+            else:
+                queue.succeed(job, result)
+                log.info("job %s %s succeeded", job.pk, job.kind)
+        finally:
+            with self.lock:
+                self.running.pop(job.pk, None)
+            connections.close_all()
+
+    def stop(self, *_):
+        self.stopping.set()
+
+    def shutdown(self):
+        self.pool.shutdown(wait=False)
+        deadline = time.monotonic() + STOP_GRACE
+        while time.monotonic() < deadline:
+            with self.lock:
+                if not self.running:
+                    break
+            time.sleep(0.1)
+        with self.lock:
+            left = list(self.running)
+        if left:
+            log.warning("stopping with jobs still running: %s", left)
+        if self.listener is not None:
+            self.listener.close()
+        connection.close()
+
+
+def main():
+    agent = Agent()
+    signal.signal(signal.SIGTERM, agent.stop)
+    signal.signal(signal.SIGINT, agent.stop)
+    agent.serve()
+
+
+def wait_for(job_id, timeout=30.0, poll=0.1):
+    """For tests and the CLI: the job once it is done (or as it is at the timeout)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        job = Job.objects.get(pk=job_id)
+        if job.done or time.monotonic() >= deadline:
+            return job
+        time.sleep(poll)

@@ -1,0 +1,102 @@
+"""The job queue: rows in jobs_job, announced with PostgreSQL NOTIFY.
+
+Web process: enqueue() - the row and the NOTIFY commit together, so the agent never
+hears of a job it cannot see, and a job whose request failed never exists.
+Agent: claim() takes the oldest queued job with FOR UPDATE SKIP LOCKED; progress(),
+succeed() and fail() record what happened and NOTIFY the web process.
+"""
+from django.db import connection, transaction
+from django.utils import timezone
+
+from .models import Job
+
+CHANNEL_NEW = "tusk_jobs"          # payload: job id
+CHANNEL_EVENTS = "tusk_job_events"  # payload: job id (progress or finished)
+MAX_ATTEMPTS = 3
+
+
+def _notify(channel, job_id):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_notify(%s, %s)", [channel, str(job_id)])
+
+
+def enqueue(kind, args=None, user=None):
+    from .registry import known_kinds
+    if kind not in known_kinds():
+        raise ValueError(f"unknown job kind {kind!r}")
+    with transaction.atomic():
+        job = Job.objects.create(kind=kind, args=args or {},
+                                 created_by=user if user and user.is_authenticated else None)
+        _notify(CHANNEL_NEW, job.pk)
+    return job
+
+
+def claim(agent):
+    """The oldest queued job, now running and owned by agent; None if there is none."""
+    with transaction.atomic():
+        job = (Job.objects.select_for_update(skip_locked=True)
+               .filter(state=Job.State.QUEUED).order_by("id").first())
+        if job is None:
+            return None
+        job.state = Job.State.RUNNING
+        job.agent = agent
+        job.started_at = timezone.now()
+        job.attempts += 1
+        job.message = "started"
+        job.save(update_fields=["state", "agent", "started_at", "attempts", "message"])
+        _notify(CHANNEL_EVENTS, job.pk)
+    return job
+
+
+def progress(job, percent, message=""):
+    percent = max(0, min(100, int(percent)))
+    with transaction.atomic():
+        Job.objects.filter(pk=job.pk, state=Job.State.RUNNING).update(progress=percent,
+                                                                      message=message)
+        _notify(CHANNEL_EVENTS, job.pk)
+    job.progress, job.message = percent, message
+
+
+def succeed(job, result=None, message="done"):
+    _finish(job, Job.State.SUCCEEDED, result=result, message=message, error="")
+
+
+def fail(job, error, result=None):
+    _finish(job, Job.State.FAILED, result=result, message="failed", error=error)
+
+
+def _finish(job, state, **fields):
+    now = timezone.now()
+    with transaction.atomic():
+        Job.objects.filter(pk=job.pk).update(state=state, finished_at=now, **fields,
+                                             **({"progress": 100} if state == "succeeded" else {}))
+        _notify(CHANNEL_EVENTS, job.pk)
+    job.refresh_from_db()
+
+
+def recover(agent, retry_safe):
+    """At agent start: jobs left running by an agent that died. A job whose kind may
+    run twice (retry_safe(kind)) is queued again, up to MAX_ATTEMPTS; any other one
+    fails with what happened, since half of it may have been done."""
+    requeued, failed = [], []
+    with transaction.atomic():
+        orphans = list(Job.objects.select_for_update()
+                       .filter(state=Job.State.RUNNING).exclude(agent=agent))
+        for job in orphans:
+            if retry_safe(job.kind) and job.attempts < MAX_ATTEMPTS:
+                job.state = Job.State.QUEUED
+                job.message = (f"queued again: agent {job.agent} stopped while running it "
+                               f"(attempt {job.attempts})")
+                job.save(update_fields=["state", "message"])
+                requeued.append(job.pk)
+            else:
+                job.state = Job.State.FAILED
+                job.finished_at = timezone.now()
+                job.message = "failed"
+                job.error = (f"the agent ({job.agent}) stopped while running this job; it was "
+                             "not run again because it may have been partly done - check the "
+                             "result and submit it again")
+                job.save(update_fields=["state", "finished_at", "message", "error"])
+                failed.append(job.pk)
+            _notify(CHANNEL_EVENTS, job.pk)
+    return requeued, failed

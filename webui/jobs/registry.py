@@ -1,0 +1,61 @@
+"""Job kinds and their handlers. Each app declares its handlers in an `agent_jobs`
+module with @handler; the registry imports those modules on first use.
+
+A handler runs in the agent (as root) and receives a Run: run.args, run.user,
+run.config (the device configuration), run.progress(percent, message). It returns
+the job's result (JSON-serialisable) or raises JobFailed with a message for the
+operator.
+"""
+from dataclasses import dataclass
+
+from django.utils.module_loading import autodiscover_modules
+
+_HANDLERS = {}
+_discovered = False
+
+
+class JobFailed(Exception):
+    """A handler's clean failure: the message is shown to the operator as is."""
+
+    def __init__(self, message, result=None):
+        super().__init__(message)
+        self.result = result
+
+
+@dataclass(frozen=True)
+class Handler:
+    kind: str
+    function: object
+    retry_safe: bool  # may run again after an agent crash without harm
+    title: str
+
+
+def handler(kind, title, retry_safe=False):
+    def register(function):
+        if kind in _HANDLERS and _HANDLERS[kind].function is not function:
+            raise RuntimeError(f"job kind {kind} registered twice")
+        _HANDLERS[kind] = Handler(kind, function, retry_safe, title)
+        return function
+    return register
+
+
+def _discover():
+    global _discovered
+    if not _discovered:
+        autodiscover_modules("agent_jobs")
+        _discovered = True
+
+
+def get(kind):
+    _discover()
+    return _HANDLERS.get(kind)
+
+
+def known_kinds():
+    _discover()
+    return set(_HANDLERS)
+
+
+def is_retry_safe(kind):
+    found = get(kind)
+    return bool(found and found.retry_safe)

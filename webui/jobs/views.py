@@ -1,0 +1,29 @@
+from django.shortcuts import get_object_or_404, render
+from django.urls import NoReverseMatch, reverse
+
+from . import registry
+from .models import Job
+
+# Pages a finished job may lead back to (?next=...): URL names only, never URLs
+NEXT = {"policy_status", "policy_history", "dashboard"}
+
+
+def job(request, pk):
+    """A job's progress bar; htmx polls the same URL for the fragment until it is done."""
+    found = get_object_or_404(Job, pk=pk)
+    handler = registry.get(found.kind)
+    next_name = request.GET.get("next", "")
+    try:
+        next_url = reverse(next_name) if next_name in NEXT else ""
+    except NoReverseMatch:
+        next_url = ""
+    response = render(request, "jobs/job.html", {
+        "job": found, "title": handler.title if handler else found.kind,
+        "next_url": next_url, "next_name": next_name})
+    if request.headers.get("HX-Request") and found.state == Job.State.SUCCEEDED and next_url:
+        response["HX-Redirect"] = next_url  # done: on to where the operator was going
+    return response
+
+
+def jobs(request):
+    return render(request, "jobs/list.html", {"jobs": Job.objects.select_related("created_by")[:200]})

@@ -1,0 +1,149 @@
+"""The policy being edited in the web UI: one document, the same structure as the
+YAML file, changed one item at a time. Every change is validated whole by the
+policy engine before it is saved, so the draft is always a valid policy and a
+refused change leaves it as it was."""
+import copy
+import hashlib
+
+import yaml
+from django.db import transaction
+
+from .core.errors import Code, PolicyError, Problem
+from .core.normalise import load_policy, load_policy_text, parse_yaml
+from .core.render import render
+from .models import Draft, Revision
+
+SECTIONS = ("zones", "address_sets", "services", "classes")
+# Which class fields hold references to items of a section (for renames and deletes)
+REFERENCES = {"zones": ("from", "to"), "address_sets": ("source", "destination"),
+              "services": ("services",)}
+EMPTY = {"version": 1, "zones": [], "address_sets": [], "services": [], "classes": []}
+
+
+class StaleDraft(Exception):
+    """The draft changed after the form was opened."""
+
+
+def ruleset_sha256(document):
+    return hashlib.sha256(render(load_policy(document)).encode()).hexdigest()
+
+
+def get():
+    """The draft; created from the live revision's policy (or empty) the first time."""
+    draft = Draft.objects.filter(pk=1).first()
+    if draft is not None:
+        return draft
+    document = copy.deepcopy(EMPTY)
+    live = Revision.objects.filter(outcome="confirmed").order_by("-number").first()
+    if live is not None:
+        document = parse_yaml(live.policy_text) or document
+    Draft.objects.get_or_create(pk=1, defaults={"document": document,
+                                                "ruleset_sha256": ruleset_sha256(document)})
+    return Draft.objects.get(pk=1)
+
+
+def to_yaml(document):
+    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _save(document, version, user):
+    """Validates and stores document if the draft is still at version. Raises
+    PolicyError (every problem) or StaleDraft; saves nothing then."""
+    load_policy(document)
+    with transaction.atomic():
+        draft = Draft.objects.select_for_update().get(pk=get().pk)
+        if version is not None and draft.version != version:
+            raise StaleDraft()
+        draft.document = document
+        draft.version += 1
+        draft.ruleset_sha256 = ruleset_sha256(document)
+        draft.updated_by = user if user is not None and user.is_authenticated else None
+        draft.save()
+    return draft
+
+
+def items(document, section):
+    return document.get(section) or []
+
+
+def save_item(section, index, item, version, user):
+    """index None appends. A renamed zone, address set or service is renamed in the
+    classes that refer to it as well."""
+    draft = get()
+    document = copy.deepcopy(draft.document)
+    entries = document.setdefault(section, [])
+    if index is None:
+        entries.append(item)
+    else:
+        old_name = entries[index].get("name")
+        entries[index] = item
+        if old_name and item.get("name") != old_name and section in REFERENCES:
+            _rename(document, section, old_name, item["name"])
+    return _save(document, version, user)
+
+
+def delete_item(section, index, version, user):
+    draft = get()
+    document = copy.deepcopy(draft.document)
+    name = document[section][index].get("name")
+    users = _referring_classes(document, section, name)
+    if users:
+        raise PolicyError(Code.REFERENCE, f"{section}[{index}]",
+                          f"{name} is used by class(es) {', '.join(users)}; change those first")
+    del document[section][index]
+    return _save(document, version, user)
+
+
+def move_class(index, offset, version, user):
+    draft = get()
+    document = copy.deepcopy(draft.document)
+    classes = document["classes"]
+    other = index + offset
+    if not 0 <= other < len(classes):
+        return draft
+    classes[index], classes[other] = classes[other], classes[index]
+    return _save(document, version, user)
+
+
+def import_text(text, user):
+    """A whole policy file replaces the draft - only if it is valid."""
+    load_policy_text(text)
+    document = parse_yaml(text)
+    return _save(document, None, user)
+
+
+def _rename(document, section, old, new):
+    for cls in document.get("classes") or []:
+        for key in REFERENCES[section]:
+            value = cls.get(key)
+            if value == old:
+                cls[key] = new
+            elif isinstance(value, list):
+                cls[key] = [new if v == old else v for v in value]
+
+
+def _referring_classes(document, section, name):
+    found = []
+    for cls in document.get("classes") or []:
+        for key in REFERENCES.get(section, ()):
+            value = cls.get(key)
+            if value == name or (isinstance(value, list) and name in value):
+                found.append(cls.get("name", "?"))
+                break
+    return found
+
+
+def problems_for(error, section, index):
+    """Splits a PolicyError into (problems at section[index], by the rest of the
+    path) and the others."""
+    prefix = f"{section}[{index}]"
+    mine, others = {}, []
+    for problem in error.problems:
+        if problem.path == prefix or problem.path.startswith(prefix + "."):
+            mine.setdefault(problem.path[len(prefix) + 1:], []).append(problem.message)
+        else:
+            others.append(problem)
+    return mine, others
+
+
+__all__ = ["Problem", "PolicyError"]

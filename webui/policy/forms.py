@@ -1,0 +1,236 @@
+"""Forms for one item of the draft. Each turns its fields into the item's plain
+structure (to_item) and back (initial_from), and names the form field that a
+policy-engine problem path inside the item belongs to (field_for). The policy
+engine stays the one place that validates: forms only parse what a text box holds."""
+import re
+
+from django import forms
+
+from .core import choices
+from .core.constants import PORT_PROTOCOLS, PORTLESS_PROTOCOLS
+
+
+def _split(text):
+    return [part for part in re.split(r"[\s,]+", text or "") if part]
+
+
+def _port(value):
+    return int(value) if value.isdigit() else value
+
+
+class ItemForm(forms.Form):
+    version = forms.IntegerField(widget=forms.HiddenInput)
+    # problem path (inside the item) prefix -> form field; longest prefix wins
+    paths = {}
+
+    def field_for(self, subpath):
+        best = None
+        for prefix, field in self.paths.items():
+            if subpath == prefix or subpath.startswith(prefix + ".") or \
+                    subpath.startswith(prefix + "["):
+                if best is None or len(prefix) > len(best[0]):
+                    best = (prefix, field)
+        return best[1] if best else None
+
+    def add_problems(self, problems):
+        """problems: {path inside the item: [messages]} from draft.problems_for."""
+        for subpath, messages in problems.items():
+            field = self.field_for(subpath) if subpath else None
+            for message in messages:
+                # a list element says which one: "entries[2]: ... is not an address"
+                self.add_error(field, f"{subpath}: {message}" if "[" in subpath else message)
+
+
+def _comment():
+    return forms.CharField(required=False, max_length=128)
+
+
+class ZoneForm(ItemForm):
+    name = forms.CharField(max_length=32)
+    interfaces = forms.CharField(help_text="Interface names, separated by spaces or commas.")
+    comment = _comment()
+    paths = {"name": "name", "interfaces": "interfaces", "comment": "comment"}
+
+    def to_item(self):
+        data = self.cleaned_data
+        item = {"name": data["name"], "interfaces": _split(data["interfaces"])}
+        if data["comment"]:
+            item["comment"] = data["comment"]
+        return item
+
+    @staticmethod
+    def initial_from(item):
+        return {"name": item.get("name", ""), "interfaces": " ".join(item.get("interfaces", [])),
+                "comment": item.get("comment", "")}
+
+
+class AddressSetForm(ItemForm):
+    name = forms.CharField(max_length=32)
+    entries = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}),
+                              help_text="Hosts, prefixes or ranges (a-b), IPv4 or IPv6, one "
+                                        "per line or separated by spaces.")
+    comment = _comment()
+    paths = {"name": "name", "entries": "entries", "comment": "comment"}
+
+    def to_item(self):
+        data = self.cleaned_data
+        item = {"name": data["name"], "entries": _split(data["entries"])}
+        if data["comment"]:
+            item["comment"] = data["comment"]
+        return item
+
+    @staticmethod
+    def initial_from(item):
+        return {"name": item.get("name", ""), "entries": "\n".join(map(str, item.get("entries", []))),
+                "comment": item.get("comment", "")}
+
+
+class ServiceForm(ItemForm):
+    name = forms.CharField(max_length=32)
+    protocol = forms.ChoiceField(choices=[(p, p) for p in PORT_PROTOCOLS + PORTLESS_PROTOCOLS])
+    ports = forms.CharField(required=False, help_text="Ports or ranges (8000-8010), separated "
+                                                      "by spaces or commas.")
+    comment = _comment()
+    paths = {"name": "name", "protocol": "protocol", "ports": "ports", "comment": "comment"}
+
+    def to_item(self):
+        data = self.cleaned_data
+        item = {"name": data["name"], "protocol": data["protocol"]}
+        ports = [_port(p) for p in _split(data["ports"])]
+        if ports:
+            item["ports"] = ports
+        if data["comment"]:
+            item["comment"] = data["comment"]
+        return item
+
+    @staticmethod
+    def initial_from(item):
+        return {"name": item.get("name", ""), "protocol": item.get("protocol", "tcp"),
+                "ports": " ".join(map(str, item.get("ports", []))),
+                "comment": item.get("comment", "")}
+
+
+ANY = ""
+
+
+class ClassForm(ItemForm):
+    name = forms.CharField(max_length=32)
+    comment = _comment()
+    from_zone = forms.ChoiceField(required=False, label="From zone")
+    to_zone = forms.ChoiceField(required=False, label="To zone")
+    source = forms.MultipleChoiceField(required=False, label="Source address sets")
+    destination = forms.MultipleChoiceField(required=False, label="Destination address sets")
+    services = forms.MultipleChoiceField(required=False)
+    action = forms.ChoiceField(choices=[(v, v) for v in choices.VERDICTS])
+    mss_mode = forms.ChoiceField(label="TCP MSS", choices=[
+        (choices.MSS_NONE, "leave alone"), (choices.MSS_FIXED, "clamp to a fixed value"),
+        (choices.MSS_PMTU, "clamp to path MTU")])
+    mss_value = forms.IntegerField(required=False, label="MSS value")
+    strip_window_scale = forms.BooleanField(required=False, label="Strip window scale")
+    strip_sack_permitted = forms.BooleanField(required=False, label="Strip SACK-permitted")
+    strip_timestamps = forms.BooleanField(required=False, label="Strip timestamps")
+    seqrand = forms.ChoiceField(label="Sequence randomisation", choices=[
+        (choices.SEQRAND_NONE, "off"), (choices.SEQRAND_INITIATOR, "initiator's direction"),
+        (choices.SEQRAND_BOTH, "both directions")])
+    fastpath = forms.BooleanField(required=False, label="Flowtable fast path")
+    notrack = forms.BooleanField(required=False, label="No connection tracking (stateless)")
+    paths = {"name": "name", "comment": "comment", "from": "from_zone", "to": "to_zone",
+             "source": "source", "destination": "destination", "services": "services",
+             "action": "action", "mss": "mss_mode", "mss.value": "mss_value",
+             "tcp_options.window_scale": "strip_window_scale",
+             "tcp_options.sack_permitted": "strip_sack_permitted",
+             "tcp_options.timestamps": "strip_timestamps", "tcp_options": "strip_window_scale",
+             "seqrand": "seqrand", "fastpath": "fastpath", "notrack": "notrack"}
+
+    def __init__(self, *args, document=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        document = document or {}
+        zones = [(ANY, "any")] + [(z["name"], z["name"]) for z in document.get("zones") or []]
+        sets = [(s["name"], s["name"]) for s in document.get("address_sets") or []]
+        services = [(s["name"], s["name"]) for s in document.get("services") or []]
+        self.fields["from_zone"].choices = zones
+        self.fields["to_zone"].choices = zones
+        self.fields["source"].choices = sets
+        self.fields["destination"].choices = sets
+        self.fields["services"].choices = services
+
+    def to_item(self):
+        data = self.cleaned_data
+        item = {"name": data["name"]}
+        if data["comment"]:
+            item["comment"] = data["comment"]
+        for key, field in (("from", "from_zone"), ("to", "to_zone")):
+            if data[field]:
+                item[key] = data[field]
+        for key in ("source", "destination", "services"):
+            if data[key]:
+                item[key] = list(data[key])
+        item["action"] = data["action"]
+        if data["mss_mode"] != choices.MSS_NONE or data["mss_value"] is not None:
+            item["mss"] = {"mode": data["mss_mode"]}
+            if data["mss_value"] is not None:
+                item["mss"]["value"] = data["mss_value"]
+        stripped = {key: choices.OPTION_STRIP for key in choices.TCP_OPTIONS
+                    if data[f"strip_{key}"]}
+        if stripped:
+            item["tcp_options"] = stripped
+        if data["seqrand"] != choices.SEQRAND_NONE:
+            item["seqrand"] = data["seqrand"]
+        if data["fastpath"]:
+            item["fastpath"] = True
+        if data["notrack"]:
+            item["notrack"] = True
+        return item
+
+    @staticmethod
+    def initial_from(item):
+        mss = item.get("mss") or {}
+        options = item.get("tcp_options") or {}
+        initial = {
+            "name": item.get("name", ""), "comment": item.get("comment", ""),
+            "from_zone": item.get("from") or ANY, "to_zone": item.get("to") or ANY,
+            "source": item.get("source") or [], "destination": item.get("destination") or [],
+            "services": item.get("services") or [], "action": item.get("action", "accept"),
+            "mss_mode": mss.get("mode", choices.MSS_NONE), "mss_value": mss.get("value"),
+            "seqrand": item.get("seqrand", choices.SEQRAND_NONE),
+            "fastpath": bool(item.get("fastpath")), "notrack": bool(item.get("notrack")),
+        }
+        for key in choices.TCP_OPTIONS:
+            initial[f"strip_{key}"] = options.get(key) == choices.OPTION_STRIP
+        return initial
+
+
+FORMS = {"zones": ZoneForm, "address_sets": AddressSetForm, "services": ServiceForm,
+         "classes": ClassForm}
+TITLES = {"zones": ("Zones", "zone"), "address_sets": ("Address sets", "address set"),
+          "services": ("Services", "service"), "classes": ("Traffic classes", "class")}
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(required=False, help_text="A Tusk policy file (YAML).")
+    text = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 12}),
+                           label="or paste it")
+
+    def clean(self):
+        cleaned = super().clean()
+        upload = cleaned.get("file")
+        if upload:
+            if upload.size > 16 * 1024 * 1024:
+                raise forms.ValidationError("The file is larger than 16 MiB.")
+            try:
+                cleaned["policy_text"] = upload.read().decode("utf-8")
+            except UnicodeDecodeError:
+                self.add_error("file", "The file is not UTF-8 text.")
+        elif cleaned.get("text", "").strip():
+            cleaned["policy_text"] = cleaned["text"]
+        else:
+            raise forms.ValidationError("Choose a file or paste a policy.")
+        return cleaned
+
+
+class ApplyForm(forms.Form):
+    version = forms.IntegerField(widget=forms.HiddenInput)
+    timeout = forms.IntegerField(min_value=10, max_value=3600, required=False,
+                                 label="Confirm within (seconds)",
+                                 help_text="Unconfirmed, the firewall rolls back by itself. "
+                                           "Empty: the policy's setting.")

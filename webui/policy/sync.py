@@ -1,0 +1,78 @@
+"""Agent side: mirror the on-box revision store and the live table into the database."""
+import hashlib
+import threading
+from datetime import datetime, timezone
+
+from django.db import transaction
+
+from .core.revisions import Store
+from .core.target import Target
+from .models import Revision, TargetState
+
+_LOCK = threading.Lock()  # the agent syncs from job threads and its periodic loop
+
+
+def sha256(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def listing(target):
+    """The live tusk table without counter values, or None when it is not loaded."""
+    result = target.run(["nft", "-s", "list", "table", "inet", "tusk"])
+    return result.stdout if result.ok else None
+
+
+def sync(config, record_listing_for=None):
+    """Copies new and changed revisions, then the pending/confirmed state and whether
+    the live table is the one the live revision loaded. record_listing_for: a
+    revision just loaded by this agent, whose listing is taken now."""
+    with _LOCK:
+        return _sync(config, record_listing_for)
+
+
+def _sync(config, record_listing_for):
+    store = Store(config.state_dir)
+    target = Target(config.netns or None)
+    known = {r.number: r for r in Revision.objects.all().only("number", "outcome", "meta")}
+    for number in store.ids():
+        revision = store.get(number)
+        row = known.get(number)
+        if row is not None and row.meta == revision.meta:
+            continue
+        ruleset = revision.ruleset
+        Revision.objects.update_or_create(number=number, defaults={
+            "created": datetime.fromisoformat(revision.meta["created"]),
+            "user": revision.meta.get("user") or "",
+            "action": revision.meta.get("action", ""),
+            "outcome": revision.meta.get("outcome", ""),
+            "policy_text": revision.policy_text,
+            "ruleset": ruleset,
+            "ruleset_sha256": sha256(ruleset),
+            "meta": revision.meta,
+        })
+    pending = store.pending()
+    confirmed = store.confirmed_id()
+    live_number = pending["revision"] if pending else confirmed
+    live = listing(target)
+    if record_listing_for is not None and live is not None:
+        Revision.objects.filter(number=record_listing_for).update(listing=live)
+    matches = None
+    if live_number is not None:
+        row = Revision.objects.filter(number=live_number).only("listing").first()
+        if row is not None and not row.listing and live is not None:
+            # first sight of a revision loaded outside the agent (the CLI): take it as is
+            Revision.objects.filter(number=live_number).update(listing=live)
+            matches = True
+        elif row is not None:
+            matches = live is not None and live == row.listing
+    with transaction.atomic():
+        state, _ = TargetState.objects.select_for_update().get_or_create(pk=1)
+        state.confirmed = confirmed
+        state.pending = pending["revision"] if pending else None
+        state.deadline = (datetime.fromtimestamp(pending["deadline"], timezone.utc)
+                          if pending else None)
+        state.table_loaded = live is not None
+        state.matches = matches
+        state.synced_at = datetime.now(timezone.utc)
+        state.save()
+    return state

@@ -1,0 +1,258 @@
+"""Policy pages: the draft's items (zones, address sets, services, classes), apply with
+the diff first, the commit-confirm countdown, revision history, import and export."""
+import difflib
+import hashlib
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from accounts import audit
+from jobs import queue
+
+from . import draft as drafts
+from .core.errors import PolicyError
+from .core.normalise import load_policy
+from .core.render import render as render_ruleset
+from .forms import FORMS, TITLES, ApplyForm, ImportForm
+from .models import Revision, TargetState
+
+
+def _section(section):
+    if section not in FORMS:
+        raise Http404("no such policy section")
+    return section
+
+
+def live_revision():
+    """The revision loaded now: pending if any, else the confirmed one (None: empty)."""
+    state = TargetState.objects.filter(pk=1).first()
+    number = state and (state.pending or state.confirmed)
+    return Revision.objects.filter(number=number).first() if number else None
+
+
+def status_context():
+    state = TargetState.objects.filter(pk=1).first()
+    draft = drafts.get()
+    live = live_revision()
+    live_hash = live.ruleset_sha256 if live else hashlib.sha256(
+        render_ruleset(load_policy(drafts.EMPTY)).encode()).hexdigest()
+    seconds_left = None
+    if state and state.pending and state.deadline:
+        seconds_left = max(0, int((state.deadline - timezone.now()).total_seconds()))
+    return {"state": state, "draft": draft, "live": live, "seconds_left": seconds_left,
+            "changes_pending": draft.ruleset_sha256 != live_hash}
+
+
+def overview(request):
+    draft = drafts.get()
+    sections = [(s, TITLES[s][0], drafts.items(draft.document, s)) for s in drafts.SECTIONS]
+    return render(request, "policy/overview.html", {"sections": sections, **status_context()})
+
+
+def section_list(request, section):
+    _section(section)
+    draft = drafts.get()
+    return render(request, "policy/section.html", {
+        "section": section, "title": TITLES[section][0], "noun": TITLES[section][1],
+        "items": list(enumerate(drafts.items(draft.document, section))), "draft": draft})
+
+
+def _form(section, data, document, initial=None):
+    cls = FORMS[section]
+    kwargs = {"document": document} if section == "classes" else {}
+    return cls(data, initial=initial, **kwargs)
+
+
+def item_edit(request, section, index=None):
+    _section(section)
+    draft = drafts.get()
+    entries = drafts.items(draft.document, section)
+    if index is not None and not 0 <= index < len(entries):
+        raise Http404("no such item")
+    noun = TITLES[section][1]
+    initial = {"version": draft.version}
+    if index is not None:
+        initial.update(FORMS[section].initial_from(entries[index]))
+    form = _form(section, request.POST if request.method == "POST" else None,
+                 draft.document, initial)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            item = form.to_item()
+            try:
+                drafts.save_item(section, index, item, form.cleaned_data["version"],
+                                 request.user)
+            except drafts.StaleDraft:
+                form.add_error(None, "The draft was changed by someone else after you opened "
+                                     "this form. Reload it and make your change again.")
+            except PolicyError as error:
+                position = len(entries) if index is None else index
+                mine, others = drafts.problems_for(error, section, position)
+                form.add_problems(mine)
+                for problem in others:
+                    form.add_error(None, f"{problem.path}: {problem.message}" if problem.path
+                                   else problem.message)
+            else:
+                audit.record(request, f"{noun} {'add' if index is None else 'edit'}",
+                             item["name"], section=section, item=item)
+                messages.success(request, f"Saved {noun} {item['name']} in the draft.")
+                return redirect("policy_section", section=section)
+        status = 400
+    return render(request, "policy/item_form.html", {
+        "form": form, "section": section, "noun": noun, "index": index,
+        "title": TITLES[section][0]}, status=status)
+
+
+@require_POST
+def item_delete(request, section, index):
+    _section(section)
+    draft = drafts.get()
+    entries = drafts.items(draft.document, section)
+    if not 0 <= index < len(entries):
+        raise Http404("no such item")
+    name = entries[index].get("name")
+    try:
+        drafts.delete_item(section, index, _version(request), request.user)
+    except drafts.StaleDraft:
+        messages.error(request, "The draft was changed by someone else; nothing was deleted.")
+    except PolicyError as error:
+        messages.error(request, error.message)
+    else:
+        audit.record(request, f"{TITLES[section][1]} delete", name, section=section)
+        messages.success(request, f"Deleted {TITLES[section][1]} {name} from the draft.")
+    return redirect("policy_section", section=section)
+
+
+@require_POST
+def class_move(request, index, direction):
+    offset = {"up": -1, "down": 1}.get(direction)
+    if offset is None:
+        raise Http404("up or down")
+    try:
+        drafts.move_class(index, offset, _version(request), request.user)
+    except drafts.StaleDraft:
+        messages.error(request, "The draft was changed by someone else; nothing was moved.")
+    except PolicyError as error:
+        messages.error(request, str(error))
+    else:
+        audit.record(request, "class move", str(index), direction=direction)
+    return redirect("policy_section", section="classes")
+
+
+def _version(request):
+    try:
+        return int(request.POST.get("version", ""))
+    except ValueError:
+        return -1
+
+
+def _diff(old, new, old_name, new_name):
+    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                        old_name, new_name))
+
+
+def apply(request):
+    """GET: the diff of the rendered ruleset against the live one. POST: queue the apply."""
+    draft = drafts.get()
+    live = live_revision()
+    new = render_ruleset(load_policy(draft.document))
+    old = live.ruleset if live else ""
+    form = ApplyForm(request.POST or None, initial={"version": draft.version})
+    if request.method == "POST" and form.is_valid():
+        if form.cleaned_data["version"] != draft.version:
+            form.add_error(None, "The draft changed since this diff was shown; review it again.")
+        else:
+            job = queue.enqueue("policy.apply", {
+                "policy_text": drafts.to_yaml(draft.document),
+                "timeout": form.cleaned_data["timeout"], "draft_version": draft.version},
+                request.user)
+            audit.record(request, "policy apply", f"draft version {draft.version}", job=job.pk)
+            return redirect(reverse("job", args=[job.pk]) + "?next=policy_status")
+    return render(request, "policy/apply.html", {
+        "form": form, "diff": _diff(old, new, f"live ({live or 'empty'})",
+                                    f"draft version {draft.version}"),
+        "live": live, "draft": draft}, status=400 if form.errors else 200)
+
+
+def status(request):
+    """The commit-confirm panel: countdown with Confirm and Roll back."""
+    return render(request, "policy/status.html", status_context())
+
+
+@require_POST
+def confirm(request):
+    job = queue.enqueue("policy.confirm", {}, request.user)
+    audit.record(request, "policy confirm", "", job=job.pk)
+    return redirect(reverse("job", args=[job.pk]) + "?next=policy_status")
+
+
+@require_POST
+def cancel(request):
+    job = queue.enqueue("policy.cancel", {}, request.user)
+    audit.record(request, "policy roll back", "pending", job=job.pk)
+    return redirect(reverse("job", args=[job.pk]) + "?next=policy_status")
+
+
+def history(request):
+    return render(request, "policy/history.html", {
+        "revisions": Revision.objects.defer("policy_text", "ruleset", "listing")[:200],
+        **status_context()})
+
+
+def revision(request, number):
+    rev = get_object_or_404(Revision, number=number)
+    previous = Revision.objects.filter(number__lt=number).order_by("-number").first()
+    diff = _diff(previous.ruleset if previous else "", rev.ruleset,
+                 str(previous) if previous else "empty", str(rev))
+    return render(request, "policy/revision.html", {"rev": rev, "previous": previous,
+                                                    "diff": diff})
+
+
+@require_POST
+def rollback(request, number):
+    rev = get_object_or_404(Revision, number=number)
+    job = queue.enqueue("policy.rollback", {"revision": rev.number}, request.user)
+    audit.record(request, "policy rollback", str(rev), job=job.pk)
+    return redirect(reverse("job", args=[job.pk]) + "?next=policy_status")
+
+
+@require_POST
+def revision_to_draft(request, number):
+    rev = get_object_or_404(Revision, number=number)
+    try:
+        drafts.import_text(rev.policy_text, request.user)
+    except PolicyError as error:
+        messages.error(request, f"Revision {number} is not a valid policy for this version of "
+                                f"Tusk: {error}")
+        return redirect("policy_revision", number=number)
+    audit.record(request, "policy draft from revision", str(rev))
+    messages.success(request, f"The draft is now the policy of revision {number}.")
+    return redirect("policy")
+
+
+def export(request):
+    draft = drafts.get()
+    response = HttpResponse(drafts.to_yaml(draft.document), content_type="application/yaml")
+    response["Content-Disposition"] = f'attachment; filename="tusk-policy-v{draft.version}.yaml"'
+    return response
+
+
+def import_policy(request):
+    form = ImportForm(request.POST or None, request.FILES or None)
+    problems = []
+    if request.method == "POST" and form.is_valid():
+        try:
+            draft = drafts.import_text(form.cleaned_data["policy_text"], request.user)
+        except PolicyError as error:
+            problems = error.problems
+        else:
+            audit.record(request, "policy import", f"draft version {draft.version}")
+            messages.success(request, "Imported: the draft is the imported policy now. "
+                                      "Review the diff and apply it.")
+            return redirect("policy")
+    return render(request, "policy/import.html", {"form": form, "problems": problems},
+                  status=400 if (problems or form.errors) else 200)

@@ -1,0 +1,156 @@
+"""The per-device configuration file (TOML) that the web process and the agent share.
+
+    TUSK_CONFIG=/etc/tusk/tusk.toml   (the default path)
+
+    [web]
+    secret_key_file = "/var/lib/tusk/secret_key"   # required; created by first boot
+    allowed_hosts = ["tusk.example.net"]          # required
+    tls = true            # served over HTTPS (nginx): secure cookies, HSTS
+    debug = false
+
+    [database]            # PostgreSQL; host may be a socket directory
+    name = "tusk"
+    user = "tusk"
+    host = "/run/postgresql"
+    port = 5432
+    password_file = ""    # optional: peer authentication needs none
+
+    [agent]
+    netns = ""            # lab mode: the network namespace the agent manages
+    state_dir = "/var/lib/tusk/policy"
+    sample_interval = 2   # seconds between statistics samples
+    web_url = ""          # the agent checks the web UI here (health), e.g.
+                          # "http://127.0.0.1:8000/healthz/"; empty: not checked
+
+Every problem is reported with the file, the section and the key, and why.
+"""
+import os
+import tomllib
+from dataclasses import dataclass, field
+
+DEFAULT_PATH = "/etc/tusk/tusk.toml"
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Config:
+    path: str
+    secret_key: str
+    allowed_hosts: tuple
+    tls: bool
+    debug: bool
+    db_name: str
+    db_user: str
+    db_host: str
+    db_port: int
+    db_password: str
+    netns: str
+    state_dir: str
+    sample_interval: float
+    web_url: str
+    extra: dict = field(default_factory=dict)
+
+
+_SCHEMA = {
+    "web": {"secret_key_file": (str, None), "allowed_hosts": (list, None), "tls": (bool, False),
+            "debug": (bool, False)},
+    "database": {"name": (str, None), "user": (str, None), "host": (str, "/run/postgresql"),
+                 "port": (int, 5432), "password_file": (str, "")},
+    "agent": {"netns": (str, ""), "state_dir": (str, "/var/lib/tusk/policy"),
+              "sample_interval": ((int, float), 2), "web_url": (str, "")},
+}
+
+
+def _read_secret(path, where, what):
+    """A relative path is relative to the configuration file's directory."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            value = handle.read().strip()
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read {what} {path}: {exc.strerror}") from None
+    if not value:
+        raise ConfigError(f"{where}: {what} {path} is empty")
+    return value
+
+
+def load(path=None):
+    path = path or os.environ.get("TUSK_CONFIG") or DEFAULT_PATH
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: the configuration file does not exist (set TUSK_CONFIG to "
+                          "its path; `make run` writes one for the lab)") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    values = {}
+    for section, keys in _SCHEMA.items():
+        table = data.get(section, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [{section}] must be a table")
+        for key in table:
+            if key not in keys:
+                raise ConfigError(f"{path}: [{section}] {key}: unknown key (known: "
+                                  f"{', '.join(sorted(keys))})")
+        for key, (kind, default) in keys.items():
+            where = f"{path}: [{section}] {key}"
+            if key not in table:
+                if default is None:
+                    raise ConfigError(f"{where}: missing (required)")
+                values[(section, key)] = default
+                continue
+            value = table[key]
+            if isinstance(value, bool) and kind is not bool:
+                raise ConfigError(f"{where}: expected {_kind_name(kind)}, got a boolean")
+            if not isinstance(value, kind):
+                raise ConfigError(f"{where}: expected {_kind_name(kind)}, got "
+                                  f"{type(value).__name__}")
+            values[(section, key)] = value
+    for section in data:
+        if section not in _SCHEMA:
+            raise ConfigError(f"{path}: [{section}]: unknown section (known: "
+                              f"{', '.join(_SCHEMA)})")
+    hosts = values[("web", "allowed_hosts")]
+    if not hosts or not all(isinstance(h, str) and h for h in hosts):
+        raise ConfigError(f"{path}: [web] allowed_hosts: must be a non-empty list of host names")
+    port = values[("database", "port")]
+    if not 0 < port < 65536:
+        raise ConfigError(f"{path}: [database] port: {port} is not a TCP port")
+    interval = values[("agent", "sample_interval")]
+    if not 0.2 <= interval <= 3600:
+        raise ConfigError(f"{path}: [agent] sample_interval: {interval} is outside 0.2-3600 s")
+    password_file = values[("database", "password_file")]
+    return Config(
+        path=path,
+        secret_key=_read_secret(_beside(path, values[("web", "secret_key_file")]),
+                                f"{path}: [web] secret_key_file", "secret key file"),
+        allowed_hosts=tuple(hosts),
+        tls=values[("web", "tls")],
+        debug=values[("web", "debug")],
+        db_name=values[("database", "name")],
+        db_user=values[("database", "user")],
+        db_host=values[("database", "host")],
+        db_port=port,
+        db_password=(_read_secret(_beside(path, password_file), f"{path}: [database] password_file",
+                                  "password file") if password_file else ""),
+        netns=values[("agent", "netns")],
+        state_dir=values[("agent", "state_dir")],
+        sample_interval=float(interval),
+        web_url=values[("agent", "web_url")],
+    )
+
+
+def _beside(config_path, path):
+    return os.path.join(os.path.dirname(os.path.abspath(config_path)), path)
+
+
+def _kind_name(kind):
+    names = {str: "a string", bool: "true or false", int: "an integer", list: "a list"}
+    if isinstance(kind, tuple):
+        return "a number"
+    return names[kind]
