@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 LAB ?= tusk
 APT_PACKAGES := nftables iproute2 iputils-ping tcpdump iperf3 procps \
-	postgresql libpq-dev gcc nginx acl
+	postgresql libpq-dev gcc nginx acl chromium
 HTMX := webui/build/vendor/htmx.org/htmx.min.js
 LAB_HTTP_PORT ?= 8000
 PYTEST_ARGS ?=

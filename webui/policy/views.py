@@ -58,7 +58,7 @@ def section_list(request, section):
     draft = drafts.get()
     return render(request, "policy/section.html", {
         "section": section, "title": TITLES[section][0], "noun": TITLES[section][1],
-        "items": list(enumerate(drafts.items(draft.document, section))), "draft": draft})
+        "items": list(enumerate(drafts.items(draft.document, section))), **status_context()})
 
 
 def _form(section, data, document, initial=None):

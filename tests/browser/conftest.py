@@ -1,0 +1,91 @@
+"""The browser tier: the whole of Tusk as `make run` starts it (tools/tusk-lab: its
+own PostgreSQL cluster, the lab namespaces, tusk-agent, gunicorn as user tusk, nginx),
+driven in Debian's headless Chromium by Playwright - which never downloads a browser
+of its own here. A failing test leaves a screenshot and the page's HTML in
+tests/artifacts/browser/."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "tests" / "artifacts" / "browser"
+CHROMIUM = "/usr/bin/chromium"
+LAB_NAME, HTTP_PORT, PG_PORT = "e2e", 8021, 5442
+
+
+@pytest.fixture(scope="session")
+def tusk():
+    """tools/tusk-lab, up until the session ends: (base URL, one-time admin password)."""
+    if os.geteuid() != 0:
+        pytest.fail("the browser tier needs root (tools/tusk-lab: namespaces, PostgreSQL)")
+    for tool, package in (("nginx", "nginx"), ("pg_createcluster", "postgresql"),
+                          (CHROMIUM, "chromium")):
+        if shutil.which(tool) is None:
+            pytest.fail(f"missing: {tool} (Debian package {package}) - run `make test`, "
+                        "which installs it")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    log = open(ARTIFACTS / "tusk-lab.log", "w")
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "tusk-lab"), "--name",
+                             LAB_NAME, "--http-port", str(HTTP_PORT), "--pg-port", str(PG_PORT)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    password, url = None, None
+    deadline = time.monotonic() + 240
+    for line in proc.stdout:
+        log.write(line)
+        log.flush()
+        found = re.search(r"one-time password: (\S+)", line)
+        if found:
+            password = found.group(1)
+        if line.startswith("READY "):
+            url = line.split()[1].rstrip("/")
+            break
+        if time.monotonic() > deadline:
+            break
+    if url is None or password is None:
+        proc.kill()
+        pytest.fail(f"tools/tusk-lab did not come up; see {ARTIFACTS / 'tusk-lab.log'}")
+    yield url, password
+    proc.send_signal(signal.SIGTERM)
+    rest, _ = proc.communicate(timeout=120)
+    log.write(rest)
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, request):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    yield page
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", request.node.name)
+        page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        (ARTIFACTS / f"{name}.html").write_text(page.content())
+    context.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item.report_call = report

@@ -1,0 +1,133 @@
+"""End to end in headless Chromium, as an operator: first login with the one-time
+password, an address set and a class with an MSS clamp, apply with the diff shown
+first, confirm; apply again and let it roll back by itself; live dashboard numbers."""
+import re
+import subprocess
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from conftest import LAB_NAME
+
+NEW_PASSWORD = "elephants never forget 42"
+
+
+def live_ruleset():
+    return subprocess.run(["ip", "netns", "exec", f"{LAB_NAME}-fw", "nft", "list", "table",
+                           "inet", "tusk"], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture(scope="session")
+def admin_password(tusk, browser):
+    """The first login, as a new user makes it: the one-time password, then one's own."""
+    url, one_time = tusk
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(url + "/")
+    expect(page).to_have_url(re.compile(r"/accounts/login/"))
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", one_time)
+    page.click("button[type=submit]")
+    expect(page).to_have_url(re.compile(r"/accounts/password/"))
+    expect(page.locator("text=Choose your own password")).to_be_visible()
+    page.fill("#id_old_password", one_time)
+    page.fill("#id_new_password1", NEW_PASSWORD)
+    page.fill("#id_new_password2", NEW_PASSWORD)
+    page.click("button[type=submit]")
+    expect(page.locator("h1")).to_have_text("Dashboard")
+    context.close()
+    return NEW_PASSWORD
+
+
+@pytest.fixture
+def admin(page, tusk, admin_password):
+    url, _ = tusk
+    page.goto(url + "/accounts/login/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", admin_password)
+    page.click("button[type=submit]")
+    expect(page.locator("h1")).to_have_text("Dashboard")
+    return page
+
+
+def submit(page):
+    page.click("form#item-form button[type=submit]")
+
+
+def apply_draft(page, timeout):
+    page.click("text=Policy")
+    page.click("text=Review and apply…")
+    diff = page.locator("#diff").inner_text()
+    page.fill("#id_timeout", str(timeout))
+    page.click("button:has-text('Apply')")
+    expect(page.locator("#countdown")).to_be_visible()  # the job page leads to the status
+    return diff
+
+
+def test_apply_confirm_then_an_unconfirmed_apply_rolls_back(admin):
+    page = admin
+    page.click("text=Policy")
+    page.click("h2 >> text=Address sets")
+    page.click("text=Add address set")
+    page.fill("#id_name", "e2e-hosts")
+    page.fill("#id_entries", "10.10.1.2\nfd00:10:1::2")
+    submit(page)
+    expect(page.locator("#items")).to_contain_text("e2e-hosts")
+
+    page.click("text=Policy")
+    page.click("h2 >> text=Traffic classes")
+    page.click("text=Add class")
+    page.fill("#id_name", "e2e-ssh-in")
+    page.select_option("#id_from_zone", "outside")
+    page.select_option("#id_to_zone", "inside")
+    page.select_option("#id_destination", ["e2e-hosts"])
+    page.select_option("#id_services", ["ssh"])
+    page.select_option("#id_action", "accept")
+    page.select_option("#id_mss_mode", "fixed")
+    page.fill("#id_mss_value", "70000")  # a mistake first: the field says why
+    submit(page)
+    expect(page.locator("[data-field=mss_value]")).to_contain_text("70000 is above 65535")
+    page.fill("#id_mss_value", "1360")
+    submit(page)
+    expect(page.locator("#items")).to_contain_text("MSS fixed 1360")
+    expect(page.locator("#pending-badge")).to_contain_text("pending changes")
+
+    diff = apply_draft(page, 60)
+    assert "+" in diff and "1360" in diff and "e2e-ssh-in" in diff
+    assert "1360" in live_ruleset()
+    page.click("#confirm")
+    expect(page.locator("#policy-status")).to_contain_text("is confirmed and live")
+    confirmed = re.search(r"Revision (\d+) is confirmed", page.locator("#policy-status")
+                          .inner_text()).group(1)
+
+    # a second change, applied and not confirmed: it must roll back by itself
+    page.click("text=Policy")
+    page.click("h2 >> text=Traffic classes")
+    page.click("text=e2e-ssh-in")
+    page.fill("#id_mss_value", "1380")
+    submit(page)
+    apply_draft(page, 10)
+    assert "1380" in live_ruleset()
+    expect(page.locator("#policy-status")).to_contain_text(
+        f"Revision {confirmed} is confirmed and live", timeout=40000)
+    ruleset = live_ruleset()
+    assert "1360" in ruleset and "1380" not in ruleset
+    page.click("text=History")
+    expect(page.locator("table")).to_contain_text("rolled back: not confirmed within 10 s")
+    expect(page.locator("#pending-badge")).to_contain_text("pending changes")
+
+
+def test_the_dashboard_shows_live_numbers(admin):
+    page = admin
+    rx = page.locator("tr[data-ifname=veth-c] td[data-metric=bps_rx]")
+    expect(rx).to_have_text(re.compile(r"bit/s"), timeout=20000)
+    first = rx.inner_text()
+    deadline = time.monotonic() + 20
+    while rx.inner_text() == first:  # htmx replaces the numbers every 2 s
+        assert time.monotonic() < deadline, f"the numbers stayed at {first}"
+        page.wait_for_timeout(500)
+    for check in ("web", "database", "agent", "nftables"):
+        expect(page.locator(f"tr[data-check={check}] .badge")).to_have_text("ok", timeout=20000)
+    expect(page.locator("#seqrand-unavailable")).to_be_visible()  # the host kernel lacks it
+    expect(page.locator("#conntrack-count")).to_have_text(re.compile(r"^\d+$"))
