@@ -83,6 +83,7 @@ port = {db['PORT']}
 netns = "{netns}"
 state_dir = "{tmp_path / 'policy'}"
 sample_interval = 0.5
+live_check_interval = 1
 """)
     return config
 

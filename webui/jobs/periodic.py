@@ -25,7 +25,7 @@ def run_all(config, agent_id):
     AgentHeartbeat.objects.filter(agent=agent_id).update(seen_at=timezone.now(),
                                                          web_check=check_web(config.web_url))
     sampler.sample(config)
-    sync.sync(config)
+    sync.sync(config, periodic=True)
 
 
 def check_web(url):

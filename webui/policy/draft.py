@@ -42,6 +42,12 @@ def get():
     return Draft.objects.get(pk=1)
 
 
+def get_meta():
+    """The draft without its document: version, hash, who and when."""
+    get()
+    return Draft.objects.only("version", "ruleset_sha256", "updated_by", "updated_at").get(pk=1)
+
+
 def to_yaml(document):
     return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
 

@@ -4,6 +4,7 @@ import difflib
 import hashlib
 
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -27,19 +28,42 @@ def _section(section):
     return section
 
 
-def live_revision():
+def live_revision(fields=("number", "ruleset_sha256", "outcome")):
     """The revision loaded now: pending if any, else the confirmed one (None: empty)."""
     state = TargetState.objects.filter(pk=1).first()
     number = state and (state.pending or state.confirmed)
-    return Revision.objects.filter(number=number).first() if number else None
+    if not number:
+        return None
+    revisions = Revision.objects.filter(number=number)
+    return (revisions.only(*fields) if fields else revisions).first()
+
+
+_EMPTY_SHA256 = []
+
+
+def _empty_sha256():
+    if not _EMPTY_SHA256:
+        _EMPTY_SHA256.append(hashlib.sha256(render_ruleset(load_policy(drafts.EMPTY)).encode())
+                             .hexdigest())
+    return _EMPTY_SHA256[0]
+
+
+def seqrand_available():
+    """As the agent found the target's kernel; None when no agent has reported yet."""
+    from jobs.models import AgentHeartbeat
+    heartbeat = AgentHeartbeat.objects.order_by("-seen_at").only("capabilities").first()
+    if heartbeat is None:
+        return None
+    return any(v is True for k, v in heartbeat.capabilities.items() if "helper" in k)
 
 
 def status_context():
+    """What every policy page shows: pending changes, a pending revision's countdown.
+    Reads no policy document or ruleset text, only their hashes."""
     state = TargetState.objects.filter(pk=1).first()
-    draft = drafts.get()
+    draft = drafts.get_meta()
     live = live_revision()
-    live_hash = live.ruleset_sha256 if live else hashlib.sha256(
-        render_ruleset(load_policy(drafts.EMPTY)).encode()).hexdigest()
+    live_hash = live.ruleset_sha256 if live else _empty_sha256()
     seconds_left = None
     if state and state.pending and state.deadline:
         seconds_left = max(0, int((state.deadline - timezone.now()).total_seconds()))
@@ -50,15 +74,26 @@ def status_context():
 def overview(request):
     draft = drafts.get()
     sections = [(s, TITLES[s][0], drafts.items(draft.document, s)) for s in drafts.SECTIONS]
-    return render(request, "policy/overview.html", {"sections": sections, **status_context()})
+    return render(request, "policy/overview.html", {**status_context(), "sections": sections,
+                                                    "draft": draft})
+
+
+PAGE_SIZE = 50
 
 
 def section_list(request, section):
+    """One page of PAGE_SIZE items (?page=N), in policy order; ?q= filters by name."""
     _section(section)
     draft = drafts.get()
+    items = list(enumerate(drafts.items(draft.document, section)))
+    query = request.GET.get("q", "").strip()
+    if query:
+        items = [(i, item) for i, item in items if query in str(item.get("name", ""))]
+    page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "policy/section.html", {
-        "section": section, "title": TITLES[section][0], "noun": TITLES[section][1],
-        "items": list(enumerate(drafts.items(draft.document, section))), **status_context()})
+        **status_context(), "section": section, "title": TITLES[section][0],
+        "noun": TITLES[section][1], "items": page.object_list, "page": page, "q": query,
+        "draft": draft, "total": len(items)})
 
 
 def _form(section, data, document, initial=None):
@@ -79,6 +114,10 @@ def item_edit(request, section, index=None):
         initial.update(FORMS[section].initial_from(entries[index]))
     form = _form(section, request.POST if request.method == "POST" else None,
                  draft.document, initial)
+    if section == "classes" and not seqrand_available():
+        form.fields["seqrand"].help_text = (
+            "Unavailable on this firewall: its kernel has no seqrand helper (Tusk's kernel "
+            "has it). Applying a class that uses it is refused.")
     status = 200
     if request.method == "POST":
         if form.is_valid():
@@ -158,7 +197,7 @@ def _diff(old, new, old_name, new_name):
 def apply(request):
     """GET: the diff of the rendered ruleset against the live one. POST: queue the apply."""
     draft = drafts.get()
-    live = live_revision()
+    live = live_revision(fields=None)
     new = render_ruleset(load_policy(draft.document))
     old = live.ruleset if live else ""
     form = ApplyForm(request.POST or None, initial={"version": draft.version})

@@ -19,6 +19,8 @@
     netns = ""            # lab mode: the network namespace the agent manages
     state_dir = "/var/lib/tusk/policy"
     sample_interval = 2   # seconds between statistics samples
+    live_check_interval = 15  # seconds between comparisons of the live ruleset with
+                              # what Tusk loaded (listing a big table costs nft CPU)
     web_url = ""          # the agent checks the web UI here (health), e.g.
                           # "http://127.0.0.1:8000/healthz/"; empty: not checked
 
@@ -51,6 +53,7 @@ class Config:
     state_dir: str
     sample_interval: float
     web_url: str
+    live_check_interval: float
     extra: dict = field(default_factory=dict)
 
 
@@ -60,7 +63,8 @@ _SCHEMA = {
     "database": {"name": (str, None), "user": (str, None), "host": (str, "/run/postgresql"),
                  "port": (int, 5432), "password_file": (str, "")},
     "agent": {"netns": (str, ""), "state_dir": (str, "/var/lib/tusk/policy"),
-              "sample_interval": ((int, float), 2), "web_url": (str, "")},
+              "sample_interval": ((int, float), 2), "web_url": (str, ""),
+              "live_check_interval": ((int, float), 15)},
 }
 
 
@@ -142,6 +146,7 @@ def load(path=None):
         state_dir=values[("agent", "state_dir")],
         sample_interval=float(interval),
         web_url=values[("agent", "web_url")],
+        live_check_interval=float(values[("agent", "live_check_interval")]),
     )
 
 
