@@ -51,7 +51,8 @@ class GuestRun:
                 f"{self.console_tail()}")
 
 
-def qemu_argv(kernel, rootfs, out_dir, repo=ROOT, memory_mb=2048, cpus=2, extra_args=()):
+def qemu_argv(kernel, rootfs, out_dir, repo=ROOT, memory_mb=2048, cpus=2, extra_args=(),
+              qemu_args=()):
     append = " ".join([
         "console=ttyS0", "panic=-1", "ro", f"init={GUEST_INIT}",
         "root=root", "rootfstype=9p", f"rootflags={P9},cache=loose", *extra_args,
@@ -65,14 +66,16 @@ def qemu_argv(kernel, rootfs, out_dir, repo=ROOT, memory_mb=2048, cpus=2, extra_
         "-virtfs", f"local,path={rootfs},mount_tag=root,security_model=none,readonly=on",
         "-virtfs", f"local,path={repo},mount_tag=tusk,security_model=none,readonly=on",
         "-virtfs", f"local,path={out_dir},mount_tag=out,security_model=none",
+        *qemu_args,
     ]
 
 
 def run_guest(argv, kernel, rootfs, out_dir, timeout, console_log=None, repo=ROOT,
-              memory_mb=2048, cpus=2, extra_args=()):
+              memory_mb=2048, cpus=2, extra_args=(), qemu_args=()):
     """Boots the VM, runs argv in the guest (as root, cwd /) and waits for the power-off
     or the timeout. out_dir must be empty or absent; it receives whatever the guest
-    writes to /out. extra_args: more kernel command line (kunit.enable=1). Returns a
+    writes to /out. extra_args: more kernel command line (kunit.enable=1); qemu_args:
+    more QEMU options (-icount for benchmarks). Returns a
     GuestRun; the guest's failures are not raised."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -85,7 +88,7 @@ def run_guest(argv, kernel, rootfs, out_dir, timeout, console_log=None, repo=ROO
     timed_out = False
     with open(console_log, "wb") as log:
         qemu = subprocess.Popen(qemu_argv(kernel, rootfs, out_dir, repo, memory_mb, cpus,
-                                          extra_args),
+                                          extra_args, qemu_args),
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         try:
             qemu.wait(timeout)

@@ -1,0 +1,66 @@
+"""bench-seqrand (a benchmark, not a test; make bench-seqrand): single-flow iperf3
+throughput through fw for plain forwarding (no ruleset, so no conntrack), conntrack
+only (a Tusk class without TCP actions), seqrand (a class randomising both
+directions) and seqrand with SACK-permitted stripped (what FWSM users fell back
+to), each without loss and with 1 % loss at 20 ms RTT (netem on fw's egress towards
+the server). Rounds interleave the configurations so that slow and fast moments of
+the machine fall on all of them; tests/bench/bench_seqrand.py prints the table.
+
+  BENCH_ROUNDS       rounds without loss (default 5)
+  BENCH_LOSS_ROUNDS  rounds with loss (default 15): a lossy flow's throughput swings
+                     by a factor of five from one loss pattern to the next, so the
+                     medians need more of them; they cost little CPU
+  BENCH_SECONDS      iperf3 duration (default 10)
+
+Saved: results.json [{round, condition, config, bits_per_second, retransmits}].
+"""
+import os
+
+import seqrand
+
+TIME_LIMIT = 7200
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
+LOSS_ROUNDS = int(os.environ.get("BENCH_LOSS_ROUNDS", "15"))
+SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
+PORT_STRIPPED = 5204
+CONDITIONS = (("no loss", None), ("1% loss, 20 ms RTT", ("delay", "20ms", "loss", "1%")))
+CONFIGS = (("plain forwarding", None), ("conntrack only", seqrand.PORT_PLAIN),
+           ("seqrand", seqrand.PORT_BOTH), ("seqrand, SACK-perm stripped", PORT_STRIPPED))
+POLICY = seqrand.POLICY.replace(
+    "  - {name: ping, protocol: icmp}",
+    f"  - {{name: stripped, protocol: tcp, ports: [{PORT_STRIPPED}]}}\n"
+    "  - {name: ping, protocol: icmp}").replace(
+    "  - {name: diagnostics,",
+    "  - {name: stripped, from: inside, to: outside, services: [stripped], action: accept,\n"
+    "     seqrand: both, tcp_options: {sack_permitted: strip}}\n"
+    "  - {name: diagnostics,")
+
+
+def run(ctx):
+    lab = ctx.lab()
+    results = []
+    for index in range(max(ROUNDS, LOSS_ROUNDS)):
+        for condition, impairment in CONDITIONS:
+            if index >= (LOSS_ROUNDS if impairment else ROUNDS):
+                continue
+            ctx.run("tc", "qdisc", "del", "dev", "veth-s", "root", ns=lab.fw, check=False)
+            if impairment:
+                ctx.run("tc", "qdisc", "add", "dev", "veth-s", "root", "netem", *impairment,
+                        "seed", str(1000 + index), ns=lab.fw)
+            for config, port in CONFIGS:
+                if impairment:  # the same loss pattern from the flow's first packet
+                    ctx.run("tc", "qdisc", "replace", "dev", "veth-s", "root", "netem",
+                            *impairment, "seed", str(1000 + index), ns=lab.fw)
+                if port is None:
+                    ctx.run("nft", "flush", "ruleset", ns=lab.fw)
+                elif config == "conntrack only":
+                    seqrand.apply_policy(ctx, lab, POLICY)
+                name = f"r{index}-{condition.split(',')[0].replace(' ', '')}-" + \
+                    config.split(",")[0].replace(" ", "-") + ("-stripped" if "," in config else "")
+                report = ctx.iperf3(lab, name, port or seqrand.PORT_PLAIN,
+                                        "--time", str(SECONDS), seconds=SECONDS)
+                sent = report["end"]["sum_sent"]
+                results.append({"round": index, "condition": condition, "config": config,
+                                "bits_per_second": report["end"]["sum_received"]["bits_per_second"],
+                                "retransmits": sent.get("retransmits")})
+                ctx.save_json("results.json", results)
