@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,3 +54,35 @@ def admin_client(client, admin_user):
 def viewer_client(client, viewer_user):
     client.force_login(viewer_user)
     return client
+
+
+@pytest.fixture
+def netns():
+    name = f"tusk-agent-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    subprocess.run(["ip", "-n", name, "link", "add", "eth1", "type", "veth", "peer", "name",
+                    "eth2"], check=True)
+    yield name
+    subprocess.run(["ip", "netns", "del", name], check=False)
+
+
+@pytest.fixture
+def agent_config(tmp_path, netns):
+    db = settings.DATABASES["default"]
+    config = tmp_path / "tusk.toml"
+    (tmp_path / "secret").write_text("agent-test-secret\n")
+    config.write_text(f"""[web]
+secret_key_file = "secret"
+allowed_hosts = ["localhost"]
+[database]
+name = "{db['NAME']}"
+user = "{db['USER']}"
+host = "{db['HOST']}"
+port = {db['PORT']}
+[agent]
+netns = "{netns}"
+state_dir = "{tmp_path / 'policy'}"
+sample_interval = 0.5
+live_check_interval = 1
+""")
+    return config

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 from jobs import queue
 from jobs.models import AgentHeartbeat, Job
@@ -22,16 +21,6 @@ POLICY = """zones:
 classes:
   - {name: web, from: inside, to: outside, action: accept}
 """
-
-
-@pytest.fixture
-def netns():
-    name = f"tusk-agent-{os.getpid()}"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    subprocess.run(["ip", "-n", name, "link", "add", "eth1", "type", "veth", "peer", "name",
-                    "eth2"], check=True)
-    yield name
-    subprocess.run(["ip", "netns", "del", name], check=False)
 
 
 class AgentProcess:
@@ -64,28 +53,6 @@ class AgentProcess:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(40)
-
-
-@pytest.fixture
-def agent_config(tmp_path, netns):
-    db = settings.DATABASES["default"]
-    config = tmp_path / "tusk.toml"
-    (tmp_path / "secret").write_text("agent-test-secret\n")
-    config.write_text(f"""[web]
-secret_key_file = "secret"
-allowed_hosts = ["localhost"]
-[database]
-name = "{db['NAME']}"
-user = "{db['USER']}"
-host = "{db['HOST']}"
-port = {db['PORT']}
-[agent]
-netns = "{netns}"
-state_dir = "{tmp_path / 'policy'}"
-sample_interval = 0.5
-live_check_interval = 1
-""")
-    return config
 
 
 @pytest.fixture
