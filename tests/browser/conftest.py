@@ -17,7 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts" / "browser"
 CHROMIUM = "/usr/bin/chromium"
-LAB_NAME, HTTP_PORT, PG_PORT = "e2e", 8021, 5442
+from tuskweb import BROWSER_HTTP_PORT as HTTP_PORT  # noqa: E402
+from tuskweb import BROWSER_LAB as LAB_NAME  # noqa: E402
+from tuskweb import BROWSER_PG_PORT as PG_PORT  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from conftest import LAB_NAME
+from tuskweb import BROWSER_LAB as LAB_NAME
 
 NEW_PASSWORD = "elephants never forget 42"
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.contrib.auth import get_user_model
+
+from tuskweb import make_user
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER, PORT = "tusk-test", "5440"
@@ -25,13 +26,6 @@ def django_db_modify_db_settings():
                             capture_output=True, text=True)
     if result.returncode != 0:
         pytest.fail(f"could not start PostgreSQL cluster {CLUSTER}: {result.stderr}")
-
-
-def make_user(username, role, password="correct horse battery", must_change=False):
-    from accounts.models import Profile
-    user = get_user_model().objects.create_user(username, password=password)
-    Profile.objects.create(user=user, role=role, must_change_password=must_change)
-    return user
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ import pytest
 from django.test import override_settings
 
 from accounts.models import AuditEntry
-from conftest import make_user
+from tuskweb import make_user
 
 
 @pytest.mark.django_db

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.hashers import make_password
 
-from conftest import make_user
+from tuskweb import make_user
 from jobs.models import Job
 from test_agent import POLICY, AgentProcess, wait
 
