@@ -42,10 +42,29 @@ def get():
     return Draft.objects.get(pk=1)
 
 
+_PARSED = {}  # version -> document: a page reads the draft without decoding it again
+
+
+def current():
+    """(the draft without its document, the document) for pages that only read it; the
+    document is shared between requests - never change it (save_* copy it first)."""
+    meta = get_meta()
+    document = _PARSED.get(meta.version)
+    if document is None:
+        document = Draft.objects.values_list("document", flat=True).get(pk=meta.pk)
+        _PARSED.clear()
+        _PARSED[meta.version] = document
+    return meta, document
+
+
 def get_meta():
     """The draft without its document: version, hash, who and when."""
-    get()
-    return Draft.objects.only("version", "ruleset_sha256", "updated_by", "updated_at").get(pk=1)
+    fields = ("version", "ruleset_sha256", "updated_by", "updated_at")
+    meta = Draft.objects.only(*fields).filter(pk=1).first()
+    if meta is None:
+        get()  # creates it
+        meta = Draft.objects.only(*fields).get(pk=1)
+    return meta
 
 
 def to_yaml(document):
