@@ -161,3 +161,17 @@ def test_statistics_are_sampled_in_the_target_namespace(agent, netns):
     assert set(sample.interfaces) == {"eth1", "eth2"}
     assert sample.softirqs and all(len(v) == 2 for v in sample.softirqs.values())
     assert sample.seqadj is None  # the host kernel has no seqrand counters
+
+
+def test_old_answered_pings_are_pruned(agent):
+    from datetime import timedelta
+
+    from django.utils import timezone
+    old = Job.objects.create(kind="agent.ping", state="succeeded",
+                             finished_at=timezone.now() - timedelta(hours=2))
+    recent = wait(queue.enqueue("agent.ping"))
+    deadline = time.monotonic() + 10
+    while Job.objects.filter(pk=old.pk).exists():
+        assert time.monotonic() < deadline, "the old ping was kept"
+        time.sleep(0.2)
+    assert Job.objects.filter(pk=recent.pk).exists()

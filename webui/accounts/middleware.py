@@ -1,6 +1,5 @@
 from django.http import HttpResponseForbidden
 from django.shortcuts import redirect
-from django.urls import resolve
 
 from .roles import is_admin
 
@@ -26,7 +25,7 @@ class RoleMiddleware:
         user = request.user
         if not user.is_authenticated:
             return None
-        name = resolve(request.path_info).url_name
+        name = request.resolver_match.url_name
         profile = getattr(user, "profile", None)
         if profile is not None and profile.must_change_password and \
                 name not in BEFORE_PASSWORD_CHANGE and name is not None:

@@ -1,10 +1,11 @@
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from . import views
 
 urlpatterns = [
     path("login/", views.LoginView.as_view(), name="login"),
-    path("logout/", views.LogoutView.as_view(), name="logout"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("password/", views.password_change, name="password_change"),
     path("users/", views.users, name="users"),
     path("users/new/", views.user_create, name="user_create"),

@@ -31,10 +31,6 @@ class LoginView(auth_views.LoginView):
         return response
 
 
-class LogoutView(auth_views.LogoutView):
-    pass
-
-
 def password_change(request):
     form = PasswordChangeForm(request.user, request.POST or None)
     if request.method == "POST" and form.is_valid():

@@ -46,8 +46,7 @@ def live_context():
     return {"interfaces": rows, "cpus": cpus, "sample": newest,
             "conntrack": data["conntrack"], "capabilities": heartbeat.capabilities if heartbeat else {},
             "seqadj": newest.seqadj if newest else None,
-            "seqrand_available": bool(heartbeat and any(
-                v for k, v in heartbeat.capabilities.items() if "helper" in k))}
+            "seqrand_available": bool(heartbeat and heartbeat.seqrand_available)}
 
 
 def _check(name, ok, detail):

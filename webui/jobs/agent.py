@@ -22,7 +22,7 @@ from django.db import close_old_connections, connection, connections
 from django.utils import timezone
 
 from . import queue, registry
-from .models import AgentHeartbeat, Job
+from .models import AgentHeartbeat
 
 log = logging.getLogger("tusk.agent")
 
@@ -169,13 +169,3 @@ def main():
     signal.signal(signal.SIGTERM, agent.stop)
     signal.signal(signal.SIGINT, agent.stop)
     agent.serve()
-
-
-def wait_for(job_id, timeout=30.0, poll=0.1):
-    """For tests and the CLI: the job once it is done (or as it is at the timeout)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        job = Job.objects.get(pk=job_id)
-        if job.done or time.monotonic() >= deadline:
-            return job
-        time.sleep(poll)

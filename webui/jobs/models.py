@@ -50,3 +50,7 @@ class AgentHeartbeat(models.Model):
     # the agent's own check of the web UI, as a client would use it:
     # {"url", "status", "ms", "error", "at"}
     web_check = models.JSONField(default=dict, blank=True)
+
+    @property
+    def seqrand_available(self):
+        return any(v is True for k, v in self.capabilities.items() if "helper" in k)

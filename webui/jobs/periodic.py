@@ -3,10 +3,15 @@ statistics sample and the policy store's state."""
 import time
 import urllib.error
 import urllib.request
+from datetime import timedelta
 
 from django.utils import timezone
 
-from .models import AgentHeartbeat
+from .models import AgentHeartbeat, Job
+
+# The dashboard's health check sends a ping every 10 s while someone watches it;
+# answered pings older than this are deleted so they do not pile up.
+PING_RETENTION = 3600
 
 
 def capabilities(config):
@@ -25,6 +30,8 @@ def run_all(config, agent_id):
     AgentHeartbeat.objects.filter(agent=agent_id).update(seen_at=timezone.now(),
                                                          web_check=check_web(config.web_url))
     sampler.sample(config)
+    Job.objects.filter(kind="agent.ping", state=Job.State.SUCCEEDED,
+                       finished_at__lt=timezone.now() - timedelta(seconds=PING_RETENTION)).delete()
     sync.sync(config, periodic=True)
 
 

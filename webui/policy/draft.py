@@ -75,15 +75,17 @@ def _save(document, version, user):
     """Validates and stores document if the draft is still at version. Raises
     PolicyError (every problem) or StaleDraft; saves nothing then."""
     load_policy(document)
+    get_meta()  # exists
     with transaction.atomic():
-        draft = Draft.objects.select_for_update().get(pk=get().pk)
+        draft = Draft.objects.select_for_update().only("version").get(pk=1)
         if version is not None and draft.version != version:
             raise StaleDraft()
         draft.document = document
         draft.version += 1
         draft.ruleset_sha256 = ruleset_sha256(document)
         draft.updated_by = user if user is not None and user.is_authenticated else None
-        draft.save()
+        draft.save(update_fields=["document", "version", "ruleset_sha256", "updated_by",
+                                  "updated_at"])
     return draft
 
 

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 from django.db import transaction
 
-from .core.revisions import Store
+from .core.revisions import PENDING, Store
 from .core.target import Target
 from .models import Revision, TargetState
 
@@ -39,13 +39,26 @@ def sync(config, record_listing_for=None, periodic=False):
 
 def _sync(config, record_listing_for, periodic):
     store = Store(config.state_dir)
-    target = Target(config.netns or None)
-    known = {r.number: r for r in Revision.objects.all().only("number", "outcome", "meta")}
-    for number in store.ids():
-        revision = store.get(number)
-        row = known.get(number)
-        if row is not None and row.meta == revision.meta:
+    ids = store.ids()
+    pending = store.pending()
+    confirmed = store.confirmed_id()
+    live_number = pending["revision"] if pending else confirmed
+    now = time.monotonic()
+    # a new revision, a decision (confirm, rollback, supersede) or a re-armed deadline
+    # changes this; a periodic call that sees it unchanged has nothing to copy
+    store_state = (ids[-1] if ids else None, live_number, pending and pending["deadline"],
+                   confirmed)
+    if periodic and store_state == _last["state"] and \
+            now - _last["checked"] < config.live_check_interval:
+        TargetState.objects.filter(pk=1).update(synced_at=datetime.now(timezone.utc))
+        return None
+    _last.update(checked=now, state=store_state)
+    # Only a pending revision's outcome changes later; the others are read once.
+    final = set(Revision.objects.exclude(outcome=PENDING).values_list("number", flat=True))
+    for number in ids:
+        if number in final:
             continue
+        revision = store.get(number)
         ruleset = revision.ruleset
         Revision.objects.update_or_create(number=number, defaults={
             "created": datetime.fromisoformat(revision.meta["created"]),
@@ -57,16 +70,7 @@ def _sync(config, record_listing_for, periodic):
             "ruleset_sha256": sha256(ruleset),
             "meta": revision.meta,
         })
-    pending = store.pending()
-    confirmed = store.confirmed_id()
-    live_number = pending["revision"] if pending else confirmed
-    now = time.monotonic()
-    store_state = (live_number, pending and pending["deadline"], confirmed)
-    if periodic and store_state == _last["state"] and \
-            now - _last["checked"] < config.live_check_interval:
-        TargetState.objects.filter(pk=1).update(synced_at=datetime.now(timezone.utc))
-        return None
-    _last.update(checked=now, state=store_state)
+    target = Target(config.netns or None)
     live = listing(target)
     if record_listing_for is not None and live is not None:
         Revision.objects.filter(number=record_listing_for).update(listing=live)

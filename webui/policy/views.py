@@ -1,6 +1,7 @@
 """Policy pages: the draft's items (zones, address sets, services, classes), apply with
 the diff first, the commit-confirm countdown, revision history, import and export."""
 import difflib
+import functools
 import hashlib
 
 from django.contrib import messages
@@ -31,9 +32,9 @@ def _section(section):
     return section
 
 
-def live_revision(fields=("number", "ruleset_sha256", "outcome")):
+def live_revision(fields=("number", "ruleset_sha256", "outcome"), state=None):
     """The revision loaded now: pending if any, else the confirmed one (None: empty)."""
-    state = TargetState.objects.filter(pk=1).first()
+    state = state or TargetState.objects.filter(pk=1).first()
     number = state and (state.pending or state.confirmed)
     if not number:
         return None
@@ -41,14 +42,9 @@ def live_revision(fields=("number", "ruleset_sha256", "outcome")):
     return (revisions.only(*fields) if fields else revisions).first()
 
 
-_EMPTY_SHA256 = []
-
-
+@functools.cache
 def _empty_sha256():
-    if not _EMPTY_SHA256:
-        _EMPTY_SHA256.append(hashlib.sha256(render_ruleset(load_policy(drafts.EMPTY)).encode())
-                             .hexdigest())
-    return _EMPTY_SHA256[0]
+    return hashlib.sha256(render_ruleset(load_policy(drafts.EMPTY)).encode()).hexdigest()
 
 
 def seqrand_available():
@@ -57,7 +53,7 @@ def seqrand_available():
     heartbeat = AgentHeartbeat.objects.order_by("-seen_at").only("capabilities").first()
     if heartbeat is None:
         return None
-    return any(v is True for k, v in heartbeat.capabilities.items() if "helper" in k)
+    return heartbeat.seqrand_available
 
 
 def status_context(draft=None):
@@ -65,7 +61,7 @@ def status_context(draft=None):
     Reads no policy document or ruleset text, only their hashes."""
     state = TargetState.objects.filter(pk=1).first()
     draft = draft or drafts.get_meta()
-    live = live_revision()
+    live = live_revision(state=state)
     live_hash = live.ruleset_sha256 if live else _empty_sha256()
     seconds_left = None
     if state and state.pending and state.deadline:

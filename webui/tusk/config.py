@@ -28,7 +28,7 @@ Every problem is reported with the file, the section and the key, and why.
 """
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 DEFAULT_PATH = "/etc/tusk/tusk.toml"
 
@@ -54,7 +54,6 @@ class Config:
     sample_interval: float
     web_url: str
     live_check_interval: float
-    extra: dict = field(default_factory=dict)
 
 
 _SCHEMA = {
