@@ -1,0 +1,108 @@
+"""Bad input to tusk-tune, as an operator gives it (the CLI in its own process):
+broken profiles, unknown interfaces, out-of-range values. Each gets an error that
+names the file, section and key (or the interface) and why, a stable exit status,
+and the machine is left exactly as it was: no write, no state."""
+import pytest
+
+import fakehw
+from test_apply import snapshot
+from test_golden import tune
+from tuning.core.errors import Code
+
+BROKEN = {
+    "syntax": ("[main\nsummary = x\n", Code.PROFILE, "not a valid profile"),
+    "duplicate key": ("[link]\n# a\ntxqueuelen = 1\n# b\ntxqueuelen = 2\n", Code.PROFILE,
+                      "option 'txqueuelen' in section 'link' already exists"),
+    "unknown section": ("[irqs]\naffinity = spread\n", Code.PROFILE, "[irqs]: unknown section"),
+    "unknown key": ("[rings]\nrx_max = 4096\n", Code.PROFILE,
+                    "[rings] rx_max: unknown key (known: rx, tx)"),
+    "wrong keyword": ("[irq]\naffinity = everywhere\n", Code.VALUE,
+                      "[irq] affinity: 'everywhere' is not one of keep, spread"),
+    "not a number": ("[rings]\nrx = lots\n", Code.VALUE,
+                     "[rings] rx: 'lots' is neither 'keep' or 'max' nor a whole number"),
+    "out of range": ("[link]\ntxqueuelen = 0\n", Code.VALUE,
+                     "[link] txqueuelen: 0 is outside 1..1000000"),
+    "not a power of two": ("[rps]\nsock_flow_entries = 30000\n", Code.VALUE,
+                           "[rps] sock_flow_entries: 30000 is not a power of two"),
+    "bad sysctl name": ("[sysctl]\nnet/core/x = 1\n", Code.PROFILE, "[sysctl] net/core/x: unknown key"),
+    "unknown include": ("[main]\ninclude = turbo\n", Code.PROFILE, "no profile 'turbo'"),
+    "include cycle": ("[main]\ninclude = broken\n", Code.PROFILE, "includes itself"),
+}
+# valid profiles that ask for more than this machine (10g-in-gen2-x1) has
+IMPOSSIBLE = {
+    "unknown interface": ("[interface eth9]\nmtu = 9000\n", Code.INTERFACE,
+                          "[interface eth9]: no interface eth9 on the tree"),
+    "MTU above the NIC's maximum": ("[interface eth1]\nmtu = 9800\n", Code.VALUE,
+                                    "[interface eth1] mtu: MTU 9800 is outside eth1's "
+                                    "68..9710 (driver ixgbe)"),
+    "ring above the NIC's maximum": ("[rings]\nrx = 8192\n", Code.VALUE,
+                                     "[rings] rx: 8192 descriptors: eth0's rx ring holds at "
+                                     "most 4096"),
+    "more queues than the NIC has": ("[channels]\ncombined = 128\n", Code.VALUE,
+                                     "[channels] combined: 128 queues: eth0 has at most 4 "
+                                     "combined channels"),
+}
+
+
+@pytest.fixture
+def tree(tmp_path):
+    return fakehw.build(fakehw.MACHINES["10g-in-gen2-x1"], str(tmp_path / "tree"))
+
+
+def check_refused(tmp_path, tree, text, code, message):
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "broken.conf").write_text(text)
+    before = snapshot(tree)
+    for command in ("plan", "apply"):
+        result = tune(tree, "--no-policy", "--profile-dir", str(profiles), command, "broken")
+        assert result.returncode == code, (command, result.stdout, result.stderr)
+        assert message in result.stderr, result.stderr
+        assert str(profiles / "broken.conf") in result.stderr or code == Code.PROFILE
+        assert result.stdout == ""
+    assert snapshot(tree) == before
+    assert not (tmp_path / "tree" / "state" / "applied.json").exists()
+
+
+@pytest.mark.parametrize("case", BROKEN)
+def test_a_broken_profile_is_refused_and_nothing_is_written(tmp_path, tree, case):
+    check_refused(tmp_path, tree, *BROKEN[case])
+
+
+@pytest.mark.parametrize("case", IMPOSSIBLE)
+def test_what_the_machine_cannot_do_is_refused_and_nothing_is_written(tmp_path, tree, case):
+    check_refused(tmp_path, tree, *IMPOSSIBLE[case])
+
+
+def test_every_problem_of_a_profile_is_reported_at_once(tmp_path, tree):
+    text = "[rings]\nrx = lots\ntx = 0\n[irq]\naffinity = everywhere\n"
+    (tmp_path / "many.conf").write_text(text)
+    result = tune(tree, "--no-policy", "plan", str(tmp_path / "many.conf"))
+    assert result.returncode == Code.VALUE
+    assert len(result.stderr.strip().splitlines()) == 3, result.stderr
+
+
+def test_unknown_profile_namespace_and_empty_state(tmp_path, tree):
+    result = tune(tree, "--no-policy", "plan", "turbo")
+    assert result.returncode == Code.PROFILE and "no profile 'turbo' (there are: " in result.stderr
+    result = tune(tree, "--no-policy", "--netns", "tusk-no-such-ns", "plan")
+    assert result.returncode == Code.TARGET and "no network namespace tusk-no-such-ns" in result.stderr
+    for command in ("verify", "rollback"):
+        result = tune(tree, "--no-policy", command)
+        assert result.returncode == Code.STATE and "nothing applied in this boot" in result.stderr
+
+
+def test_state_from_an_earlier_boot_is_not_rolled_back(tmp_path, tree):
+    assert tune(tree, "--no-policy", "apply").returncode == 0
+    assert tune(tree, "--no-policy", "verify").returncode == 0
+    (tmp_path / "tree" / "proc/sys/kernel/random/boot_id").write_text("another-boot\n")
+    result = tune(tree, "--no-policy", "rollback")
+    assert result.returncode == Code.STATE, result.stdout
+
+
+def test_verify_exits_1_on_drift(tmp_path, tree):
+    assert tune(tree, "--no-policy", "apply").returncode == 0
+    (tmp_path / "tree" / "sys/class/net/eth1/tx_queue_len").write_text("1000\n")
+    result = tune(tree, "--no-policy", "verify")
+    assert result.returncode == 1
+    assert "/sys/class/net/eth1/tx_queue_len: set 10000, now 1000" in result.stdout

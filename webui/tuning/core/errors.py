@@ -1,0 +1,33 @@
+"""The one error type of tusk-tune. Every problem an operator can cause - in a
+profile, in the arguments, against the machine - is a TuneError with a stable code
+(the CLI's exit status) and the place it was found (file, section and key, or the
+interface). Nothing is written when one is raised before apply starts writing."""
+from enum import IntEnum
+
+
+class Code(IntEnum):
+    """Stable error codes; the numbers are CLI exit statuses and never change."""
+
+    PROFILE = 30      # a profile file cannot be read or parsed, or has an unknown key
+    VALUE = 31        # a value of the wrong form or outside its limits
+    INTERFACE = 32    # an interface the machine does not have
+    STATE = 33        # nothing to verify or roll back, or a broken state file
+    WRITE = 34        # a write failed during apply; what was written is restored
+    IO = 35           # a file could not be read or written
+    TARGET = 36       # no such network namespace
+
+
+class TuneError(Exception):
+    """Raised with one or more (code, place, message) problems; the first names the code."""
+
+    def __init__(self, code, place="", message="", problems=None):
+        self.problems = problems or [(Code(code), place, message)]
+        super().__init__(str(self))
+
+    @property
+    def code(self):
+        return self.problems[0][0]
+
+    def __str__(self):
+        return "\n".join(f"error[{code.name}]: {place + ': ' if place else ''}{message}"
+                         for code, place, message in self.problems)

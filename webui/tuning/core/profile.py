@@ -1,0 +1,261 @@
+"""Tuning profiles: tuned-style INI files, one section per subsystem, a comment on
+every value, inheritance through `[main] include = <profile>`.
+
+Shipped profiles live in webui/tuning/profiles/ (on the image /usr/lib/tusk/tuning);
+an operator's own in /etc/tusk/tuning, which is searched first, so a file there
+may also replace a shipped one by name. Every key is checked against SCHEMA here,
+before anything is detected or written; the values that depend on the machine (an
+MTU above a NIC's maximum) are checked by the planner, also before any write.
+"""
+import configparser
+import os
+import re
+from dataclasses import dataclass
+
+from .errors import Code, TuneError
+
+SHIPPED_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "profiles")
+OPERATOR_DIR = "/etc/tusk/tuning"
+DEFAULT_PROFILE = "throughput"
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+SYSCTL = re.compile(r"^[a-z0-9_]+(\.([a-z0-9_]+|\*))+$")
+IFACE = re.compile(r"^[^\s/:]{1,15}$")
+MAX_INCLUDE_DEPTH = 8
+
+
+def keyword_or_int(keywords, low, high, power_of_two=False):
+    def check(value):
+        if value in keywords:
+            return value
+        try:
+            number = int(value)
+        except ValueError:
+            choices = " or ".join(f"'{k}'" for k in keywords)
+            raise ValueError(f"'{value}' is neither {choices} nor a whole number") from None
+        if not low <= number <= high:
+            raise ValueError(f"{number} is outside {low}..{high}")
+        if power_of_two and number & (number - 1):
+            raise ValueError(f"{number} is not a power of two (the kernel would round it up, "
+                             "and verify would then see drift)")
+        return number
+    check.doc = " | ".join(list(keywords) + [f"{low}..{high}"])
+    return check
+
+
+def keyword(*keywords):
+    def check(value):
+        if value not in keywords:
+            raise ValueError(f"'{value}' is not one of {', '.join(keywords)}")
+        return value
+    check.doc = " | ".join(keywords)
+    return check
+
+
+def text(value):
+    return value
+
+
+def profile_name(value):
+    if not NAME.match(value):
+        raise ValueError(f"'{value}' is not a profile name")
+    return value
+
+
+def sysctl_value(value):
+    if not value or "\n" in value:
+        raise ValueError("a sysctl value is one non-empty line")
+    return " ".join(value.split())
+
+
+SWITCH = keyword("keep", "on", "off")
+SCHEMA = {
+    "main": {"summary": text, "include": profile_name},
+    "channels": {"combined": keyword_or_int(("keep", "max", "cores"), 1, 4096)},
+    "rings": {"rx": keyword_or_int(("keep", "max"), 1, 65536),
+              "tx": keyword_or_int(("keep", "max"), 1, 65536)},
+    "irq": {"affinity": keyword("keep", "spread")},
+    "rps": {"cpus": keyword("keep", "off", "auto"),
+            "sock_flow_entries": keyword_or_int(("keep",), 0, 1 << 26, power_of_two=True)},
+    "xps": {"cpus": keyword("keep", "off", "auto")},
+    "features": {"gro": SWITCH, "gso": SWITCH, "tso": SWITCH, "lro": SWITCH},
+    "pause": {"autoneg": SWITCH, "rx": SWITCH, "tx": SWITCH},
+    "link": {"txqueuelen": keyword_or_int(("keep",), 1, 1_000_000),
+             "mtu": keyword_or_int(("keep",), 68, 65535)},
+}
+INTERFACE_SCHEMA = {"mtu": SCHEMA["link"]["mtu"], "txqueuelen": SCHEMA["link"]["txqueuelen"],
+                    "tune": keyword("yes", "no")}
+AUTO_SYSCTLS = ("net.netfilter.nf_conntrack_max", "net.netfilter.nf_conntrack_buckets")
+
+
+@dataclass(frozen=True)
+class Setting:
+    value: object
+    file: str
+    why: str = ""               # the comment above the key in its file
+
+    def place(self, section, key):
+        return f"{self.file} [{section}] {key}"
+
+
+@dataclass
+class Profile:
+    name: str
+    path: str
+    summary: str
+    chain: list                 # this profile and what it includes, child first
+    sections: dict              # section -> {key: Setting}, includes merged
+
+    def get(self, section, key, default="keep"):
+        setting = self.sections.get(section, {}).get(key)
+        return setting.value if setting else default
+
+    def setting(self, section, key):
+        return self.sections.get(section, {}).get(key)
+
+    def interfaces(self):
+        """{interface name: {key: Setting}} from the [interface NAME] sections."""
+        return {section.split(None, 1)[1]: keys for section, keys in self.sections.items()
+                if section.startswith("interface ")}
+
+    def sysctls(self):
+        return self.sections.get("sysctl", {})
+
+
+def search_dirs(extra=()):
+    return [*extra, OPERATOR_DIR, SHIPPED_DIR]
+
+
+def available(dirs=None):
+    """{name: path} of every profile in the search directories (earlier ones win)."""
+    found = {}
+    for directory in reversed(dirs or search_dirs()):
+        for entry in sorted(os.listdir(directory)) if os.path.isdir(directory) else ():
+            if entry.endswith(".conf") and NAME.match(entry[:-5]):
+                found[entry[:-5]] = os.path.join(directory, entry)
+    return dict(sorted(found.items()))
+
+
+def find(name_or_path, dirs=None):
+    if "/" in name_or_path or name_or_path.endswith(".conf"):
+        return name_or_path
+    if not NAME.match(name_or_path):
+        raise TuneError(Code.PROFILE, "", f"'{name_or_path}' is not a profile name")
+    for directory in dirs or search_dirs():
+        path = os.path.join(directory, name_or_path + ".conf")
+        if os.path.isfile(path):
+            return path
+    names = ", ".join(available(dirs)) or "none"
+    raise TuneError(Code.PROFILE, "", f"no profile '{name_or_path}' (there are: {names}; "
+                    f"searched {', '.join(dirs or search_dirs())})")
+
+
+def load(name_or_path, dirs=None):
+    """A profile by name (searched in dirs) or path -> Profile, includes merged.
+    Raises TuneError naming file, section and key for every problem found."""
+    path = find(name_or_path, dirs)
+    chain, files = [], []
+    while path:
+        if path in files:
+            raise TuneError(Code.PROFILE, path, "includes itself: "
+                            + " -> ".join(files + [path]))
+        if len(files) == MAX_INCLUDE_DEPTH:
+            raise TuneError(Code.PROFILE, path, f"more than {MAX_INCLUDE_DEPTH} levels of include")
+        files.append(path)
+        sections = parse_file(path)
+        chain.append(sections)
+        include = sections.get("main", {}).get("include")
+        path = find(include.value, dirs) if include else None
+    merged = {}
+    for sections in reversed(chain):
+        for section, keys in sections.items():
+            target = merged.setdefault(section, {})
+            for key, setting in keys.items():
+                target[key] = setting
+    main = chain[0].get("main", {})
+    name = os.path.basename(files[0])[:-5] if files[0].endswith(".conf") else files[0]
+    summary = main["summary"].value if "summary" in main else ""
+    merged.get("main", {}).pop("include", None)
+    return Profile(name, files[0], summary,
+                   [os.path.basename(f)[:-5] for f in files], merged)
+
+
+def parse_file(path):
+    """One profile file -> {section: {key: Setting}}, every key and value checked."""
+    parser = configparser.ConfigParser(interpolation=None, strict=True,
+                                       comment_prefixes=("#", ";"),
+                                       inline_comment_prefixes=None, empty_lines_in_values=False)
+    parser.optionxform = str
+    try:
+        with open(path, encoding="utf-8") as handle:
+            parser.read_file(handle, source=path)
+    except OSError as error:
+        raise TuneError(Code.PROFILE, path, f"cannot read it: {error.strerror}") from None
+    except configparser.Error as error:
+        message = " ".join(str(error).split())
+        raise TuneError(Code.PROFILE, path, f"not a valid profile: {message}") from None
+    problems, sections, why = [], {}, comments(path)
+    for section in parser.sections():
+        keys = sections[section] = {}
+        schema = section_schema(section)
+        if schema is None:
+            problems.append((Code.PROFILE, f"{path} [{section}]",
+                             "unknown section (known: " + ", ".join(
+                                 list(SCHEMA) + ["sysctl", "interface NAME"]) + ")"))
+            continue
+        for key, raw in parser.items(section):
+            place = f"{path} [{section}] {key}"
+            check = schema.get(key) if schema != "sysctl" else sysctl_check(key)
+            if check is None:
+                problems.append((Code.PROFILE, place, "unknown key (known: "
+                                 + ", ".join(schema) + ")"))
+                continue
+            try:
+                keys[key] = Setting(check(raw.strip()), path, why.get((section, key), ""))
+            except ValueError as error:
+                problems.append((Code.VALUE, place, str(error)))
+    if problems:
+        raise TuneError(problems[0][0], problems=problems)
+    return sections
+
+
+def section_schema(section):
+    if section == "sysctl":
+        return "sysctl"
+    if section.startswith("interface "):
+        name = section.split(None, 1)[1]
+        return INTERFACE_SCHEMA if IFACE.match(name) else None
+    return SCHEMA.get(section)
+
+
+def sysctl_check(key):
+    if not SYSCTL.match(key):
+        return None
+    if key in AUTO_SYSCTLS:
+        return lambda value: value if value == "auto" else sysctl_value(value)
+    return sysctl_value
+
+
+def comments(path):
+    """{(section, key): the comment lines right above the key, as one line}."""
+    found, section, block = {}, None, []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            stripped = line.strip()
+            if stripped.startswith(("#", ";")):
+                block.append(stripped.lstrip("#;").strip())
+                continue
+            if stripped.startswith("["):
+                section = stripped.strip("[]").strip()
+            elif "=" in stripped and block:
+                found[(section, stripped.split("=", 1)[0].strip())] = " ".join(block)
+            block = []
+    return found
+
+
+def uncommented(path):
+    """[(section, key)] of the keys in a profile file with no comment line right above
+    them: every value in a shipped profile says why."""
+    why = comments(path)
+    return [(section, key) for section, keys in parse_file(path).items()
+            for key in keys if (section, key) not in why]
