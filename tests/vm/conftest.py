@@ -25,17 +25,24 @@ RUNNER = "/tusk/tests/vm/guest/run.py"
 # Booting, the runner's start and the power-off, on top of the scenarios' own limits.
 BOOT_SECONDS = 120
 KUNIT_SECONDS = 300
+# Scenarios that need the NIC boot (vm.nic_host): a multi-queue virtio-net NIC, 4 vCPUs.
+NIC_PREFIX = "tune_"
 
 
-def all_scenarios():
-    """Every guest scenario except the benchmarks (make bench-*: measured, not judged)."""
+def all_scenarios(prefix=""):
+    """Every guest scenario except the benchmarks (make bench-*: measured, not judged);
+    those of the NIC boot (tune_*) with prefix "tune_", the others without."""
     return sorted(p.stem.replace("_", "-") for p in SCENARIO_DIR.glob("*.py")
-                  if p.stem != "__init__" and not p.stem.startswith("bench_"))
+                  if p.stem != "__init__" and not p.stem.startswith("bench_")
+                  and p.stem.startswith(NIC_PREFIX) == (prefix == NIC_PREFIX))
 
 
-def chosen_scenarios():
+def chosen_scenarios(prefix=""):
     chosen = os.environ.get("TUSK_VM_SCENARIOS", "").split()
-    return chosen or all_scenarios()
+    if chosen:
+        return [s for s in chosen if s.startswith(NIC_PREFIX.replace("_", "-"))
+                == (prefix == NIC_PREFIX)]
+    return all_scenarios(prefix)
 
 
 def time_limit(scenario):
@@ -79,11 +86,11 @@ def vm_rootfs():
     return rootfs
 
 
-def boot(name, argv, kernel, rootfs, timeout, extra_args=()):
+def boot(name, argv, kernel, rootfs, timeout, extra_args=(), **options):
     """One boot with tests/artifacts/vm/<name>/ as /out (emptied first)."""
     out = ARTIFACTS / name
     shutil.rmtree(out, ignore_errors=True)
-    return vm.run_guest(argv, kernel, rootfs, out, timeout, extra_args=extra_args)
+    return vm.run_guest(argv, kernel, rootfs, out, timeout, extra_args=extra_args, **options)
 
 
 class Guest:
@@ -123,6 +130,29 @@ def guest(vm_kernel, vm_rootfs):
     if run.exit_status is None:
         pytest.fail(run.failure(), pytrace=False)
     return Guest(run, scenarios)
+
+
+@pytest.fixture(scope="session")
+def nic_guest(vm_kernel, vm_rootfs):
+    """One boot with 4 vCPUs and a 4-queue virtio-net NIC whose tap is in the host
+    namespace tusk-vmnic, running the tune_* scenarios."""
+    for tool, package in (("iperf3", "iperf3"), ("tcpdump", "tcpdump")):
+        if shutil.which(tool) is None:
+            pytest.fail(f"missing {tool} (Debian package {package}) - run `make test`",
+                        pytrace=False)
+    scenarios = chosen_scenarios(NIC_PREFIX)
+    if not scenarios:
+        pytest.skip("no tune-* scenario in TUSK_VM_SCENARIOS")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    timeout = BOOT_SECONDS + sum(map(time_limit, scenarios))
+    with vm.nic_host(ARTIFACTS / "nic-host-tap0.pcap") as host_pcap:
+        run = boot("nic", ["python3", RUNNER, *scenarios], vm_kernel, vm_rootfs, timeout,
+                   cpus=vm.NIC_QUEUES, qemu_args=vm.NIC_QEMU_ARGS, netns=vm.NIC_NETNS)
+    if run.exit_status is None:
+        pytest.fail(run.failure(), pytrace=False)
+    guest = Guest(run, scenarios)
+    guest.host_pcap = host_pcap
+    return guest
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ import os
 import shlex
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,14 @@ QEMU = "qemu-system-x86_64"
 GUEST_INIT = "/sbin/tusk-vm-init"
 P9 = "trans=virtio,version=9p2000.L,msize=512000"
 CONSOLE_TAIL_LINES = 60
+# The NIC boot: a 4-queue virtio-net NIC (one queue pair per vCPU) whose tap lives in
+# a host namespace of its own (nic_host), never in the host's.
+NIC_NETNS = "tusk-vmnic"
+NIC_QUEUES = 4
+NIC_HOST, NIC_GUEST, NIC_INNER_NET = "10.203.0.1/24", "10.203.0.2", "10.203.1.0/24"
+NIC_QEMU_ARGS = ("-netdev", f"tap,id=nic0,ifname=tap0,script=no,downscript=no,"
+                 f"queues={NIC_QUEUES},vhost=off",
+                 "-device", f"virtio-net-pci,netdev=nic0,mq=on,vectors={2 * NIC_QUEUES + 2}")
 
 
 @dataclass
@@ -60,7 +69,7 @@ def qemu_argv(kernel, rootfs, out_dir, repo=ROOT, memory_mb=2048, cpus=2, extra_
     return [
         QEMU, "-accel", "tcg", "-m", str(memory_mb), "-smp", str(cpus),
         "-nographic", "-no-reboot",
-        # No NIC: QEMU's default one costs a PXE ROM at boot and the tests need none.
+        # No default NIC: it costs a PXE ROM at boot; tests that need one add theirs.
         "-nic", "none",
         "-kernel", str(kernel), "-append", append,
         "-virtfs", f"local,path={rootfs},mount_tag=root,security_model=none,readonly=on",
@@ -71,11 +80,12 @@ def qemu_argv(kernel, rootfs, out_dir, repo=ROOT, memory_mb=2048, cpus=2, extra_
 
 
 def run_guest(argv, kernel, rootfs, out_dir, timeout, console_log=None, repo=ROOT,
-              memory_mb=2048, cpus=2, extra_args=(), qemu_args=()):
+              memory_mb=2048, cpus=2, extra_args=(), qemu_args=(), netns=None):
     """Boots the VM, runs argv in the guest (as root, cwd /) and waits for the power-off
     or the timeout. out_dir must be empty or absent; it receives whatever the guest
     writes to /out. extra_args: more kernel command line (kunit.enable=1); qemu_args:
-    more QEMU options (-icount for benchmarks). Returns a
+    more QEMU options (-icount for benchmarks, a NIC); netns: the host network namespace
+    QEMU runs in (where a NIC's tap device is). Returns a
     GuestRun; the guest's failures are not raised."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -87,8 +97,11 @@ def run_guest(argv, kernel, rootfs, out_dir, timeout, console_log=None, repo=ROO
     start = time.monotonic()
     timed_out = False
     with open(console_log, "wb") as log:
-        qemu = subprocess.Popen(qemu_argv(kernel, rootfs, out_dir, repo, memory_mb, cpus,
-                                          extra_args, qemu_args),
+        argv_qemu = qemu_argv(kernel, rootfs, out_dir, repo, memory_mb, cpus, extra_args,
+                              qemu_args)
+        if netns:
+            argv_qemu = ["ip", "netns", "exec", netns, *argv_qemu]
+        qemu = subprocess.Popen(argv_qemu,
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         try:
             qemu.wait(timeout)
@@ -130,3 +143,33 @@ def cached_build(argv, what):
         raise RuntimeError(f"could not build {what}: {shlex.join(argv)} exited "
                            f"{result.returncode}:\n{tail}")
     return Path(path)
+
+
+@contextmanager
+def nic_host(pcap):
+    """The host's end of the guest's NIC, in the namespace NIC_NETNS: a multi-queue tap
+    (QEMU opens one file per queue), its address, a route to the guest's inner network,
+    an iperf3 server and a capture of port 5201 on the tap into pcap. Yields pcap."""
+    subprocess.run(["ip", "netns", "del", NIC_NETNS], capture_output=True)
+    subprocess.run(["ip", "netns", "add", NIC_NETNS], check=True)
+    processes = []
+    try:
+        for command in (["link", "set", "lo", "up"],
+                        ["tuntap", "add", "dev", "tap0", "mode", "tap", "multi_queue", "vnet_hdr"],
+                        ["addr", "add", NIC_HOST, "dev", "tap0"],
+                        ["link", "set", "tap0", "up"],
+                        ["route", "add", NIC_INNER_NET, "via", NIC_GUEST, "dev", "tap0",
+                         "onlink"]):
+            subprocess.run(["ip", "-n", NIC_NETNS, *command], check=True)
+        in_ns = ["ip", "netns", "exec", NIC_NETNS]
+        processes.append(subprocess.Popen([*in_ns, "iperf3", "--server"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        processes.append(subprocess.Popen([*in_ns, "tcpdump", "-i", "tap0", "-n", "-U", "-s",
+                                           "96", "-w", str(pcap), "tcp port 5201"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        yield pcap
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(10)
+        subprocess.run(["ip", "netns", "del", NIC_NETNS], capture_output=True)
