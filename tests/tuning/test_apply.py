@@ -143,3 +143,32 @@ def test_the_default_profile_is_throughput_and_all_shipped_ones_load():
     assert profiles.DEFAULT_PROFILE == "throughput"
     for path in shipped.values():
         profiles.load(path, [profiles.SHIPPED_DIR])
+
+
+def test_boot_applies_the_last_profile_the_default_first_and_nothing_after_rollback(tmp_path):
+    root, host, tuner = machine(tmp_path, "8-queue-smt")
+    before = snapshot(root)
+    assert tuner.boot().profile == "throughput", "a new box boots with the default profile"
+    tuner.rollback()
+    assert tuner.boot().plan is None and snapshot(root) == before
+    tuner.apply("latency")
+    # a reboot: /sys and /proc come back as the kernel sets them, with a new boot id
+    tuner.rollback()
+    tuner._set_boot_profile("latency")
+    host.write("/proc/sys/kernel/random/boot_id", "second-boot")
+    assert tuner.state() is None
+    result = tuner.boot()
+    assert result.profile == "latency" and result.written
+
+
+def test_the_boot_unit_runs_tusk_tune_boot_before_the_network():
+    unit = (repo_root() / "rootfs-overlay/usr/lib/systemd/system/tusk-tune.service")
+    lines = dict(line.split("=", 1) for line in unit.read_text().splitlines()
+                 if "=" in line and not line.startswith("#"))
+    assert lines["ExecStart"] == "/usr/bin/tusk-tune boot"
+    assert "network-pre.target" in lines["Before"] and lines["Type"] == "oneshot"
+
+
+def repo_root():
+    from pathlib import Path
+    return Path(__file__).resolve().parents[2]
