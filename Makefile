@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev cpio
 VM_APT_PACKAGES := qemu-system-x86 debootstrap
 
-.PHONY: help run test deps apt vm-deps venv vm-test bench-policy bench-seqrand bench-ui kernel clean
+.PHONY: help run test deps apt vm-deps venv vm-test bench-policy bench-seqrand bench-tune bench-ui kernel clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
@@ -22,6 +22,7 @@ help:
 	@echo "make vm-test       only the VM tier: Tusk's kernel under QEMU (scenarios, KUnit)"
 	@echo "make bench-policy  compile/check/apply times and single-flow throughput"
 	@echo "make bench-seqrand single-flow cost of sequence randomisation, in the VM"
+	@echo "make bench-tune    1- and 4-flow throughput with and without tusk-tune, in the VM"
 	@echo "make bench-ui      latency of the web UI's pages and fragments under load"
 	@echo "make kernel        Linux 6.12 + kernel-patches/ + the config fragments, cached by input hash"
 
@@ -76,6 +77,9 @@ bench-ui: deps
 
 bench-seqrand: deps vm-deps
 	$(PY) tests/bench/bench_seqrand.py
+
+bench-tune: deps vm-deps
+	$(PY) tests/bench/bench_tune.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache tests/.pytest_cache
