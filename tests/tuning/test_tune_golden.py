@@ -2,20 +2,18 @@
 list of writes and the warnings `tusk-tune plan` prints, compared with
 golden/<machine>/<case>.plan. The CLI runs as an operator runs it, on a fake tree.
 
-After an intended change: UPDATE_GOLDEN=1 pytest tuning -k golden; git diff tuning/golden
+After an intended change: UPDATE_GOLDEN=1 pytest tuning -k golden_plan; git diff tuning/golden
 """
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import fakehw
-from tuskcli import ROOT
+from tunetree import tune
 
 HERE = Path(__file__).parent
-TUNE = Path(ROOT) / "webui" / "bin" / "tusk-tune"
 PROFILES = ("throughput", "latency", "conservative")
 # (machine, case name, arguments after `plan`, arguments before it)
 CASES = [(machine, profile, [profile], ["--no-policy"])
@@ -25,12 +23,6 @@ CASES = [(machine, profile, [profile], ["--no-policy"])
     ("10g-in-gen2-x1", "site-jumbo-with-policy", ["site-jumbo"],
      ["--policy", str(HERE / "policy-storage.yaml"), "--profile-dir", str(HERE / "profiles")]),
 ]
-
-
-def tune(root, *args, state_dir=None):
-    state = ["--state-dir", str(state_dir or Path(root) / "state")]
-    return subprocess.run([sys.executable, str(TUNE), "--root", str(root), *state, *args],
-                          capture_output=True, text=True)
 
 
 def plan_text(tmp_path, machine, before, after):

@@ -9,22 +9,10 @@ import stat
 import pytest
 
 import fakehw
+from tunetree import snapshot
 from tuning.core import applier, planner, profile as profiles
 from tuning.core.errors import Code, TuneError
 from tuning.core.host import TreeHost
-
-
-def snapshot(root):
-    """Every file of a tree (not the state directory) -> its bytes."""
-    files = {}
-    for directory, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if d != "state"]
-        for name in names:
-            path = os.path.join(directory, name)
-            if not os.path.islink(path):
-                with open(path, "rb") as handle:
-                    files[os.path.relpath(path, root)] = handle.read()
-    return files
 
 
 def machine(tmp_path, name):

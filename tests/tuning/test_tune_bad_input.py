@@ -5,8 +5,7 @@ and the machine is left exactly as it was: no write, no state."""
 import pytest
 
 import fakehw
-from test_apply import snapshot
-from test_golden import tune
+from tunetree import snapshot, tune
 from tuning.core.errors import Code
 
 BROKEN = {
