@@ -2,11 +2,16 @@
 broken profiles, unknown interfaces, out-of-range values. Each gets an error that
 names the file, section and key (or the interface) and why, a stable exit status,
 and the machine is left exactly as it was: no write, no state."""
+from pathlib import Path
+
 import pytest
 
 import fakehw
+from policy.core.revisions import Store
 from tunetree import snapshot, tune
 from tuning.core.errors import Code
+
+HERE = Path(__file__).parent
 
 BROKEN = {
     "syntax": ("[main\nsummary = x\n", Code.PROFILE, "not a valid profile"),
@@ -105,3 +110,16 @@ def test_verify_exits_1_on_drift(tmp_path, tree):
     result = tune(tree, "--no-policy", "verify")
     assert result.returncode == 1
     assert "/sys/class/net/eth1/tx_queue_len: set 10000, now 1000" in result.stdout
+
+
+
+def test_the_live_policy_revision_names_the_classes_in_the_mtu_check(tmp_path, tree):
+    """Without --policy, the MTU check reads the live revision of the policy store."""
+    store = Store(str(tmp_path / "policy"))
+    revision = store.create("test", "apply", (HERE / "policy-storage.yaml").read_text(), "")
+    store.set_confirmed(revision.id)
+    result = tune(tree, "--policy-dir", str(tmp_path / "policy"), "--profile-dir",
+                  str(HERE / "profiles"), "plan", "site-jumbo")
+    assert result.returncode == 0, result.stderr
+    assert "mtu: class backup: eth0 (MTU 1500) -> eth1 (MTU 9000)" in result.stdout
+    assert "class replication" not in result.stdout, "it clamps MSS: no warning"

@@ -26,7 +26,7 @@ def live_policy_paths(args):
         return []
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from policy.core.errors import PolicyError
-    from policy.core.normalise import load_policy, load_policy_file
+    from policy.core.normalise import load_policy_file, load_policy_text
     try:
         if args.policy:
             return policy_paths(load_policy_file(args.policy))
@@ -36,7 +36,7 @@ def live_policy_paths(args):
         rev_id = pending["revision"] if pending else store.confirmed_id()
         if rev_id is None:
             return []
-        return policy_paths(load_policy(store.get(rev_id).policy_text()))
+        return policy_paths(load_policy_text(store.get(rev_id).policy_text))
     except PolicyError as error:
         raise TuneError(Code.IO, args.policy or args.policy_dir,
                         f"the policy cannot be read: {error}") from None
