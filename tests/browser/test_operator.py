@@ -131,3 +131,26 @@ def test_the_dashboard_shows_live_numbers(admin):
         expect(page.locator(f"tr[data-check={check}] .badge")).to_have_text("ok", timeout=20000)
     expect(page.locator("#seqrand-unavailable")).to_be_visible()  # the host kernel lacks it
     expect(page.locator("#conntrack-count")).to_have_text(re.compile(r"^\d+$"))
+
+
+def test_tuning_asks_before_apply_and_roll_back(admin):
+    page = admin
+    forwarding = ["ip", "netns", "exec", f"{LAB_NAME}-fw", "sysctl", "-n", "net.ipv4.ip_forward"]
+    before = subprocess.run(forwarding, capture_output=True, text=True, check=True).stdout
+    page.click("header >> text=Tuning")
+    expect(page.locator("#no-report")).to_be_visible()
+    page.select_option("#id_profile", "forwarder")
+    page.click("#plan")  # the job's progress page, then back with the plan
+    expect(page.locator("#virtual")).to_contain_text("veth")
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    page.click("#apply")
+    expect(page.locator("h1")).to_have_text("Tuning")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#apply")
+    expect(page.locator("#apply-result")).to_contain_text("values set")
+    expect(page.locator("#writes")).to_contain_text("Nothing to write")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#rollback")
+    expect(page.locator("#rollback-result")).to_contain_text("values restored")
+    assert subprocess.run(forwarding, capture_output=True, text=True,
+                          check=True).stdout == before

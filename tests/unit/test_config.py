@@ -31,6 +31,7 @@ def test_a_good_file_with_defaults(write):
     assert loaded.secret_key == "s3cret" and loaded.tls is True
     assert (loaded.db_host, loaded.db_port) == ("/run/postgresql", 5432)
     assert loaded.state_dir == "/var/lib/tusk/policy" and loaded.sample_interval == 2.0
+    assert loaded.tuning_state_dir == "/var/lib/tusk/tuning"
 
 
 @pytest.mark.parametrize("change,message", [
@@ -39,6 +40,8 @@ def test_a_good_file_with_defaults(write):
     (lambda t: t.replace('allowed_hosts = ["fw.example.net"]', "allowed_hosts = []"),
      "[web] allowed_hosts: must be a non-empty list"),
     (lambda t: t + "colour = 1\n", "[agent] colour: unknown key"),
+    (lambda t: t + "tuning_state_dir = 1\n",
+     "[agent] tuning_state_dir: expected a string, got int"),
     (lambda t: t + "[extra]\n", "[extra]: unknown section"),
     (lambda t: t.replace('user = "tusk"', 'user = "tusk"\nport = 70000'),
      "[database] port: 70000 is not a TCP port"),

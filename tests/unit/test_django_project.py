@@ -1,5 +1,5 @@
-"""The web UI is one Django project under webui/; the policy engine's core stays
-plain Python."""
+"""The web UI is one Django project under webui/; the policy engine's core and
+tusk-tune stay plain Python."""
 import os
 import subprocess
 import sys
@@ -37,3 +37,11 @@ def test_policy_core_imports_without_django():
     result = subprocess.run([sys.executable, "-c", code], cwd=os.path.join(ROOT, "webui"),
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr or "policy core imported Django"
+
+
+def test_tusk_tune_imports_without_django():
+    code = ("import sys; import tuning.cli, tuning.core.applier; "
+            "sys.exit(1 if 'django' in sys.modules else 0)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=os.path.join(ROOT, "webui"),
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr or "tusk-tune imported Django"

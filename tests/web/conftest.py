@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from tuskweb import make_user
+from tuskweb import AgentProcess, make_user
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER, PORT = "tusk-test", "5440"
@@ -76,7 +76,15 @@ port = {db['PORT']}
 [agent]
 netns = "{netns}"
 state_dir = "{tmp_path / 'policy'}"
+tuning_state_dir = "{tmp_path / 'tuning'}"
 sample_interval = 0.5
 live_check_interval = 1
 """)
     return config
+
+
+@pytest.fixture
+def agent(transactional_db, agent_config):
+    process = AgentProcess(agent_config).start()
+    yield process
+    process.stop()

@@ -32,7 +32,8 @@ ROUTES = sorted(set(all_routes()))
 
 def test_the_url_list_is_complete_enough():
     names = {name for name, _ in ROUTES}
-    assert {"policy_apply", "policy_confirm", "policy_item_delete", "user_create"} <= names
+    assert {"policy_apply", "policy_confirm", "policy_item_delete", "user_create",
+            "tuning_plan", "tuning_apply", "tuning_verify", "tuning_rollback"} <= names
 
 
 @pytest.mark.django_db

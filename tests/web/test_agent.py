@@ -1,75 +1,22 @@
 """The job queue and the real agent (webui/bin/tusk-agent, its own process) against the
 test database, applying policies to a network namespace of the test's own."""
 import fcntl
-import os
-import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from jobs import queue
-from jobs.models import AgentHeartbeat, Job
+from jobs.models import Job
 from policy.models import Revision, TargetState
+from tuskweb import AgentProcess, wait
 
-ROOT = Path(__file__).resolve().parents[2]
 POLICY = """zones:
   - {name: inside, interfaces: [eth1]}
   - {name: outside, interfaces: [eth2]}
 classes:
   - {name: web, from: inside, to: outside, action: accept}
 """
-
-
-class AgentProcess:
-    def __init__(self, config):
-        self.config = config
-        self.proc = None
-        self.log = config.parent / "agent.log"
-
-    def start(self):
-        env = dict(os.environ, TUSK_CONFIG=str(self.config),
-                   DJANGO_SETTINGS_MODULE="tusk.settings")
-        started = time.time()
-        self.proc = subprocess.Popen([sys.executable, str(ROOT / "webui" / "bin" / "tusk-agent")],
-                                     env=env, stdout=open(self.log, "ab"),
-                                     stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if AgentHeartbeat.objects.filter(agent__contains=f":{self.proc.pid}:").exists():
-                return self
-            assert self.proc.poll() is None, self.log.read_text()
-            time.sleep(0.1)
-        raise AssertionError(f"the agent did not start in {time.time() - started:.0f} s:\n"
-                             f"{self.log.read_text()}")
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(40)
-
-
-@pytest.fixture
-def agent(transactional_db, agent_config):
-    process = AgentProcess(agent_config).start()
-    yield process
-    process.stop()
-
-
-def wait(job, seconds=30):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        job.refresh_from_db()
-        if job.done:
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"{job} not done after {seconds} s: {job.message}")
 
 
 def test_the_agent_answers_a_ping(agent):

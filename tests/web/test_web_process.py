@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.hashers import make_password
 
-from tuskweb import make_user
+from tuskweb import AgentProcess, make_user, wait
 from jobs.models import Job
-from test_agent import POLICY, AgentProcess, wait
+from test_agent import POLICY
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,6 +18,7 @@
     [agent]
     netns = ""            # lab mode: the network namespace the agent manages
     state_dir = "/var/lib/tusk/policy"
+    tuning_state_dir = "/var/lib/tusk/tuning"   # tusk-tune's state: what rollback restores
     sample_interval = 2   # seconds between statistics samples
     live_check_interval = 15  # seconds between comparisons of the live ruleset with
                               # what Tusk loaded (listing a big table costs nft CPU)
@@ -51,6 +52,7 @@ class Config:
     db_password: str
     netns: str
     state_dir: str
+    tuning_state_dir: str
     sample_interval: float
     web_url: str
     live_check_interval: float
@@ -62,6 +64,7 @@ _SCHEMA = {
     "database": {"name": (str, None), "user": (str, None), "host": (str, "/run/postgresql"),
                  "port": (int, 5432), "password_file": (str, "")},
     "agent": {"netns": (str, ""), "state_dir": (str, "/var/lib/tusk/policy"),
+              "tuning_state_dir": (str, "/var/lib/tusk/tuning"),
               "sample_interval": ((int, float), 2), "web_url": (str, ""),
               "live_check_interval": ((int, float), 15)},
 }
@@ -143,6 +146,7 @@ def load(path=None):
                                   "password file") if password_file else ""),
         netns=values[("agent", "netns")],
         state_dir=values[("agent", "state_dir")],
+        tuning_state_dir=values[("agent", "tuning_state_dir")],
         sample_interval=float(interval),
         web_url=values[("agent", "web_url")],
         live_check_interval=float(values[("agent", "live_check_interval")]),

@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "jobs.apps.JobsConfig",
     "policy.apps.PolicyConfig",
     "dashboard.apps.DashboardConfig",
+    "tuning.apps.TuningConfig",
 ]
 
 MIDDLEWARE = [

@@ -6,4 +6,5 @@ urlpatterns = [
     path("accounts/", include("accounts.urls")),
     path("policy/", include("policy.urls")),
     path("jobs/", include("jobs.urls")),
+    path("tuning/", include("tuning.urls")),
 ]

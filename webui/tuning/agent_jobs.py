@@ -1,0 +1,94 @@
+"""The agent's tuning jobs: plan, apply, verify and roll back with tusk-tune. Each runs
+the tusk-tune command rather than its engine in this process: only a process of its
+own can enter the lab's namespace (tusk-tune --netns runs itself again under `ip
+netns exec`, which mounts that namespace's /sys). What it prints with --json is kept
+in TuningReport for the Tuning page; apply and rollback plan again afterwards, so
+that the page shows what is left to do."""
+import json
+import subprocess
+import sys
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from jobs.registry import JobFailed, handler
+
+from .core.profile import DEFAULT_PROFILE
+from .models import TuningReport
+
+TUSK_TUNE = settings.BASE_DIR / "bin" / "tusk-tune"
+DRIFT = 1      # verify's exit status when values drifted: a result, not a failure
+TIMEOUT = 600  # seconds: an ethtool that hangs must not hold an agent worker for ever
+
+
+def _tusk_tune(run, command, *argv, ok=(0,)):
+    """Runs `tusk-tune --json COMMAND ARGV` on the agent's target and stores what it
+    printed as the report of that command; a failure is stored too, then raised."""
+    config = run.config
+    call = [sys.executable, str(TUSK_TUNE), "--json", "--state-dir", config.tuning_state_dir,
+            "--policy-dir", config.state_dir]
+    if config.netns:
+        call += ["--netns", config.netns]
+    result, error = None, ""
+    try:
+        done = subprocess.run(call + [command, *argv], capture_output=True, text=True,
+                              timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        error = f"tusk-tune {command} did not finish in {TIMEOUT} s and was stopped"
+    else:
+        if done.returncode in ok:
+            try:
+                result = json.loads(done.stdout)
+            except ValueError:  # a crash: its traceback is on stderr
+                pass
+        if result is None:
+            error = (done.stderr.strip()
+                     or f"tusk-tune {command} exited with status {done.returncode}")
+    with transaction.atomic():
+        TuningReport.objects.update_or_create(kind=command, defaults={
+            "profile": result["profile"] if result else (argv[0] if argv else ""),
+            "result": result, "error": error, "job": run.job, "finished_at": timezone.now()})
+    if error:
+        raise JobFailed(error)
+    return result
+
+
+@handler("tuning.plan", "Plan tuning", retry_safe=True)
+def plan(run):
+    profile = run.args["profile"]
+    run.progress(10, f"planning profile {profile}")
+    planned = _tusk_tune(run, "plan", profile)
+    return {"profile": profile, "writes": len(planned["writes"]),
+            "warnings": len(planned["warnings"])}
+
+
+@handler("tuning.apply", "Apply tuning")
+def apply(run):
+    profile = run.args["profile"]
+    run.progress(10, f"applying profile {profile}")
+    applied = _tusk_tune(run, "apply", profile)
+    run.progress(80, "planning again: what is left to do")
+    left = _tusk_tune(run, "plan", profile)
+    return {"profile": profile, "written": len(applied["written"]),
+            "skipped": len(applied["skipped"]), "left": len(left["writes"])}
+
+
+@handler("tuning.verify", "Verify tuning", retry_safe=True)
+def verify(run):
+    run.progress(10, "comparing what apply set with the values now")
+    verified = _tusk_tune(run, "verify", ok=(0, DRIFT))
+    return {"profile": verified["profile"], "checked": verified["checked"],
+            "drift": len(verified["drift"])}
+
+
+@handler("tuning.rollback", "Roll back tuning")
+def rollback(run):
+    run.progress(10, "restoring the values from before the first apply")
+    restored = _tusk_tune(run, "rollback")
+    # an apply stopped half-way saved the old values but not its profile's name
+    profile = restored["profile"] or DEFAULT_PROFILE
+    run.progress(80, "planning again: what is left to do")
+    left = _tusk_tune(run, "plan", profile)
+    return {"profile": profile, "restored": len(restored["written"]),
+            "skipped": len(restored["skipped"]), "left": len(left["writes"])}
