@@ -1,7 +1,7 @@
 """apply, verify and rollback on fake trees (TreeHost): the ordered writes land in the
 tree, the values from before are saved first, verify sees drift, rollback gives back
 the tree byte for byte - also after a channel change that created and removed queues.
-The VM tier does the same on a real kernel (tests/vm/test_tuning.py)."""
+The VM tier does the same on a real kernel (tests/vm/test_vm_tuning.py)."""
 import json
 import os
 import stat

@@ -11,7 +11,7 @@ throughput from four queue pairs with every interrupt on one CPU and no XPS, and
 conservative from one queue pair (RPS). Each: snapshot of every value tusk-tune may
 touch, apply, snapshot, verify, for the last two one iperf3 flow from the host through
 fw to recv (captured in recv, softnet, interrupt and per-queue counters around it),
-rollback, snapshot. The host-side tests judge (tests/vm/test_tuning.py).
+rollback, snapshot. The host-side tests judge (tests/vm/test_vm_tuning.py).
 
 The receiving iperf3 is pinned to one CPU: it lives on the firewall here, and tun
 steers a flow to the queue the guest last sent it on, so a reader on another CPU
