@@ -2,13 +2,17 @@
 broken profiles, unknown interfaces, out-of-range values. Each gets an error that
 names the file, section and key (or the interface) and why, a stable exit status,
 and the machine is left exactly as it was: no write, no state."""
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import fakehw
 from policy.core.revisions import Store
-from tunetree import snapshot, tune
+from tunetree import TUNE, snapshot, tune
 from tuning.core.errors import Code
 
 HERE = Path(__file__).parent
@@ -123,3 +127,26 @@ def test_the_live_policy_revision_names_the_classes_in_the_mtu_check(tmp_path, t
     assert result.returncode == 0, result.stderr
     assert "mtu: class backup: eth0 (MTU 1500) -> eth1 (MTU 9000)" in result.stdout
     assert "class replication" not in result.stdout, "it clamps MSS: no warning"
+
+
+def test_a_missing_ethtool_is_named_with_its_package(tmp_path):
+    """On the running system (here a scratch namespace with one veth pair, one end of which the
+    profile names), tusk-tune without ethtool says what to install."""
+    namespace = f"tusk-tune-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", namespace], check=True)
+    try:
+        subprocess.run(["ip", "-n", namespace, "link", "add", "dm0", "type", "veth",
+                        "peer", "name", "dm1"],
+                       check=True)
+        (tmp_path / "dummy.conf").write_text("[interface dm0]\n# tune it\ntxqueuelen = 500\n")
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "ip").symlink_to(shutil.which("ip"))
+        result = subprocess.run(
+            [sys.executable, str(TUNE), "--no-policy", "--netns", namespace, "--state-dir",
+             str(tmp_path / "state"), "plan", str(tmp_path / "dummy.conf")],
+            capture_output=True, text=True, env={**os.environ, "PATH": str(bin_dir)})
+    finally:
+        subprocess.run(["ip", "netns", "del", namespace])
+    assert result.returncode == Code.IO, result.stderr
+    assert "ethtool: not installed" in result.stderr and "Debian package ethtool" in result.stderr

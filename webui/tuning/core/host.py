@@ -17,7 +17,10 @@ parsed shape serves both hosts:
 import errno
 import json
 import os
+import shutil
 import subprocess
+
+from .errors import Code, TuneError
 
 ETHTOOL_QUERIES = {"channels": "-l", "rings": "-g", "features": "-k", "pause": "-a"}
 ETHTOOL_SETS = {"channels": "-L", "rings": "-G", "features": "-K", "pause": "-A"}
@@ -150,6 +153,10 @@ class SystemHost:
             return False
 
     def ethtool(self, iface):
+        if shutil.which("ethtool") is None:
+            raise TuneError(Code.IO, "ethtool", "not installed: tusk-tune reads and sets "
+                            "channels, rings, offloads and pause with it (Debian package "
+                            "ethtool)")
         state = {"driver": parse_driver(self._ethtool("-i", iface) or "")}
         for kind, option in ETHTOOL_QUERIES.items():
             text = self._ethtool(option, iface)
