@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from django.utils import timezone
 
 from accounts.models import AuditEntry

@@ -12,7 +12,7 @@ from .core import profile as profiles
 from .core.applier import Tuner
 from .core.errors import Code, TuneError
 from .core.host import SystemHost, TreeHost
-from .core.planner import Plan, describe_nic, machine_dict, policy_paths
+from .core.planner import describe_nic, machine_dict, policy_paths
 
 DEFAULT_STATE_DIR = "/var/lib/tusk/tuning"
 DEFAULT_POLICY_DIR = "/var/lib/tusk/policy"
@@ -24,7 +24,6 @@ def live_policy_paths(args):
     live policy revision when there is one; [] otherwise."""
     if args.no_policy:
         return []
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from policy.core.errors import PolicyError
     from policy.core.normalise import load_policy_file, load_policy_text
     try:

@@ -301,9 +301,12 @@ class Planner:
                     continue
                 target, why = want, "the profile's number"
             self.add("ethtool", (nic.name, "channels", key), current, target, why, "int", nic.name)
-            for side in (("rx", "tx") if key == "combined" else (key,)):
-                extra = channels["current"].get(side) or 0 if key == "combined" else 0
-                result[side] = target + extra
+            if key == "combined":
+                # a combined channel is one rx and one tx queue, next to dedicated ones
+                for side in ("rx", "tx"):
+                    result[side] = target + (channels["current"].get(side) or 0)
+            else:
+                result[key] = target
         if result["rx"] != len(rx) or result["tx"] != len(tx):
             self.plan.notes.append(
                 f"{nic.name}: the queue settings below are for the {result['rx']} rx / "

@@ -18,7 +18,6 @@ steers a flow to the queue the guest last sent it on, so a reader on another CPU
 would move the flow between queues - an artefact of the receiver sitting on the
 firewall, not of the firewall's own processing.
 """
-import json
 import sys
 from pathlib import Path
 
