@@ -10,7 +10,7 @@ import pytest
 
 import fakehw
 from tunetree import snapshot
-from tuning.core import applier, planner, profile as profiles
+from tuning.core import applier, profile as profiles, report
 from tuning.core.errors import Code, TuneError
 from tuning.core.host import TreeHost
 
@@ -27,7 +27,7 @@ def test_apply_writes_the_plan_in_order_and_verify_finds_no_drift(tmp_path):
     result = tuner.apply("throughput")
     assert [w.label for w in result.written] == [w.label for w in plan.writes]
     for write in plan.writes:
-        assert planner.same(write.form, applier.current_value(host, write, {}), write.new), \
+        assert report.same(write.form, applier.current_value(host, write, {}), write.new), \
             write.line()
     verified = tuner.verify()
     assert verified.drift == [] and verified.checked == len(plan.writes)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 import seqcheck
-from tuning.core import hardware, host as hosts, planner
+from tuning.core import hardware, host as hosts, report
 
 CASES = ("throughput-from-one-queue", "throughput", "conservative")
 FLOWS = ("throughput", "conservative")
@@ -50,10 +50,10 @@ def test_every_applied_value_reads_back_and_rollback_restores_it(folder, profile
     applied = load(folder, f"{profile}-apply")
     before, after = load(folder, f"{profile}-before"), load(folder, f"{profile}-applied")
     rolled_back = load(folder, f"{profile}-rolled-back")
-    writes = [planner.Write.from_dict(w) for w in applied["written"]]
+    writes = [report.Write.from_dict(w) for w in applied["written"]]
     assert writes, "the profile changed nothing: the test proves nothing"
     for write in writes:
-        assert planner.same(write.form, value(after, write), write.new), write.line()
+        assert report.same(write.form, value(after, write), write.new), write.line()
     # the snapshots read every rps/xps/irq/sysctl/ethtool value, not only the written ones
     assert rolled_back["files"] == before["files"]
     assert rolled_back["ethtool"] == before["ethtool"]

@@ -12,7 +12,8 @@ from .core import profile as profiles
 from .core.applier import Tuner
 from .core.errors import Code, TuneError
 from .core.host import SystemHost, TreeHost
-from .core.planner import describe_nic, machine_dict, policy_paths
+from .core.planner import policy_paths
+from .core.report import describe_nic, machine_dict
 
 DEFAULT_STATE_DIR = "/var/lib/tusk/tuning"
 DEFAULT_POLICY_DIR = "/var/lib/tusk/policy"
@@ -58,14 +59,8 @@ def out(args, data, text):
 
 
 def cmd_profiles(args):
-    dirs = profiles.search_dirs(args.profile_dir) if args.profile_dir else None
-    found = {}
-    for name, path in profiles.available(dirs).items():
-        try:
-            loaded = profiles.load(path, dirs)
-            found[name] = {"path": path, "summary": loaded.summary, "chain": loaded.chain}
-        except TuneError as error:
-            found[name] = {"path": path, "error": str(error)}
+    found = profiles.catalogue(profiles.search_dirs(args.profile_dir) if args.profile_dir
+                               else None)
     out(args, found, "".join(
         f"{name:14} {info.get('summary') or info.get('error')}\n"
         f"{'':14} {info['path']}" + (" (default)" if name == profiles.DEFAULT_PROFILE else "")

@@ -1,7 +1,6 @@
 from django import forms
 
 from .core import profile as profiles
-from .core.errors import TuneError
 
 
 class ProfileForm(forms.Form):
@@ -13,16 +12,12 @@ class ProfileForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.problems = {}
-        choices = []
-        for name, path in profiles.available().items():
-            try:
-                summary = profiles.load(path).summary
-            except TuneError as error:
-                self.problems[name] = str(error)
-                summary = "cannot be loaded"
-            choices.append((name, f"{name}: {summary}" if summary else name))
-        self.fields["profile"].choices = choices
+        found = profiles.catalogue()
+        self.problems = {name: info["error"] for name, info in found.items() if "error" in info}
+        summaries = {name: info.get("summary", "cannot be loaded") for name, info in found.items()}
+        self.fields["profile"].choices = [
+            (name, f"{name}: {summary}" if summary else name)
+            for name, summary in summaries.items()]
 
     def clean_profile(self):
         name = self.cleaned_data["profile"]

@@ -16,7 +16,7 @@ from jobs import queue
 from jobs.models import Job
 
 from .core import profile as profiles
-from .core.planner import Write
+from .core.report import Write
 from .forms import ProfileForm
 from .models import TuningReport
 

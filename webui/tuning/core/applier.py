@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from . import hardware, planner, profile as profiles
+from .report import Write, same
 from .errors import Code, TuneError
 from .host import Unsupported
 
@@ -225,10 +226,10 @@ class Tuner:
         result = Result(profile=state.get("profile", ""))
         cache = {}
         for label, data in state["applied"].items():
-            write = planner.Write.from_dict(data)
+            write = Write.from_dict(data)
             found = current_value(self.host, write, cache)
             result.checked += 1
-            if not planner.same(write.form, found, write.new):
+            if not same(write.form, found, write.new):
                 result.drift.append((label, write.show(write.new), write.show(found)))
         return result
 
@@ -243,7 +244,7 @@ class Tuner:
             result = Result(profile=state.get("profile", ""))
             failures = []
             for data in reversed(state["originals"]):
-                write = planner.Write.from_dict(data)
+                write = Write.from_dict(data)
                 if write.old is None:
                     continue
                 try:

@@ -136,6 +136,20 @@ def available(dirs=None):
     return dict(sorted(found.items()))
 
 
+def catalogue(dirs=None):
+    """{name: {"path", "summary", "chain"}} of every available profile, or
+    {"path", "error"} for one that does not load: what an operator chooses from."""
+    found = {}
+    for name, path in available(dirs).items():
+        try:
+            loaded = load(path, dirs)
+        except TuneError as error:
+            found[name] = {"path": path, "error": str(error)}
+        else:
+            found[name] = {"path": path, "summary": loaded.summary, "chain": loaded.chain}
+    return found
+
+
 def find(name_or_path, dirs=None):
     if "/" in name_or_path or name_or_path.endswith(".conf"):
         return name_or_path
