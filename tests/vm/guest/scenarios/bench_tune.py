@@ -6,7 +6,8 @@ for the topology). Configurations, interleaved in every round:
   one queue           the NIC at one queue pair and nothing else (a driver that opens one)
   throughput profile  one queue pair to start with, then tusk-tune apply throughput
 
-Each: iperf3 from the host through fw to recv with 1 and with 4 parallel streams;
+Each: iperf3 from the host through fw to recv with 1 (reader pinned to one CPU, see
+tune_nic.py) and with 4 parallel streams;
 Mbit/s and the sender's retransmissions from iperf3, and out-of-order data segments
 counted from a capture in recv. results.json: one record per measurement.
 """
@@ -23,6 +24,7 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 SECONDS = int(os.environ.get("BENCH_SECONDS", "5"))
 CONFIGS = ("driver default", "one queue", "throughput profile")
 STREAMS = (1, 4)
+READER_CPU = 2
 
 
 def out_of_order(path):
@@ -55,8 +57,11 @@ def prepare(ctx, iface, config):
 
 def measure(ctx, config, streams, round_number):
     name = f"r{round_number}-{config.replace(' ', '-')}-{streams}"
+    # one stream: the reader pinned, as in tests/vm/test_vm_tuning.py (tun would follow
+    # a wandering reader between queues); four: iperf3's threads where they run
+    pin = ["taskset", "-c", str(READER_CPU)] if streams == 1 else []
     with ctx.capture("recv", "veth-recv", name, f"tcp port {PORT}", snaplen=96):
-        ctx.run("iperf3", "--client", HOST, "--port", str(PORT), "--reverse", "--time",
+        ctx.run(*pin, "iperf3", "--client", HOST, "--port", str(PORT), "--reverse", "--time",
                 str(SECONDS), "--parallel", str(streams), "--json", ns="recv",
                 save=f"{name}.json", timeout=SECONDS + 120)
     report = json.loads((ctx.dir / f"{name}.json").read_text())
