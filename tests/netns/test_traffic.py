@@ -8,31 +8,22 @@ of SYN and SYN/ACK, and how much each named counter of table inet tusk moved.
 """
 import json
 import socket
-import textwrap
 
 import dpkt
 import pytest
 
-from tuskcli import run_tusk
 from lab import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 from pcaps import (
     MSS, SACK_PERMITTED, TIMESTAMPS, WSCALE, EchoServer, SynAckResponder, captures, nopped,
     tcp_connect, tcp_exchange, udp_exchange, with_mss,
 )
 
-ZONES = """\
-version: 1
-zones:
-  - {name: inside, interfaces: [veth-c]}
-  - {name: outside, interfaces: [veth-s]}
-"""
 
 # family -> client address, server address, the MSS a 1500-byte link offers
 FAMILIES = {"ipv4": (CLIENT_V4, SERVER_V4, 1460), "ipv6": (CLIENT_V6, SERVER_V6, 1440)}
 HEADERS = {"ipv4": 40, "ipv6": 60}         # IP + TCP header: MSS = MTU - this
 NARROW_MTU = 1280
 ALT_CLIENT_V4 = "10.10.1.3"
-SERVER_PORTS = (5201, 5202, 5203, 5204, 5205)
 CLIENT_PORTS = (5201, 5206)
 ALL_FOUR = {MSS, SACK_PERMITTED, TIMESTAMPS, WSCALE}
 # Well below the first SYN retransmission (1 s): a dropped attempt sends exactly one SYN.
@@ -42,37 +33,11 @@ DROP_TIMEOUT = 0.5
 # -- fixtures ------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def server_echo(lab):
-    server = EchoServer(lab.server, SERVER_PORTS)
-    yield server
-    server.close()
-
-
-@pytest.fixture(scope="module")
 def client_echo(lab):
     """Listeners on the client, for connections the server side tries to open."""
     server = EchoServer(lab.client, CLIENT_PORTS)
     yield server
     server.close()
-
-
-@pytest.fixture
-def fw(lab, tmp_path):
-    """apply(policy_yaml): the policy (zones prepended) applied and confirmed with the CLI."""
-    lab.ns(lab.fw, "nft", "delete", "table", "inet", "tusk", check=False)
-    state = tmp_path / "state"
-    applied = []
-
-    def apply(body):
-        path = tmp_path / f"policy{len(applied) + 1}.yaml"
-        path.write_text(ZONES + textwrap.dedent(body))
-        run_tusk("apply", path, "--timeout", 600, netns=lab.fw, state_dir=state, check=True)
-        run_tusk("confirm", netns=lab.fw, state_dir=state, check=True)
-        applied.append(path)
-    yield apply
-    if (state / "pending.json").exists():
-        run_tusk("rollback", netns=lab.fw, state_dir=state)
-    lab.ns(lab.fw, "nft", "delete", "table", "inet", "tusk", check=False)
 
 
 @pytest.fixture
