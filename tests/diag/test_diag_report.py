@@ -161,3 +161,12 @@ def test_ipv6_flow_and_series_bounded(tmp_path):
     assert flow["bytes"]["c2s"] == 3000 * 1460
     series = flow["directions"]["c2s"]["series"]
     assert 0 < len(series["throughput"]) <= 512 and 0 < len(series["seq"]) <= 601
+
+
+def test_the_same_ports_used_again_are_two_connections(tmp_path):
+    first = Sim(segments=100).run().packets
+    second = Sim(segments=50, client_isn=77_000_000, start=first[-1][0] + 5).run().packets
+    report = analyze([write_pcapng(tmp_path / "reuse.pcapng", first + second)])
+    assert report["flows_total"] == 2
+    assert sorted(f["bytes"]["c2s"] for f in report["flows"]) == [50 * 1460, 100 * 1460]
+    assert all(f["verdict"]["kind"] == "healthy" for f in report["flows"])

@@ -73,7 +73,7 @@ def analyze(paths, names=None, progress=None, limit=MAX_FLOWS, flow_limit=20000)
                     continue
                 tcp += 1
                 src, dst, sport, dport, seq, ack, flags, window, opts, length = segment
-                found = lookup(point_ids[index], src, sport, dst, dport, ts, flags)
+                found = lookup(point_ids[index], src, sport, dst, dport, ts, flags, seq)
                 if found is not None:
                     found[0].packet(ts, found[1], seq, ack, flags, window, opts, length)
         entry["interfaces"] = [i.name or f"interface {n}" for n, i in enumerate(reader.interfaces)]

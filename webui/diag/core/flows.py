@@ -384,15 +384,14 @@ class Table:
         self.untracked_keys = set()
         self._order = 0
 
-    def lookup(self, point, src, sport, dst, dport, ts, flags):
+    def lookup(self, point, src, sport, dst, dport, ts, flags, seq):
         found = self.flows.get((point, src, sport, dst, dport))
         if found is not None:
             flow, d = found
-            if flags & SYN and not flags & ACK and flow.halves[d].syn is not None:
-                half = flow.halves[d]
-                if half.fin or half.rst or flow.halves[1 - d].rst:   # the tuple reused
-                    self._retire(flow)
-                    return self._new(point, src, sport, dst, dport, ts)
+            if flags & SYN and not flags & ACK and flow.halves[d].syn not in (None, seq):
+                # a SYN with another ISN: the addresses and ports are used again
+                self._retire(flow)
+                return self._new(point, src, sport, dst, dport, ts)
             return found
         return self._new(point, src, sport, dst, dport, ts)
 
