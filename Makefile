@@ -5,7 +5,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 LAB ?= tusk
-APT_PACKAGES := nftables iproute2 iputils-ping tcpdump iperf3 procps ethtool \
+APT_PACKAGES := nftables iproute2 iputils-ping tcpdump wireshark-common iperf3 procps ethtool \
 	postgresql libpq-dev gcc nginx acl chromium
 HTMX := webui/build/vendor/htmx.org/htmx.min.js
 LAB_HTTP_PORT ?= 8000

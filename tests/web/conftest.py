@@ -77,6 +77,8 @@ port = {db['PORT']}
 netns = "{netns}"
 state_dir = "{tmp_path / 'policy'}"
 tuning_state_dir = "{tmp_path / 'tuning'}"
+capture_dir = "{tmp_path / 'captures'}"
+capture_quota_mb = 50
 sample_interval = 0.5
 live_check_interval = 1
 """)

@@ -27,6 +27,8 @@ from .models import AgentHeartbeat
 log = logging.getLogger("tusk.agent")
 
 WORKERS = 4
+LONG_WORKERS = 4   # long-running jobs (captures) have their own threads: they never
+                   # hold the workers that policy and tuning jobs need
 STOP_GRACE = 30
 
 
@@ -50,7 +52,8 @@ class Agent:
         self.id = f"{socket.gethostname()}:{os.getpid()}:{int(time.time())}"
         self.stopping = threading.Event()
         self.pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="job")
-        self.running = {}  # job id -> future
+        self.long_pool = ThreadPoolExecutor(max_workers=LONG_WORKERS, thread_name_prefix="long")
+        self.running = {}  # job id -> (kind, future)
         self.lock = threading.Lock()
         self.listener = None
 
@@ -110,15 +113,27 @@ class Agent:
             close_old_connections()
 
     def _dispatch(self):
+        long_kinds = registry.long_running_kinds()
         while True:
             with self.lock:
-                if len(self.running) >= WORKERS or self.stopping.is_set():
+                if self.stopping.is_set():
                     return
-            job = queue.claim(self.id)
+                busy_long = sum(1 for kind, _ in self.running.values() if kind in long_kinds)
+                short_free = len(self.running) - busy_long < WORKERS
+                long_free = busy_long < LONG_WORKERS
+            if short_free and long_free:
+                job = queue.claim(self.id)
+            elif short_free:
+                job = queue.claim(self.id, exclude=long_kinds)
+            elif long_free:
+                job = queue.claim(self.id, only=long_kinds)
+            else:
+                return
             if job is None:
                 return
+            pool = self.long_pool if job.kind in long_kinds else self.pool
             with self.lock:
-                self.running[job.pk] = self.pool.submit(self._run, job)
+                self.running[job.pk] = (job.kind, pool.submit(self._run, job))
 
     def _run(self, job):
         try:
@@ -149,6 +164,7 @@ class Agent:
 
     def shutdown(self):
         self.pool.shutdown(wait=False)
+        self.long_pool.shutdown(wait=False)
         deadline = time.monotonic() + STOP_GRACE
         while time.monotonic() < deadline:
             with self.lock:

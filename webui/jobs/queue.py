@@ -31,11 +31,16 @@ def enqueue(kind, args=None, user=None):
     return job
 
 
-def claim(agent):
-    """The oldest queued job, now running and owned by agent; None if there is none."""
+def claim(agent, only=None, exclude=None):
+    """The oldest queued job (of the kinds in `only`, if given, and not in `exclude`),
+    now running and owned by agent; None if there is none."""
     with transaction.atomic():
-        job = (Job.objects.select_for_update(skip_locked=True)
-               .filter(state=Job.State.QUEUED).order_by("id").first())
+        queued = Job.objects.select_for_update(skip_locked=True).filter(state=Job.State.QUEUED)
+        if only is not None:
+            queued = queued.filter(kind__in=only)
+        if exclude:
+            queued = queued.exclude(kind__in=exclude)
+        job = queued.order_by("id").first()
         if job is None:
             return None
         job.state = Job.State.RUNNING

@@ -28,13 +28,14 @@ class Handler:
     function: object
     retry_safe: bool  # may run again after an agent crash without harm
     title: str
+    long_running: bool = False  # runs on the agent's own pool for such jobs (captures)
 
 
-def handler(kind, title, retry_safe=False):
+def handler(kind, title, retry_safe=False, long_running=False):
     def register(function):
         if kind in _HANDLERS and _HANDLERS[kind].function is not function:
             raise RuntimeError(f"job kind {kind} registered twice")
-        _HANDLERS[kind] = Handler(kind, function, retry_safe, title)
+        _HANDLERS[kind] = Handler(kind, function, retry_safe, title, long_running)
         return function
     return register
 
@@ -54,6 +55,11 @@ def get(kind):
 def known_kinds():
     _discover()
     return set(_HANDLERS)
+
+
+def long_running_kinds():
+    _discover()
+    return {kind for kind, found in _HANDLERS.items() if found.long_running}
 
 
 def is_retry_safe(kind):

@@ -19,6 +19,9 @@
     netns = ""            # lab mode: the network namespace the agent manages
     state_dir = "/var/lib/tusk/policy"
     tuning_state_dir = "/var/lib/tusk/tuning"   # tusk-tune's state: what rollback restores
+    capture_dir = "/var/lib/tusk/captures"  # packet captures and uploaded pcaps; group of
+                          # the web user, mode 2770: the agent writes, the web reads/deletes
+    capture_quota_mb = 2048   # all captures together; the oldest go first
     sample_interval = 2   # seconds between statistics samples
     live_check_interval = 15  # seconds between comparisons of the live ruleset with
                               # what Tusk loaded (listing a big table costs nft CPU)
@@ -53,6 +56,8 @@ class Config:
     netns: str
     state_dir: str
     tuning_state_dir: str
+    capture_dir: str
+    capture_quota_mb: int
     sample_interval: float
     web_url: str
     live_check_interval: float
@@ -65,6 +70,7 @@ _SCHEMA = {
                  "port": (int, 5432), "password_file": (str, "")},
     "agent": {"netns": (str, ""), "state_dir": (str, "/var/lib/tusk/policy"),
               "tuning_state_dir": (str, "/var/lib/tusk/tuning"),
+              "capture_dir": (str, "/var/lib/tusk/captures"), "capture_quota_mb": (int, 2048),
               "sample_interval": ((int, float), 2), "web_url": (str, ""),
               "live_check_interval": ((int, float), 15)},
 }
@@ -127,6 +133,10 @@ def load(path=None):
     port = values[("database", "port")]
     if not 0 < port < 65536:
         raise ConfigError(f"{path}: [database] port: {port} is not a TCP port")
+    quota = values[("agent", "capture_quota_mb")]
+    if not 10 <= quota <= 10_000_000:
+        raise ConfigError(f"{path}: [agent] capture_quota_mb: must be from 10 to 10000000 (MB), "
+                          f"not {quota}")
     interval = values[("agent", "sample_interval")]
     if not 0.2 <= interval <= 3600:
         raise ConfigError(f"{path}: [agent] sample_interval: {interval} is outside 0.2-3600 s")
@@ -147,6 +157,8 @@ def load(path=None):
         netns=values[("agent", "netns")],
         state_dir=values[("agent", "state_dir")],
         tuning_state_dir=values[("agent", "tuning_state_dir")],
+        capture_dir=values[("agent", "capture_dir")],
+        capture_quota_mb=quota,
         sample_interval=float(interval),
         web_url=values[("agent", "web_url")],
         live_check_interval=float(values[("agent", "live_check_interval")]),

@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "policy.apps.PolicyConfig",
     "dashboard.apps.DashboardConfig",
     "tuning.apps.TuningConfig",
+    "diag.apps.DiagConfig",
 ]
 
 MIDDLEWARE = [

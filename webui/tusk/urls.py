@@ -7,4 +7,5 @@ urlpatterns = [
     path("policy/", include("policy.urls")),
     path("jobs/", include("jobs.urls")),
     path("tuning/", include("tuning.urls")),
+    path("diag/", include("diag.urls")),
 ]

@@ -1,0 +1,256 @@
+"""Captures and reports through the web UI with the real agent: dumpcap runs in the
+test's namespace, which routes between two peer namespaces of its own (traffic only
+ever between them), and the analyser runs as an agent job."""
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from accounts.models import AuditEntry
+from dashboard.models import Sample
+from diag.models import Capture, Report
+from jobs import queue
+from jobs.models import Job
+from simflow import Sim, write_pcap   # the diag tier's simulator (tests/diag)
+from tuskweb import wait
+
+A, B = "10.98.1.2", "10.98.2.2"
+
+
+def sh(*argv, check=True):
+    return subprocess.run(argv, capture_output=True, text=True, check=check)
+
+
+@pytest.fixture
+def router(netns):
+    """peer-a (10.98.1.2) - eth1 [netns] eth3 - peer-b (10.98.2.2), forwarding on."""
+    peers = (f"{netns}-a", f"{netns}-b")
+    for peer in peers:
+        sh("ip", "netns", "add", peer)
+    sh("ip", "-n", netns, "link", "del", "eth1")
+    for inner, outer, peer, net in (("eth1", "eth0", peers[0], "1"), ("eth3", "eth0", peers[1], "2")):
+        sh("ip", "-n", netns, "link", "add", inner, "type", "veth", "peer", "name", outer,
+           "netns", peer)
+        sh("ip", "-n", netns, "addr", "add", f"10.98.{net}.1/24", "dev", inner)
+        sh("ip", "-n", netns, "link", "set", inner, "up")
+        sh("ip", "-n", peer, "addr", "add", f"10.98.{net}.2/24", "dev", outer)
+        sh("ip", "-n", peer, "link", "set", outer, "up")
+        sh("ip", "-n", peer, "link", "set", "lo", "up")
+        sh("ip", "-n", peer, "route", "add", "default", "via", f"10.98.{net}.1")
+    sh("ip", "netns", "exec", netns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+    yield peers
+    for peer in peers:
+        sh("ip", "netns", "del", peer, check=False)
+
+
+def sampled(*names, seconds=20):
+    """Waits until the agent's statistics know these interfaces (the form offers them)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        sample = Sample.objects.first()
+        if sample and set(names) <= set(sample.interfaces):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the agent never sampled {names}")
+
+
+def start(client, **fields):
+    data = {"interfaces": ["eth1", "eth3"], "filter": "", "max_packets": 100000, "max_mb": 10,
+            "max_seconds": 60, "snaplen": 256, "ring_files": 0, "format": "pcapng", **fields}
+    return client.post("/diag/start/", data)
+
+
+def latest():
+    return Capture.objects.order_by("-id").first()
+
+
+def finished(cap, seconds=60):
+    wait(cap.job, seconds)
+    cap.refresh_from_db()
+    return cap
+
+
+def running(cap, seconds=20):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        cap.refresh_from_db()
+        if cap.state == "running":
+            time.sleep(0.5)   # dumpcap has opened its sockets
+            return cap
+        time.sleep(0.1)
+    raise AssertionError(f"{cap} did not start: {cap.job and cap.job.message}")
+
+
+def packet_sockets(netns):
+    lines = sh("ip", "netns", "exec", netns, "cat", "/proc/net/packet").stdout.splitlines()
+    return lines[1:]
+
+
+def traffic(peers, seconds=3):
+    sh("ip", "netns", "exec", peers[1], "iperf3", "-s", "-1", "-D", "-B", B)
+    time.sleep(0.3)
+    return subprocess.Popen(["ip", "netns", "exec", peers[0], "iperf3", "-c", B, "-t",
+                             str(seconds), "-b", "200M"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def capinfos(path):
+    return sh("capinfos", "-c", "-I", str(path)).stdout
+
+
+def test_capture_both_sides_to_a_packet_limit_download_and_report(agent, netns, router,
+                                                                   admin_client):
+    sampled("eth1", "eth3")
+    assert packet_sockets(netns) == []             # nothing captures unless asked
+    response = start(admin_client, filter="tcp port 5201", max_packets=2000)
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    cap = running(latest())
+    assert len(packet_sockets(netns)) >= 2         # ... and now one per interface
+    client = traffic(router)
+    cap = finished(cap)
+    client.wait(30)
+    assert (cap.state, cap.reason, cap.packets) == ("done", "packets", 2000), cap.error
+    assert packet_sockets(netns) == []
+    info = capinfos(cap.files[0])
+    assert "Number of packets:   2000" in info
+    assert "Name = eth1" in info and "Name = eth3" in info
+
+    response = admin_client.get(f"/diag/{cap.pk}/download/")
+    assert response["Content-Type"] == "application/x-pcapng"
+    stamp = cap.started_at.strftime("%Y%m%dT%H%M%SZ")
+    assert response["Content-Disposition"] == \
+        f'attachment; filename="tusk-capture-{cap.pk}-{stamp}.pcapng"'
+    body = b"".join(response.streaming_content)
+    assert body[:4] == b"\x0a\x0d\x0d\x0a" and body == Path(cap.files[0]).read_bytes()
+
+    assert admin_client.post(f"/diag/{cap.pk}/analyze/").status_code == 302
+    job = wait(Job.objects.filter(kind="diag.analyze").first(), 120)
+    assert job.state == "succeeded", job.error
+    report = Report.objects.get(capture=cap)
+    flow = report.result["flows"][0]
+    assert flow["server"] == f"{B}:5201" and flow["client"].startswith(A + ":")
+    assert [p["interface"] for p in flow["points"]] == ["eth1", "eth3"]
+    assert flow["firewall"]["changes"] == []       # a plain router changes nothing
+    page = admin_client.get(f"/diag/reports/{report.pk}/").content.decode()
+    assert f"{flow['client']} → {B}:5201" in page
+    assert 'data-chart="throughput"' in page and 'data-chart="seq"' in page
+    assert flow["verdict"]["text"] in page.replace("&#x27;", "'")
+    listing = admin_client.get("/diag/").content.decode()
+    assert f'href="/diag/reports/{report.pk}/"' in listing
+
+
+def test_captures_stop_at_their_duration_and_on_request(agent, netns, router, admin_client):
+    sampled("eth1", "eth3")
+    start(admin_client, interfaces=["eth3"], max_seconds=1, format="pcap")
+    quick = finished(latest(), 30)
+    assert (quick.state, quick.reason) == ("done", "duration")
+    assert admin_client.get(f"/diag/{quick.pk}/download/")["Content-Type"] == \
+        "application/vnd.tcpdump.pcap"
+
+    start(admin_client, max_seconds=600)
+    cap = running(latest())
+    began = time.monotonic()
+    assert admin_client.post(f"/diag/{cap.pk}/stop/").status_code == 302
+    cap = finished(cap, 30)
+    assert (cap.state, cap.reason) == ("done", "request")
+    assert time.monotonic() - began < 15
+    assert "Name = eth1" in capinfos(cap.files[0])     # a complete, readable file
+    assert AuditEntry.objects.filter(action="capture stop", target=f"capture {cap.pk}").exists()
+
+
+@pytest.mark.parametrize("fields, field, message", [
+    ({"interfaces": ["eth9"]}, "interfaces", "Select a valid choice"),
+    ({"filter": "tcp port"}, "filter", "syntax error"),
+    ({"filter": "ip6 and tcp[13] & 2 != 0"}, "filter", "expression rejects all packets"),
+    ({"max_packets": 0}, "max_packets", "greater than or equal to 1"),
+    ({"snaplen": 10}, "snaplen", "greater than or equal to 64"),
+    ({"format": "pcap"}, "format", "a pcap file holds one interface"),
+    ({"max_mb": 51}, "max_mb", "more than the capture storage quota (50 MB)"),
+    ({"ring_files": 8, "max_mb": 10}, "ring_files", "would be under 2 MB each"),
+])
+def test_bad_captures_are_refused_by_field_and_queue_nothing(agent, netns, router, admin_client,
+                                                             fields, field, message):
+    sampled("eth1", "eth3")
+    response = start(admin_client, **fields)
+    assert response.status_code == 400
+    errors = response.context["form"].errors
+    assert field in errors and message in str(errors[field]), errors
+    assert f'data-field="{field}"' in response.content.decode()
+    assert not Capture.objects.exists() and not Job.objects.exists()
+
+
+def test_quota_deletes_the_oldest_captures_first(agent, netns, router, admin_client, tmp_path):
+    sampled("eth1", "eth3")
+    olds = []
+    for size in (30, 15):   # MB, sparse files: the quota counts their length
+        path = tmp_path / "captures" / f"old-{size}.pcapng"
+        path.parent.mkdir(exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.truncate(size * 1_000_000)
+        olds.append(Capture.objects.create(spec={"interfaces": ["eth1"]}, state="done",
+                                           files=[str(path)], bytes=size * 1_000_000))
+    start(admin_client, max_mb=20, max_seconds=1)
+    cap = finished(latest())
+    assert cap.state == "done", cap.error
+    assert not Capture.objects.filter(pk=olds[0].pk).exists()
+    assert not os.path.exists(olds[0].files[0])
+    assert Capture.objects.filter(pk=olds[1].pk).exists()      # 15 + 20 <= 50: kept
+    assert cap.job.result["deleted"] == [olds[0].pk]
+    assert AuditEntry.objects.filter(action="capture deleted", target=f"capture {olds[0].pk}",
+                                     detail__why="storage quota").exists()
+
+
+def test_viewers_see_but_cannot_capture_stop_delete_or_download(agent, netns, router,
+                                                                viewer_client, tmp_path):
+    path = tmp_path / "x.pcapng"
+    path.write_bytes(b"\x0a\x0d\x0d\x0a")
+    cap = Capture.objects.create(spec={"interfaces": ["eth1"]}, state="done", files=[str(path)])
+    assert start(viewer_client).status_code == 403
+    for action in ("stop", "delete", "analyze"):
+        assert viewer_client.post(f"/diag/{cap.pk}/{action}/").status_code == 403
+    assert viewer_client.get(f"/diag/{cap.pk}/download/").status_code == 403
+    assert viewer_client.get("/diag/").status_code == 200
+    assert Capture.objects.count() == 1 and not Job.objects.exists()
+
+
+def test_ordinary_jobs_run_while_every_capture_slot_is_busy(agent, netns, router, admin_client):
+    sampled("eth1", "eth3")
+    for _ in range(5):   # four capture slots, one more waits for a slot
+        start(admin_client, interfaces=["eth1"], max_seconds=600)
+    caps = list(Capture.objects.order_by("id"))
+    for cap in caps[:4]:
+        running(cap)
+    ping = queue.enqueue("agent.ping", {})
+    assert wait(ping, 10).state == "succeeded"
+    caps[4].refresh_from_db()
+    assert caps[4].state == "queued"            # the fifth capture waits for a slot
+    for cap in caps:
+        admin_client.post(f"/diag/{cap.pk}/stop/")
+    for cap in caps:
+        assert finished(cap, 30).reason == "request"
+
+
+def test_an_uploaded_pcap_is_analysed_and_junk_is_refused(agent, admin_client, tmp_path):
+    sim = Sim(segments=800, rtt=0.04, bandwidth=1e9, server={"wscale": None}).run()
+    path = write_pcap(tmp_path / "slow.pcap", [p for p in sim.packets if p[1] == "outside"])
+    with open(path, "rb") as handle:
+        assert admin_client.post("/diag/upload/", {"file": handle}).status_code == 302
+    cap = latest()
+    assert (cap.source, cap.name, cap.state) == ("upload", "slow.pcap", "done")
+    job = wait(Job.objects.get(kind="diag.analyze"), 60)
+    assert job.state == "succeeded", job.error
+    report = Report.objects.get(capture=cap)
+    assert report.result["flows"][0]["verdict"]["kind"] == "window-limited"
+    page = admin_client.get(f"/diag/reports/{report.pk}/").content.decode()
+    assert "window-limited: server window 64 KiB at 40 ms caps this flow at 13.1 Mbit/s" in page
+
+    junk = tmp_path / "notes.pcap"
+    junk.write_text("not a capture")
+    with open(junk, "rb") as handle:
+        response = admin_client.post("/diag/upload/", {"file": handle})
+    assert response.status_code == 400
+    assert "not a pcap or pcapng file (it starts with 6e6f7420)" in \
+        str(response.context["upload"].errors["file"])
+    assert Capture.objects.count() == 1

@@ -1,0 +1,240 @@
+"""Bounded packet captures with dumpcap (plain Python: the agent's job and the web
+form's validation both use it).
+
+One dumpcap process captures every chosen interface into one pcapng file, whose
+interface blocks carry the interface names (pcap holds one interface: refused for
+several). The limits are dumpcap's own stop conditions - packets (-c), duration
+(-a duration), file size (-a filesize) - plus this module watching the bytes
+written and a stop request, either of which ends dumpcap with SIGINT so it closes
+the file cleanly. With a ring buffer dumpcap keeps the last `ring_files` files of
+max_bytes / ring_files each: the capture runs until its packet or time limit (or
+Stop) and keeps the most recent max_bytes.
+
+A filter is compiled before the start by `tcpdump -d` against an empty pcap file,
+which needs neither privileges nor an interface (the web process checks it too).
+"""
+import os
+import re
+import signal
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+DUMPCAP = "dumpcap"
+TCPDUMP = "tcpdump"
+IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")    # what Linux allows, minus '/' and spaces
+
+# field: (lowest, highest, default)
+LIMITS = {
+    "max_packets": (1, 100_000_000, 100_000),
+    "max_mb": (1, 1_000_000, 100),
+    "max_seconds": (1, 86_400, 60),
+    "snaplen": (64, 262_144, 256),
+    "ring_files": (0, 100, 0),
+}
+FORMATS = ("pcapng", "pcap")
+POLL = 0.5          # seconds between progress reports
+STOP_GRACE = 10     # seconds dumpcap gets to close its file after SIGINT
+
+
+class SpecError(Exception):
+    """Bad capture settings: errors is [(field, message)]."""
+
+    def __init__(self, errors):
+        super().__init__("; ".join(f"{f}: {m}" for f, m in errors))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class Spec:
+    interfaces: tuple
+    filter: str = ""
+    max_packets: int = LIMITS["max_packets"][2]
+    max_mb: int = LIMITS["max_mb"][2]
+    max_seconds: int = LIMITS["max_seconds"][2]
+    snaplen: int = LIMITS["snaplen"][2]
+    ring_files: int = 0
+    format: str = "pcapng"
+
+    @property
+    def max_bytes(self):
+        return self.max_mb * 1_000_000
+
+    def as_dict(self):
+        return {"interfaces": list(self.interfaces), "filter": self.filter,
+                "max_packets": self.max_packets, "max_mb": self.max_mb,
+                "max_seconds": self.max_seconds, "snaplen": self.snaplen,
+                "ring_files": self.ring_files, "format": self.format}
+
+    @classmethod
+    def from_dict(cls, data):
+        return cls(**{**data, "interfaces": tuple(data["interfaces"])})
+
+
+def check_filter(text):
+    """None if libpcap compiles the filter for Ethernet, else its reason."""
+    if not text.strip():
+        return None
+    if len(text) > 1000:
+        return "longer than 1000 characters"
+    with tempfile.NamedTemporaryFile(suffix=".pcap") as empty:
+        # a pcap file header and no packets: link type 1 (Ethernet), snap length 262144
+        empty.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
+        empty.flush()
+        try:
+            done = subprocess.run([TCPDUMP, "-d", "-r", empty.name, "--", text],
+                                  capture_output=True, text=True, timeout=10)
+        except FileNotFoundError:
+            return "tcpdump is not installed, so the filter cannot be checked"
+    if done.returncode == 0:
+        return None
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("reading from")]
+    reason = lines[-1] if lines else f"tcpdump exited with status {done.returncode}"
+    return reason.removeprefix("tcpdump: ")
+
+
+def validate(spec, known_interfaces=None, quota_mb=None):
+    """Raises SpecError naming every bad field; returns the spec otherwise."""
+    errors = []
+    if not spec.interfaces:
+        errors.append(("interfaces", "choose at least one interface"))
+    for name in spec.interfaces:
+        if not IFNAME.match(name):
+            errors.append(("interfaces", f"{name!r} is not an interface name"))
+        elif known_interfaces is not None and name not in known_interfaces:
+            errors.append(("interfaces", f"no interface {name} on the firewall (it has "
+                                         f"{', '.join(sorted(known_interfaces)) or 'none'})"))
+    if len(set(spec.interfaces)) != len(spec.interfaces):
+        errors.append(("interfaces", "an interface is named twice"))
+    for name, (low, high, _) in LIMITS.items():
+        value = getattr(spec, name)
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            errors.append((name, f"must be a whole number from {low} to {high}"))
+    if spec.format not in FORMATS:
+        errors.append(("format", f"must be one of {', '.join(FORMATS)}"))
+    elif spec.format == "pcap" and len(spec.interfaces) > 1:
+        errors.append(("format", "a pcap file holds one interface: choose pcapng to capture "
+                                 "several at once"))
+    if quota_mb is not None and isinstance(spec.max_mb, int) and spec.max_mb > quota_mb:
+        errors.append(("max_mb", f"more than the capture storage quota ({quota_mb} MB)"))
+    if spec.ring_files and isinstance(spec.max_mb, int) and spec.max_mb < 2 * spec.ring_files:
+        errors.append(("ring_files", f"{spec.ring_files} files of {spec.max_mb} MB in all "
+                                     "would be under 2 MB each"))
+    problem = check_filter(spec.filter) if isinstance(spec.filter, str) else "must be text"
+    if problem:
+        errors.append(("filter", problem))
+    if errors:
+        raise SpecError(errors)
+    return spec
+
+
+def argv(spec, path, netns=None):
+    """The dumpcap command line writing to path (with a ring buffer, dumpcap adds
+    _NNNNN_<time> to the name of each file)."""
+    call = ["ip", "netns", "exec", netns] if netns else []
+    # dumpcap applies -s and -f to the -i before them (before any -i: to all of them)
+    call += [DUMPCAP, "-s", str(spec.snaplen)]
+    for name in spec.interfaces:
+        call += ["-i", name] + (["-f", spec.filter] if spec.filter.strip() else [])
+    call += ["-c", str(spec.max_packets),
+             "-a", f"duration:{spec.max_seconds}", "-P" if spec.format == "pcap" else "-n"]
+    kilobytes = spec.max_bytes // 1000
+    if spec.ring_files:
+        call += ["-b", f"files:{spec.ring_files}",
+                 "-b", f"filesize:{max(1, kilobytes // spec.ring_files)}"]
+    else:
+        call += ["-a", f"filesize:{kilobytes}"]
+    call += ["-w", str(path)]
+    return call
+
+
+@dataclass
+class Result:
+    files: list = field(default_factory=list)   # paths, oldest first
+    packets: int = 0
+    bytes: int = 0
+    reason: str = ""       # packets, bytes, duration, request, error
+    error: str = ""
+
+
+def files_of(path):
+    """The files a capture to path wrote: path itself, or its ring files in order."""
+    directory, name = os.path.split(str(path))
+    stem, ext = os.path.splitext(name)
+    if os.path.exists(path):
+        return [str(path)]
+    try:
+        found = [f for f in os.listdir(directory) if f.startswith(stem + "_") and f.endswith(ext)]
+    except FileNotFoundError:
+        return []
+    return [os.path.join(directory, f) for f in sorted(found)]
+
+
+def _size(files):
+    total = 0
+    for f in files:
+        try:
+            total += os.path.getsize(f)
+        except OSError:
+            pass
+    return total
+
+
+_PACKETS = re.compile(r"Packets(?: captured)?: (\d+)")
+
+
+def run(spec, path, netns=None, progress=None, should_stop=None):
+    """Runs the capture to its end; returns a Result. progress(packets, bytes) every
+    POLL seconds; should_stop() True ends it early (reason "request")."""
+    proc = subprocess.Popen(argv(spec, path, netns), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    said = []
+
+    def read():
+        for chunk in iter(lambda: os.read(proc.stderr.fileno(), 4096), b""):
+            said.append(chunk.decode("utf-8", "replace"))
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    started, reason, stopped_at = time.monotonic(), "", None
+    while proc.poll() is None:
+        time.sleep(POLL)
+        files = files_of(path)
+        size = _size(files)
+        counts = _PACKETS.findall("".join(said))
+        if progress:
+            progress(int(counts[-1]) if counts else 0, size)
+        if stopped_at is None:
+            if should_stop and should_stop():
+                reason = "request"
+            elif not spec.ring_files and size >= spec.max_bytes:
+                reason = "bytes"
+            elif time.monotonic() - started > spec.max_seconds + STOP_GRACE:
+                reason = "duration"   # dumpcap's own timer should have ended it
+            if reason:
+                proc.send_signal(signal.SIGINT)
+                stopped_at = time.monotonic()
+        elif time.monotonic() - stopped_at > STOP_GRACE:
+            proc.kill()
+    reader.join(5)
+    proc.stderr.close()
+    text = "".join(said)
+    files = files_of(path)
+    counts = _PACKETS.findall(text)
+    result = Result(files=files, packets=int(counts[-1]) if counts else 0, bytes=_size(files))
+    if reason:
+        result.reason = reason
+    elif proc.returncode != 0:
+        lines = [line.strip() for line in text.replace("\r", "\n").splitlines()
+                 if line.strip() and not line.startswith(("Capturing on", "File:", "Packets"))]
+        result.reason = "error"
+        result.error = " ".join(lines) or f"dumpcap exited with status {proc.returncode}"
+    elif result.packets >= spec.max_packets:
+        result.reason = "packets"
+    elif not spec.ring_files and result.bytes >= spec.max_bytes * 0.9:
+        result.reason = "bytes"
+    else:
+        result.reason = "duration"
+    return result

@@ -1,0 +1,76 @@
+"""Captures the agent took and the reports of the analyser. Files live under
+[agent] capture_dir; a row names them (the download view takes paths only from
+here, never from a request)."""
+import os
+
+from django.conf import settings
+from django.db import models
+
+
+class Capture(models.Model):
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    class Source(models.TextChoices):
+        CAPTURE = "capture"
+        UPLOAD = "upload"
+
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.CAPTURE)
+    name = models.CharField(max_length=200, blank=True)   # an upload's original file name
+    spec = models.JSONField(default=dict)                  # diag.core.capture.Spec.as_dict()
+    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="+")
+    state = models.CharField(max_length=8, choices=State.choices, default=State.QUEUED)
+    stop_requested = models.BooleanField(default=False)
+    reason = models.CharField(max_length=16, blank=True)   # packets, bytes, duration, request...
+    error = models.TextField(blank=True)
+    files = models.JSONField(default=list)                 # absolute paths, oldest first
+    packets = models.BigIntegerField(default=0)
+    bytes = models.BigIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self):
+        return f"capture {self.pk} ({self.state})"
+
+    @property
+    def active(self):
+        return self.state in (self.State.QUEUED, self.State.RUNNING)
+
+    @property
+    def format(self):
+        if self.source == self.Source.UPLOAD:
+            return "pcapng" if self.name.lower().endswith(".pcapng") else "pcap"
+        return self.spec.get("format", "pcapng")
+
+    def existing_files(self):
+        return [f for f in self.files if os.path.exists(f)]
+
+    def delete_files(self):
+        for path in self.files:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+class Report(models.Model):
+    """The analyser's JSON report (diag/core/analyze.py, version 1) of one capture."""
+    capture = models.ForeignKey(Capture, on_delete=models.CASCADE, related_name="reports")
+    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="+")
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]

@@ -1,0 +1,173 @@
+"""The Diagnostics page: captures (start, live progress, stop, download, delete),
+uploads, and the health report of either. The agent captures and analyses; the web
+process queues jobs, serves files named by Capture rows and renders reports."""
+import os
+import re
+
+from django.conf import settings
+from django.db import transaction
+from django.http import FileResponse, Http404, HttpResponseForbidden, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from accounts import audit
+from accounts.roles import is_admin
+from dashboard.models import Sample
+from jobs import queue
+from jobs.models import Job
+
+from . import charts
+from .forms import CaptureForm, UploadForm
+from .models import Capture, Report
+
+CONTENT_TYPES = {"pcapng": "application/x-pcapng", "pcap": "application/vnd.tcpdump.pcap"}
+SHOWN_FLOWS = 50
+
+
+def interfaces():
+    """The interfaces of the agent's target, from its latest statistics sample."""
+    sample = Sample.objects.only("interfaces").first()
+    return sorted(name for name in (sample.interfaces if sample else {}) if name != "lo")
+
+
+def _page(request, form=None, upload=None, status=200):
+    captures = list(Capture.objects.prefetch_related("reports")[:100])
+    analysing = set(Job.objects.filter(kind="diag.analyze", state__in=(
+        Job.State.QUEUED, Job.State.RUNNING)).values_list("args__capture", flat=True))
+    for cap in captures:
+        cap.report = next(iter(cap.reports.all()), None)
+        cap.analysing = cap.pk in analysing
+    context = {
+        "form": form or CaptureForm(interfaces=interfaces()),
+        "upload": upload or UploadForm(), "captures": captures,
+        "busy": any(c.active or c.analysing for c in captures),
+        "quota_mb": settings.TUSK.capture_quota_mb,
+        "used_mb": round(sum(c.bytes for c in captures) / 1e6, 1),
+    }
+    return render(request, "diag/diag.html", context, status=status)
+
+
+def diag(request):
+    return _page(request)
+
+
+@require_POST
+def start(request):
+    form = CaptureForm(request.POST, interfaces=interfaces())
+    if not form.is_valid():
+        return _page(request, form=form, status=200 if request.headers.get("HX-Request") else 400)
+    spec = form.cleaned_data["spec"]
+    with transaction.atomic():
+        cap = Capture.objects.create(spec=spec.as_dict(), created_by=request.user)
+        cap.job = queue.enqueue("diag.capture", {"capture": cap.pk}, request.user)
+        cap.save(update_fields=["job"])
+        audit.record(request, "capture start", f"capture {cap.pk}", **spec.as_dict())
+    return redirect("diag")
+
+
+@require_POST
+def stop(request, pk):
+    with transaction.atomic():
+        found = Capture.objects.filter(pk=pk, state__in=(Capture.State.QUEUED,
+                                                         Capture.State.RUNNING))
+        if found.update(stop_requested=True):
+            audit.record(request, "capture stop", f"capture {pk}")
+    return redirect("diag")
+
+
+@require_POST
+def delete(request, pk):
+    cap = get_object_or_404(Capture, pk=pk)
+    if cap.active:
+        return HttpResponseForbidden("Stop the capture before deleting it.")
+    cap.delete_files()
+    with transaction.atomic():
+        audit.record(request, "capture delete", f"capture {pk}")
+        cap.delete()
+    return redirect("diag")
+
+
+@require_POST
+def upload(request):
+    form = UploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return _page(request, upload=form, status=400)
+    incoming = form.cleaned_data["file"]
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(incoming.name))[:100] or "upload"
+    directory = settings.TUSK.capture_dir
+    os.makedirs(directory, exist_ok=True)
+    with transaction.atomic():
+        cap = Capture.objects.create(source=Capture.Source.UPLOAD, name=name,
+                                     state=Capture.State.DONE, created_by=request.user,
+                                     started_at=timezone.now(), finished_at=timezone.now())
+        path = os.path.join(directory, f"upload-{cap.pk}-{name}")
+        with open(path, "wb") as out:   # a leftover of a lost database is replaced
+            for chunk in incoming.chunks():
+                out.write(chunk)
+        os.chmod(path, 0o640)
+        cap.files, cap.bytes = [path], os.path.getsize(path)
+        cap.save(update_fields=["files", "bytes"])
+        queue.enqueue("diag.analyze", {"capture": cap.pk}, request.user)
+        audit.record(request, "capture upload", f"capture {cap.pk}", name=name, bytes=cap.bytes)
+    return redirect("diag")
+
+
+@require_POST
+def analyze(request, pk):
+    cap = get_object_or_404(Capture, pk=pk)
+    if cap.active or not cap.existing_files():
+        return HttpResponseForbidden("Nothing to analyse yet.")
+    with transaction.atomic():
+        queue.enqueue("diag.analyze", {"capture": cap.pk}, request.user)
+        audit.record(request, "capture analyse", f"capture {pk}")
+    return redirect("diag")
+
+
+def _concatenated(paths):
+    for path in paths:
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                yield chunk
+
+
+def download(request, pk):
+    """The capture's file(s): pcapng ring files joined (sections concatenate into a
+    valid pcapng), pcap ring files one by one (?part=N)."""
+    if not is_admin(request.user):
+        return HttpResponseForbidden("Your role (viewer) cannot download packets.")
+    cap = get_object_or_404(Capture, pk=pk)
+    files = cap.existing_files()
+    if cap.active or not files:
+        raise Http404("no file to download")
+    fmt = cap.format
+    stamp = (cap.started_at or cap.created_at).strftime("%Y%m%dT%H%M%SZ")
+    base = (f"tusk-upload-{cap.pk}-{cap.name}" if cap.source == Capture.Source.UPLOAD
+            else f"tusk-capture-{cap.pk}-{stamp}")
+    if cap.source == Capture.Source.UPLOAD:
+        base = base.rsplit(".", 1)[0]
+    if len(files) > 1 and fmt == "pcap":
+        part = request.GET.get("part", "")
+        if not part.isdigit() or not 1 <= int(part) <= len(files):
+            raise Http404("choose a part")
+        return FileResponse(open(files[int(part) - 1], "rb"), as_attachment=True,
+                            filename=f"{base}-part{part}.pcap", content_type=CONTENT_TYPES[fmt])
+    if len(files) == 1:
+        return FileResponse(open(files[0], "rb"), as_attachment=True,
+                            filename=f"{base}.{fmt}", content_type=CONTENT_TYPES[fmt])
+    response = StreamingHttpResponse(_concatenated(files), content_type=CONTENT_TYPES[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{base}.{fmt}"'
+    response["Content-Length"] = str(sum(os.path.getsize(f) for f in files))
+    return response
+
+
+def report(request, pk):
+    found = get_object_or_404(Report.objects.select_related("capture"), pk=pk)
+    result = found.result or {}
+    flows = result.get("flows", [])
+    for flow in flows[:SHOWN_FLOWS]:
+        for name in ("c2s", "s2c"):
+            series = flow["directions"][name]["series"]
+            flow["directions"][name]["charts"] = charts.for_direction(series)
+    return render(request, "diag/report.html", {
+        "report": found, "result": result, "flows": flows, "detailed": flows[:SHOWN_FLOWS]})
