@@ -1,6 +1,7 @@
 """End to end in headless Chromium, as an operator: first login with the one-time
 password, an address set and a class with an MSS clamp, apply with the diff shown
-first, confirm; apply again and let it roll back by itself; live dashboard numbers."""
+first, confirm; apply again and let it roll back by itself; live dashboard numbers; tuning;
+a packet capture watched to its end, downloaded and reported; a form's errors in place."""
 import re
 import subprocess
 import time
@@ -154,3 +155,49 @@ def test_tuning_asks_before_apply_and_roll_back(admin):
     expect(page.locator("#rollback-result")).to_contain_text("values restored")
     assert subprocess.run(forwarding, capture_output=True, text=True,
                           check=True).stdout == before
+
+
+def test_capture_watch_it_finish_download_and_open_its_report(admin, tmp_path):
+    page = admin
+    page.click("header >> text=Diagnostics")
+    expect(page.locator("h1")).to_have_text("Diagnostics")
+    page.check("input[name=interfaces][value=veth-c]")
+    page.check("input[name=interfaces][value=veth-s]")
+    page.fill("#id_filter", "tcp port 5201")
+    page.fill("#id_max_packets", "300")
+    page.click("#start")
+    row = page.locator("#captures tr[data-state]").first
+    expect(row).to_have_attribute("data-state", "done", timeout=60_000)  # watched live
+    expect(row.locator(".reason")).to_have_text("stopped by packets")
+    expect(row.locator(".packets")).to_have_text("300")
+    with page.expect_download() as download:
+        row.locator("a.download").click()
+    saved = tmp_path / download.value.suggested_filename
+    download.value.save_as(saved)
+    assert re.fullmatch(r"tusk-capture-\d+-\d{8}T\d{6}Z\.pcapng", saved.name)
+    assert saved.read_bytes()[:4] == b"\x0a\x0d\x0d\x0a"
+    info = subprocess.run(["capinfos", "-c", "-I", str(saved)], capture_output=True, text=True,
+                          check=True).stdout
+    assert "Number of packets:   300" in info
+    assert "Name = veth-c" in info and "Name = veth-s" in info
+    row.locator("button.analyze").click()
+    report = page.locator("#captures tr[data-state] a.report").first
+    expect(report).to_be_visible(timeout=60_000)
+    report.click()
+    expect(page.locator("h1")).to_contain_text("TCP health report")
+    expect(page.locator("#flows")).to_contain_text(":5201")
+    expect(page.locator("section.flow .verdict").first).to_be_visible()
+    expect(page.locator("svg.chart[data-chart=throughput]").first).to_be_visible()
+
+
+def test_calculator_errors_are_shown_in_place(admin):
+    """A form answered 400 with its errors: htmx swaps it in (its default ignores 4xx)."""
+    page = admin
+    page.click("header >> text=Tools")
+    page.fill("#id_bandwidth", "-5")
+    page.fill("#id_rtt", "50")
+    page.evaluate("document.querySelectorAll('form').forEach(f => f.noValidate = true)")
+    page.locator("form:has(#id_bandwidth) button[type=submit]").click()
+    expect(page.locator("#window-result [role=alert]")).to_contain_text(
+        "Path bandwidth (Mbit/s): Ensure this value is greater than or equal to")
+    expect(page.locator("h1")).to_have_text("Tools")
