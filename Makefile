@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev cpio
 VM_APT_PACKAGES := qemu-system-x86 debootstrap
 
-.PHONY: help run test deps apt vm-deps venv vm-test bench-policy bench-seqrand bench-tune bench-ui kernel clean
+.PHONY: help run test deps apt vm-deps venv vm-test bench-policy bench-seqrand bench-tune bench-ui bench-diag kernel clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
@@ -24,6 +24,7 @@ help:
 	@echo "make bench-seqrand single-flow cost of sequence randomisation, in the VM"
 	@echo "make bench-tune    1- and 4-flow throughput with and without tusk-tune, in the VM"
 	@echo "make bench-ui      latency of the web UI's pages and fragments under load"
+	@echo "make bench-diag    capture analysis rate and memory; a capture's cost to one flow"
 	@echo "make kernel        Linux 6.12 + kernel-patches/ + the config fragments, cached by input hash"
 
 deps: apt $(VENV)/.installed $(HTMX)
@@ -80,6 +81,9 @@ bench-seqrand: deps vm-deps
 
 bench-tune: deps vm-deps
 	$(PY) tests/bench/bench_tune.py
+
+bench-diag: deps
+	$(PY) tests/bench/bench_diag.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache tests/.pytest_cache
