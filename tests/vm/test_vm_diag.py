@@ -1,0 +1,49 @@
+"""The health report on captures taken on Tusk's kernel in the VM: a window-limited
+flow (diag-window: 40 ms RTT through netem, the server without window scaling), and
+the seqrand-sack captures - 1 % netem loss through a class whose sequence numbers
+are randomised with SACK rewritten - where the report must find the loss and the
+offsets and must not call the (translated) SACK blocks broken."""
+import json
+
+import pytest
+
+from diag.core.analyze import analyze
+
+
+def flows_by_port(folder):
+    report = analyze([folder / "fw-inside.pcap", folder / "fw-outside.pcap"])
+    assert [f["error"] for f in report["files"]] == [None, None]
+    return {int(f["client"].rsplit(":", 1)[1]): f for f in report["flows"]}
+
+
+def client_port(folder, run):
+    data = json.loads((folder / f"{run}-client.json").read_text())
+    return data["start"]["connected"][0]["local_port"]
+
+
+def test_a_window_limited_flow_is_diagnosed_as_such(scenario):
+    folder = scenario("diag-window")
+    flow = flows_by_port(folder)[client_port(folder, "window")]
+    assert [p["interface"] for p in flow["points"]] == ["fw-inside.pcap", "fw-outside.pcap"]
+    assert flow["handshake"]["server"]["wscale"] is None
+    assert flow["handshake"]["rtt_ms"] == pytest.approx(40, abs=5)
+    verdict = flow["verdict"]
+    assert verdict["kind"] == "window-limited", flow["findings"]
+    assert verdict["text"].startswith("window-limited: server window 64 KiB at 4")
+    assert verdict["text"].endswith("the server does not use window scaling")
+    c2s = flow["directions"]["c2s"]
+    assert c2s["window_limit_bps"] == pytest.approx(65535 * 8 / 0.040, rel=0.15)
+    assert c2s["throughput_bps"] <= 1.1 * c2s["window_limit_bps"]
+
+
+@pytest.mark.parametrize("run, sender", [("upload", "c2s"), ("download", "s2c")])
+def test_loss_and_rewritten_sack_through_sequence_randomisation(scenario, run, sender):
+    folder = scenario("seqrand-sack")
+    flow = flows_by_port(folder)[client_port(folder, run)]
+    kinds = {f["kind"] for f in flow["findings"]}
+    d = flow["directions"][sender]
+    assert d["retransmissions"]["needed"] > 0 and "loss" in kinds, flow["findings"]
+    assert d["sack"]["blocks"] >= 20 and d["sack"]["outside"] == 0
+    assert "sack-outside" not in kinds
+    offsets = {c["direction"] for c in flow["firewall"]["changes"] if c["kind"] == "seq-offset"}
+    assert offsets == {"c2s", "s2c"}     # class rand-both: both directions randomised
