@@ -254,3 +254,25 @@ def test_an_uploaded_pcap_is_analysed_and_junk_is_refused(agent, admin_client, t
     assert "not a pcap or pcapng file (it starts with 6e6f7420)" in \
         str(response.context["upload"].errors["file"])
     assert Capture.objects.count() == 1
+
+
+def test_a_ring_buffer_keeps_the_newest_files_and_downloads_as_one_pcapng(agent, netns, router,
+                                                                         admin_client):
+    sampled("eth1", "eth3")
+    start(admin_client, interfaces=["eth1"], snaplen=262144, max_mb=4, ring_files=2,
+          max_seconds=4, filter="tcp port 5201")
+    cap = running(latest())
+    client = traffic(router, seconds=3)
+    cap = finished(cap)
+    client.wait(30)
+    assert (cap.state, cap.reason) == ("done", "duration"), cap.error
+    assert len(cap.files) == 2                       # older files were overwritten
+    assert all(os.path.getsize(f) <= 2_100_000 for f in cap.files)
+    body = b"".join(admin_client.get(f"/diag/{cap.pk}/download/").streaming_content)
+    assert body == b"".join(Path(f).read_bytes() for f in cap.files)
+    joined = Path(cap.files[0]).with_name("joined.pcapng")
+    joined.write_bytes(body)
+    info = capinfos(joined)                          # two sections, one valid file
+    packets = sum(int(sh("capinfos", "-c", "-M", f).stdout.split()[-1]) for f in cap.files)
+    assert f"Number of packets:   {packets}" in info or f"Number of packets:   {packets:,}" in info
+    joined.unlink()
