@@ -159,3 +159,12 @@ def test_reader_reads_from_any_path_like(tmp_path, sim):
     with Reader(str(path)) as reader:
         assert len(list(reader)) == 3
     assert isinstance(io.BytesIO, type)
+
+
+def test_time_running_backwards_in_a_damaged_file_is_survived(tmp_path, sim):
+    """Found by the fuzz test: a packet stamped before its connection began."""
+    packets = list(sim.packets)
+    when, where, data = packets[50]
+    packets[50] = (when - 61695.97, where, data)
+    report = analyze([write_pcap(tmp_path / "back.pcap", packets)])
+    assert report["flows"][0]["bytes"]["c2s"] == 300 * 1460

@@ -4,6 +4,7 @@ the seqrand-sack captures - 1 % netem loss through a class whose sequence number
 are randomised with SACK rewritten - where the report must find the loss and the
 offsets and must not call the (translated) SACK blocks broken."""
 import json
+import re
 
 import pytest
 
@@ -26,13 +27,16 @@ def test_a_window_limited_flow_is_diagnosed_as_such(scenario):
     flow = flows_by_port(folder)[client_port(folder, "window")]
     assert [p["interface"] for p in flow["points"]] == ["fw-inside.pcap", "fw-outside.pcap"]
     assert flow["handshake"]["server"]["wscale"] is None
-    assert flow["handshake"]["rtt_ms"] == pytest.approx(40, abs=5)
+    rtt = flow["handshake"]["rtt_ms"]
+    assert 40 <= rtt < 60    # netem's 2 x 20 ms, plus what emulation (TCG) adds
     verdict = flow["verdict"]
     assert verdict["kind"] == "window-limited", flow["findings"]
-    assert verdict["text"].startswith("window-limited: server window 64 KiB at 4")
+    assert re.match(r"window-limited: server window 64 KiB at [\d.]+ ms caps this flow at ",
+                    verdict["text"]), verdict["text"]
     assert verdict["text"].endswith("the server does not use window scaling")
     c2s = flow["directions"]["c2s"]
-    assert c2s["window_limit_bps"] == pytest.approx(65535 * 8 / 0.040, rel=0.15)
+    assert c2s["window_limit_bps"] == pytest.approx(65535 * 8 / (c2s["rtt_full_ms"] / 1000))
+    assert 65535 * 8 / 0.060 < c2s["window_limit_bps"] <= 65535 * 8 / 0.040
     assert c2s["throughput_bps"] <= 1.1 * c2s["window_limit_bps"]
 
 

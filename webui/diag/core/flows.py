@@ -86,14 +86,14 @@ class Series:
         self.width, self.buckets = width, []
 
     def add(self, t, amount):
-        index = int(t / self.width)
+        index = max(0, int(t / self.width))   # a damaged file's time may run backwards
         buckets = self.buckets
         while index >= MAX_BUCKETS:
             merged = [buckets[i] + (buckets[i + 1] if i + 1 < len(buckets) else 0)
                       for i in range(0, len(buckets), 2)]
             self.buckets = buckets = merged
             self.width *= 2
-            index = int(t / self.width)
+            index = max(0, int(t / self.width))
         if index >= len(buckets):
             buckets.extend([0] * (index + 1 - len(buckets)))
         buckets[index] += amount
