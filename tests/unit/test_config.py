@@ -32,6 +32,8 @@ def test_a_good_file_with_defaults(write):
     assert (loaded.db_host, loaded.db_port) == ("/run/postgresql", 5432)
     assert loaded.state_dir == "/var/lib/tusk/policy" and loaded.sample_interval == 2.0
     assert loaded.tuning_state_dir == "/var/lib/tusk/tuning"
+    assert (loaded.capture_dir, loaded.capture_quota_mb) == ("/var/lib/tusk/captures", 2048)
+    assert loaded.upload_max_mb == 1024
 
 
 @pytest.mark.parametrize("change,message", [
@@ -47,6 +49,11 @@ def test_a_good_file_with_defaults(write):
      "[database] port: 70000 is not a TCP port"),
     (lambda t: t.replace('"secret"', '"nope"'), "[web] secret_key_file: cannot read"),
     (lambda t: t.replace("[web]", "[web"), "not valid TOML"),
+    (lambda t: t + "capture_quota_mb = 5\n",
+     "[agent] capture_quota_mb: must be from 10 to 10000000 (MB), not 5"),
+    (lambda t: t + 'capture_dir = ["/x"]\n', "[agent] capture_dir: expected a string, got list"),
+    (lambda t: t.replace("tls = true", "tls = true\nupload_max_mb = 0"),
+     "[web] upload_max_mb: must be from 1 to 1000000 (MB), not 0"),
 ])
 def test_each_problem_is_named(write, change, message):
     path = write(change(GOOD))

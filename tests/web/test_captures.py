@@ -1,7 +1,9 @@
 """Captures and reports through the web UI with the real agent: dumpcap runs in the
 test's namespace, which routes between two peer namespaces of its own (traffic only
 ever between them), and the analyser runs as an agent job."""
+import dataclasses
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -30,7 +32,8 @@ def router(netns):
     for peer in peers:
         sh("ip", "netns", "add", peer)
     sh("ip", "-n", netns, "link", "del", "eth1")
-    for inner, outer, peer, net in (("eth1", "eth0", peers[0], "1"), ("eth3", "eth0", peers[1], "2")):
+    for inner, outer, peer, net in (("eth1", "eth0", peers[0], "1"),
+                                    ("eth3", "eth0", peers[1], "2")):
         sh("ip", "-n", netns, "link", "add", inner, "type", "veth", "peer", "name", outer,
            "netns", peer)
         sh("ip", "-n", netns, "addr", "add", f"10.98.{net}.1/24", "dev", inner)
@@ -98,6 +101,12 @@ def traffic(peers, seconds=3):
 
 def capinfos(path):
     return sh("capinfos", "-c", "-I", str(path)).stdout
+
+
+def packets(path):
+    """What Wireshark reads from a file: all its sections' packets."""
+    return int(re.search(r"Number of packets:\s+(\d+)", sh("capinfos", "-c", "-M",
+                                                            str(path)).stdout).group(1))
 
 
 def test_capture_both_sides_to_a_packet_limit_download_and_report(agent, netns, router,
@@ -201,6 +210,17 @@ def test_quota_deletes_the_oldest_captures_first(agent, netns, router, admin_cli
     assert AuditEntry.objects.filter(action="capture deleted", target=f"capture {olds[0].pk}",
                                      detail__why="storage quota").exists()
 
+    start(admin_client, interfaces=["eth1"], max_mb=45, max_seconds=600)
+    holder = running(latest())                 # it may grow to 45 MB: the 15 MB one went
+    assert not Capture.objects.filter(pk=olds[1].pk).exists()
+    start(admin_client, interfaces=["eth3"], max_mb=10, max_seconds=1)
+    refused = finished(latest())
+    assert (refused.state, refused.files) == ("failed", [])
+    assert "the storage quota (50 MB) is held by running captures" in refused.error
+    assert Capture.objects.filter(pk=cap.pk).exists()      # nothing deleted in vain
+    admin_client.post(f"/diag/{holder.pk}/stop/")
+    assert finished(holder).reason == "request"
+
 
 def test_viewers_see_but_cannot_capture_stop_delete_or_download(agent, netns, router,
                                                                 viewer_client, tmp_path):
@@ -222,14 +242,17 @@ def test_ordinary_jobs_run_while_every_capture_slot_is_busy(agent, netns, router
     caps = list(Capture.objects.order_by("id"))
     for cap in caps[:4]:
         running(cap)
-    ping = queue.enqueue("agent.ping", {})
-    assert wait(ping, 10).state == "succeeded"
+    plan = queue.enqueue("tuning.plan", {"profile": "throughput"})
+    assert wait(plan, 60).state == "succeeded", plan.error
     caps[4].refresh_from_db()
     assert caps[4].state == "queued"            # the fifth capture waits for a slot
-    for cap in caps:
+    assert all(Capture.objects.get(pk=c.pk).state == "running" for c in caps[:4])
+    admin_client.post(f"/diag/{caps[4].pk}/stop/")   # stopped before it ever ran
+    for cap in caps[:4]:
         admin_client.post(f"/diag/{cap.pk}/stop/")
     for cap in caps:
         assert finished(cap, 30).reason == "request"
+    assert caps[4].files == [] and caps[4].started_at is None
 
 
 def test_an_uploaded_pcap_is_analysed_and_junk_is_refused(agent, admin_client, tmp_path):
@@ -257,7 +280,7 @@ def test_an_uploaded_pcap_is_analysed_and_junk_is_refused(agent, admin_client, t
 
 
 def test_a_ring_buffer_keeps_the_newest_files_and_downloads_as_one_pcapng(agent, netns, router,
-                                                                         admin_client):
+                                                                         admin_client, tmp_path):
     sampled("eth1", "eth3")
     start(admin_client, interfaces=["eth1"], snaplen=262144, max_mb=4, ring_files=2,
           max_seconds=4, filter="tcp port 5201")
@@ -270,9 +293,96 @@ def test_a_ring_buffer_keeps_the_newest_files_and_downloads_as_one_pcapng(agent,
     assert all(os.path.getsize(f) <= 2_100_000 for f in cap.files)
     body = b"".join(admin_client.get(f"/diag/{cap.pk}/download/").streaming_content)
     assert body == b"".join(Path(f).read_bytes() for f in cap.files)
-    joined = Path(cap.files[0]).with_name("joined.pcapng")
+    joined = tmp_path / "joined.pcapng"
     joined.write_bytes(body)
-    info = capinfos(joined)                          # two sections, one valid file
-    packets = sum(int(sh("capinfos", "-c", "-M", f).stdout.split()[-1]) for f in cap.files)
-    assert f"Number of packets:   {packets}" in info or f"Number of packets:   {packets:,}" in info
-    joined.unlink()
+    assert packets(joined) == sum(packets(f) for f in cap.files) > 0   # one valid file
+
+
+def test_a_killed_agent_leaves_a_complete_file_and_a_failed_capture(agent, netns, router,
+                                                                    admin_client):
+    sampled("eth1", "eth3")
+    # the filter lets nothing through once iperf3 is done: dumpcap, which otherwise
+    # ends at the first packet it fails to report on the dead agent's pipe, must be
+    # told (PR_SET_PDEATHSIG), and closes its file then
+    start(admin_client, interfaces=["eth1"], max_seconds=600, filter="tcp port 5201")
+    cap = running(latest())
+    client = traffic(router, seconds=2)
+    client.wait(30)
+    time.sleep(1)                              # the last FIN has passed
+    agent.kill()
+    deadline = time.monotonic() + 10
+    while packet_sockets(netns):
+        assert time.monotonic() < deadline, "dumpcap outlived the agent"
+        time.sleep(0.1)
+    agent.start()
+    cap = finished(cap, 30)
+    assert cap.state == "failed" and "the agent stopped during this capture" in cap.error
+    assert "the agent" in cap.job.error and "stopped while running this job" in cap.job.error
+    body = b"".join(admin_client.get(f"/diag/{cap.pk}/download/").streaming_content)
+    assert body == Path(cap.files[0]).read_bytes() and packets(cap.files[0]) > 100
+    assert cap.bytes == len(body)
+
+
+def test_uploads_keep_to_their_size_limit_and_the_quota(agent, admin_client, tmp_path,
+                                                        settings):
+    big = tmp_path / "big.pcap"
+    with open(big, "wb") as handle:
+        handle.write(bytes.fromhex("d4c3b2a1"))
+        handle.truncate(5_000_001)
+    with open(big, "rb") as handle:
+        response = admin_client.post("/diag/upload/", {"file": handle})
+    assert response.status_code == 400
+    assert "5000001 bytes: more than the 5 MB an upload may have" in \
+        str(response.context["upload"].errors["file"])
+    assert 'data-field="file"' in response.content.decode()
+    assert not Capture.objects.exists() and not Job.objects.exists()
+
+    settings.TUSK = dataclasses.replace(settings.TUSK, capture_dir=str(tmp_path / "captures"))
+    old = tmp_path / "captures" / "old.pcapng"
+    old.parent.mkdir()
+    with open(old, "wb") as handle:
+        handle.truncate(48_000_000)
+    gone = Capture.objects.create(spec={"interfaces": ["eth1"]}, state="done", files=[str(old)])
+    sim = Sim(segments=2000, rtt=0.01, bandwidth=1e9).run()
+    path = write_pcap(tmp_path / "flow.pcap", [p for p in sim.packets if p[1] == "outside"])
+    assert 2_000_000 < os.path.getsize(path) < 5_000_000
+    with open(path, "rb") as handle:
+        assert admin_client.post("/diag/upload/", {"file": handle}).status_code == 302
+    assert not Capture.objects.filter(pk=gone.pk).exists() and not old.exists()
+    upload = latest()
+    stored = tmp_path / "captures" / "uploads" / f"upload-{upload.pk}-flow.pcap"
+    assert upload.files == [str(stored)]
+    assert Path(upload.files[0]).read_bytes() == Path(path).read_bytes()
+    assert AuditEntry.objects.filter(action="capture deleted", username="alice").exists()
+
+
+def test_a_report_from_a_hostile_capture_is_escaped(admin_client):
+    evil = '<script>alert(1)</script>'
+    direction = {"packets": 1, "data_packets": 1, "bytes": 1, "new_bytes": 1,
+                 "throughput_bps": 8.0, "retransmissions": {"needed": 0, "spurious": 0},
+                 "reordered": 0, "sack": {"blocks": 0, "outside": 0, "dsack": 0},
+                 "rtt_ms": None, "window": None, "window_limit_bps": None,
+                 "series": {"throughput": [[0, 8.0], [1, 16.0]], "seq": [[0, 0], [1, 1]],
+                            "retransmits": [[1, 1]], "bucket_s": 1}}
+    options = {"mss": 1460, "wscale": 7, "sack_permitted": True, "timestamps": True}
+    result = {"version": 1, "packets": 2, "tcp_packets": 2, "flows_total": 1,
+              "warnings": [evil], "files": [{"name": evil, "format": "pcapng", "packets": 2,
+                                              "interfaces": [evil], "error": None}],
+              "flows": [{"id": "1", "client": evil, "server": "10.0.0.2:80", "start": 0.0,
+                         "duration": 1.0, "bytes": {"c2s": 1, "s2c": 1},
+                         "throughput_bps": {"c2s": 8.0, "s2c": 8.0},
+                         "verdict": {"kind": evil, "severity": "ok", "text": evil},
+                         "findings": [{"kind": "x", "severity": "info", "text": evil}],
+                         "handshake": {"client": options, "server": options, "rtt_ms": 1.0},
+                         "points": [{"interface": evil, "file": evil, "packets": 2,
+                                     "handshake": {"client": options, "server": None,
+                                                   "rtt_ms": None}}],
+                         "firewall": {"ingress": evil, "egress": evil, "changes": [
+                             {"kind": "mss", "direction": "c2s", "text": evil}]},
+                         "directions": {"c2s": direction, "s2c": direction}}]}
+    cap = Capture.objects.create(source="upload", name="x.pcapng", state="done")
+    report = Report.objects.create(capture=cap, result=result)
+    page = admin_client.get(f"/diag/reports/{report.pk}/").content.decode()
+    assert "<script>alert" not in page
+    assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 9
+    assert 'data-chart="throughput"' in page and 'class="mark"' in page

@@ -18,12 +18,11 @@ import subprocess
 import sys
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import AuditEntry
 from jobs.registry import JobFailed, handler
 
+from . import storage
 from .core import capture as core
 from .models import Capture, Report
 
@@ -31,41 +30,9 @@ TUSK = settings.BASE_DIR / "bin" / "tusk"
 ANALYZE_MEMORY = 1 << 30      # bytes of address space for one analysis
 ANALYZE_TIMEOUT = 1800        # seconds
 ANALYZE_USER = "nobody"
+ACTIVE = (Capture.State.QUEUED, Capture.State.RUNNING)
 
 log = logging.getLogger("tusk.agent")
-
-
-def used_bytes(exclude=None):
-    total = 0
-    for cap in Capture.objects.exclude(pk=exclude).only("files"):
-        for path in cap.files:
-            try:
-                total += os.path.getsize(path)
-            except OSError:
-                pass
-    return total
-
-
-def make_room(quota_bytes, wanted, exclude):
-    """Deletes the oldest finished captures until used + wanted <= quota; returns
-    the ids deleted (each audit-logged)."""
-    deleted = []
-    used = used_bytes(exclude)
-    for cap in Capture.objects.exclude(pk=exclude).filter(
-            state__in=(Capture.State.DONE, Capture.State.FAILED)).order_by("id"):
-        if used + wanted <= quota_bytes:
-            break
-        size = sum(os.path.getsize(p) for p in cap.existing_files())
-        cap.delete_files()
-        with transaction.atomic():
-            AuditEntry.objects.create(username="agent", action="capture deleted",
-                                      target=f"capture {cap.pk}",
-                                      detail={"bytes": size, "why": "storage quota"})
-            pk = cap.pk
-            cap.delete()
-        deleted.append(pk)
-        used -= size
-    return deleted
 
 
 def share(path, directory):
@@ -77,24 +44,59 @@ def share(path, directory):
         pass
 
 
-@handler("diag.capture", "Packet capture", long_running=True)
+def _finish(cap, **fields):
+    Capture.objects.filter(pk=cap.pk).update(finished_at=timezone.now(), **fields)
+
+
+def capture_abandoned(job, config):
+    """At agent start, for a capture job its dead predecessor was running: the capture
+    failed, and what it wrote is kept (dumpcap closed the file when the agent died)."""
+    for cap in Capture.objects.filter(job=job, state__in=ACTIVE):
+        files = [f for path in cap.files for f in core.files_of(path)]
+        for name in files:
+            share(name, config.capture_dir)
+        _finish(cap, state=Capture.State.FAILED, reason="error", files=files,
+                bytes=sum(os.path.getsize(f) for f in files),
+                error="the agent stopped during this capture"
+                      + ("; the file holds what was captured until then" if files else ""))
+
+
+@handler("diag.capture", "Packet capture", long_running=True, abandoned=capture_abandoned)
 def capture(run):
     cap = Capture.objects.get(pk=run.args["capture"])
+    try:
+        return _capture(run, cap)
+    finally:   # a crash must not leave the row running for ever
+        Capture.objects.filter(pk=cap.pk, state__in=ACTIVE).update(
+            state=Capture.State.FAILED, reason="error", finished_at=timezone.now(),
+            error="the capture job crashed: see its job page")
+
+
+def _capture(run, cap):
     config = run.config
     try:
         spec = core.validate(core.Spec.from_dict(cap.spec))
     except (core.SpecError, TypeError) as exc:
-        Capture.objects.filter(pk=cap.pk).update(state=Capture.State.FAILED, error=str(exc),
-                                                 finished_at=timezone.now())
+        _finish(cap, state=Capture.State.FAILED, reason="error", error=str(exc))
         raise JobFailed(f"capture {cap.pk}: {exc}")
+    if cap.stop_requested:   # stopped while it waited for a slot
+        _finish(cap, state=Capture.State.DONE, reason="request")
+        return {"capture": cap.pk, "packets": 0, "bytes": 0, "reason": "request", "files": 0,
+                "deleted": []}
     directory = config.capture_dir
     os.makedirs(directory, exist_ok=True)
-    deleted = make_room(config.capture_quota_mb * 1_000_000, spec.max_bytes, cap.pk)
+    quota = config.capture_quota_mb * 1_000_000
+    deleted, fits = storage.make_room(quota, spec.max_bytes, exclude=cap.pk)
+    if not fits:
+        error = (f"the storage quota ({config.capture_quota_mb} MB) is held by running "
+                 f"captures: this one may need {spec.max_mb} MB - wait for them or stop one")
+        _finish(cap, state=Capture.State.FAILED, reason="error", error=error)
+        raise JobFailed(f"capture {cap.pk}: {error}")
     stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
     path = os.path.join(directory, f"capture-{cap.pk}-{stamp}.{spec.format}")
-    Capture.objects.filter(pk=cap.pk).update(state=Capture.State.RUNNING, files=[path],
-                                             started_at=timezone.now())
     started = timezone.now()
+    Capture.objects.filter(pk=cap.pk).update(state=Capture.State.RUNNING, files=[path],
+                                             started_at=started)
 
     def progress(packets, size):
         elapsed = (timezone.now() - started).total_seconds()
@@ -114,10 +116,9 @@ def capture(run):
     for name in result.files:
         share(name, directory)
     failed = result.reason == "error"
-    Capture.objects.filter(pk=cap.pk).update(
-        state=Capture.State.FAILED if failed else Capture.State.DONE, reason=result.reason,
-        error=result.error, files=result.files, packets=result.packets, bytes=result.bytes,
-        finished_at=timezone.now())
+    _finish(cap, state=Capture.State.FAILED if failed else Capture.State.DONE,
+            reason=result.reason, error=result.error, files=result.files,
+            packets=result.packets, bytes=result.bytes)
     if failed:
         raise JobFailed(f"capture {cap.pk}: {result.error}")
     return {"capture": cap.pk, "packets": result.packets, "bytes": result.bytes,
@@ -135,39 +136,36 @@ def _limits(ids):
     return apply
 
 
+# What the analysis needs, tried as the unprivileged user before it is run as that user
+PROBE = ("import sys; sys.path.insert(0, sys.argv[1]); import diag.cli; "
+         "[open(f, 'rb').close() for f in sys.argv[2:]]")
+
+
 def _analysis_ids(files):
-    """(uid, gid) to analyse as: `nobody`, with the group the files are readable by
-    (the capture directory's); None when the agent is not root (nothing to drop) or
-    there is no such user."""
+    """(uid, gid) to analyse as, or (None, why not). The user is `nobody`; the group
+    is the capture directory's (that is how nobody may read the files, and it grants
+    no more than the web user's group already has). Root is kept - with the memory
+    limit still - only when that user cannot run this interpreter, import the
+    analyser or read the files: e.g. a development checkout with Python under /root."""
     if os.geteuid() != 0:
-        return None
+        return None, "the agent is not root"
     try:
         uid = pwd.getpwnam(ANALYZE_USER).pw_uid
     except KeyError:
-        return None
-    # the interpreter and the code must be reachable by anyone (they are on the
-    # appliance; a development checkout with Python under /root is not): otherwise
-    # the analysis runs as the agent, still with its memory limit
-    for path in (os.path.realpath(sys.executable), os.path.realpath(TUSK)):
-        if not _open_to_others(path):
-            log.warning("analysing as root: %s is not readable by %s", path, ANALYZE_USER)
-            return None
-    return uid, os.stat(files[0]).st_gid
-
-
-def _open_to_others(path):
-    """Every directory above path searchable by others, path itself readable."""
+        return None, f"there is no user {ANALYZE_USER}"
+    ids = (uid, os.stat(files[0]).st_gid)
     try:
-        if not os.stat(path).st_mode & 0o004:
-            return False
-        parent = os.path.dirname(path)
-        while parent != os.path.dirname(parent):
-            if not os.stat(parent).st_mode & 0o001:
-                return False
-            parent = os.path.dirname(parent)
-    except OSError:
-        return False
-    return True
+        probe = subprocess.run([sys.executable, "-c", PROBE, str(settings.BASE_DIR), *files],
+                               capture_output=True, text=True, timeout=60,
+                               preexec_fn=_limits(ids), cwd="/")
+    except subprocess.TimeoutExpired:
+        return None, f"a trial run as {ANALYZE_USER} did not finish"
+    except OSError as exc:   # exec refused: the interpreter is out of its reach
+        return None, f"as {ANALYZE_USER}: {sys.executable}: {exc.strerror}"
+    if probe.returncode != 0:
+        lines = probe.stderr.strip().splitlines()
+        return None, f"as {ANALYZE_USER}: {lines[-1] if lines else probe.returncode}"
+    return ids, ""
 
 
 @handler("diag.analyze", "Analyse a capture", retry_safe=True, long_running=True)
@@ -177,7 +175,9 @@ def analyze(run):
     if not files:
         raise JobFailed(f"capture {cap.pk} has no file left to analyse (deleted by the quota?)")
     run.progress(5, f"analysing {len(files)} file(s)")
-    ids = _analysis_ids(files)
+    ids, why = _analysis_ids(files)
+    if ids is None:
+        log.warning("job %s: analysing as the agent's user: %s", run.job.pk, why)
     call = [sys.executable, str(TUSK), "diag", "analyze", "--json", *files]
     error, result = "", None
     try:
@@ -199,5 +199,6 @@ def analyze(run):
     report = Report.objects.create(capture=cap, job=run.job, result=result, error=error)
     if error:
         raise JobFailed(error)
-    return {"report": report.pk, "flows": len(result["flows"]), "packets": result["packets"]}
+    return {"report": report.pk, "flows": len(result["flows"]), "packets": result["packets"],
+            "user": ANALYZE_USER if ids else f"the agent's ({why})"}
 

@@ -57,8 +57,9 @@ def for_direction(series):
     y_scale, top = _scale(values, plot_h)
     body = format_html('<polyline class="line" points="{}"/>', " ".join(
         f"{x:.1f},{y:.1f}" for x, y in _points(seq, x_max, y_scale)))
-    body += format_html_join("", '<circle class="mark" cx="{:.1f}" cy="{:.1f}" r="2.5"/>',
-                             _points(marks, x_max, y_scale))
+    # format_html escapes its arguments into strings first: numbers are formatted here
+    body += format_html_join("", '<circle class="mark" cx="{}" cy="{}" r="2.5"/>',
+                             ((f"{x:.1f}", f"{y:.1f}") for x, y in _points(marks, x_max, y_scale)))
     sequence = _frame("Sequence over time (retransmissions marked)", x_max, size(top),
                       mark_safe(body), "seq")
     return {"throughput": throughput, "seq": sequence}

@@ -5,7 +5,6 @@ from django.conf import settings
 
 from .core import capture as core
 
-UPLOAD_MAX_MB = 1024
 MAGICS = (b"\x0a\x0d\x0d\x0a", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
           b"\xa1\xb2\x3c\x4d", b"\x34\xcd\xb2\xa1")
 
@@ -60,9 +59,10 @@ class UploadForm(forms.Form):
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
-        limit = min(UPLOAD_MAX_MB, settings.TUSK.capture_quota_mb)
+        limit = min(settings.TUSK.upload_max_mb, settings.TUSK.capture_quota_mb)
         if upload.size > limit * 1_000_000:
-            raise forms.ValidationError(f"{upload.size} bytes: more than {limit} MB")
+            raise forms.ValidationError(f"{upload.size} bytes: more than the {limit} MB "
+                                        "an upload may have")
         head = upload.read(4)
         upload.seek(0)
         if head not in MAGICS:

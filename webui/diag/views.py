@@ -17,7 +17,7 @@ from dashboard.models import Sample
 from jobs import queue
 from jobs.models import Job
 
-from . import charts
+from . import charts, storage
 from .forms import CaptureForm, UploadForm
 from .models import Capture, Report
 
@@ -32,7 +32,7 @@ def interfaces():
 
 
 def _page(request, form=None, upload=None, status=200):
-    captures = list(Capture.objects.prefetch_related("reports")[:100])
+    captures = list(Capture.objects.select_related("job").prefetch_related("reports")[:100])
     analysing = set(Job.objects.filter(kind="diag.analyze", state__in=(
         Job.State.QUEUED, Job.State.RUNNING)).values_list("args__capture", flat=True))
     for cap in captures:
@@ -95,7 +95,15 @@ def upload(request):
         return _page(request, upload=form, status=400)
     incoming = form.cleaned_data["file"]
     name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(incoming.name))[:100] or "upload"
-    directory = settings.TUSK.capture_dir
+    quota = settings.TUSK.capture_quota_mb
+    _, fits = storage.make_room(quota * 1_000_000, incoming.size,
+                                username=request.user.get_username())
+    if not fits:
+        form.add_error("file", f"the storage quota ({quota} MB) is held by running captures: "
+                               "wait for them or stop one")
+        return _page(request, upload=form, status=400)
+    # the web user creates it in capture_dir, whose setgid group it inherits
+    directory = os.path.join(settings.TUSK.capture_dir, "uploads")
     os.makedirs(directory, exist_ok=True)
     with transaction.atomic():
         cap = Capture.objects.create(source=Capture.Source.UPLOAD, name=name,

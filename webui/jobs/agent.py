@@ -4,7 +4,10 @@ starts captures; the web process only queues jobs for it in PostgreSQL.
 Main loop: LISTEN for new jobs, hand each to a worker thread, and every
 sample_interval run the periodic tasks (statistics, the policy store's state).
 At start it settles what a previous agent left: jobs it was running are queued
-again when their kind may run twice, failed with an explanation otherwise.
+again when their kind may run twice, failed with an explanation otherwise (and the
+kind's `abandoned` hook settles the rest: a capture keeps what it wrote).
+Long-running kinds (captures, analyses) have a pool of their own, so that they never
+hold the workers that policy and tuning jobs need.
 SIGTERM/SIGINT: stop claiming, let running jobs finish (up to STOP_GRACE seconds).
 """
 import logging
@@ -22,7 +25,7 @@ from django.db import close_old_connections, connection, connections
 from django.utils import timezone
 
 from . import queue, registry
-from .models import AgentHeartbeat
+from .models import AgentHeartbeat, Job
 
 log = logging.getLogger("tusk.agent")
 
@@ -81,6 +84,13 @@ class Agent:
         if requeued or failed:
             log.warning("jobs left by a previous agent: queued again %s, failed %s",
                         requeued, failed)
+        for job in Job.objects.filter(pk__in=failed):
+            found = registry.get(job.kind)
+            if found and found.abandoned:
+                try:
+                    found.abandoned(job, self.config)
+                except Exception:  # one job's leftovers must not keep the agent down
+                    log.exception("settling what job %s left failed", job.pk)
         self.listener = self._listen()
         log.info("agent %s ready (target %s)", self.id, self.config.netns or "this system")
 

@@ -29,13 +29,15 @@ class Handler:
     retry_safe: bool  # may run again after an agent crash without harm
     title: str
     long_running: bool = False  # runs on the agent's own pool for such jobs (captures)
+    abandoned: object = None  # abandoned(job, config): a starting agent failed this job,
+                              # which a dead agent was running; settle what it left
 
 
-def handler(kind, title, retry_safe=False, long_running=False):
+def handler(kind, title, retry_safe=False, long_running=False, abandoned=None):
     def register(function):
         if kind in _HANDLERS and _HANDLERS[kind].function is not function:
             raise RuntimeError(f"job kind {kind} registered twice")
-        _HANDLERS[kind] = Handler(kind, function, retry_safe, title, long_running)
+        _HANDLERS[kind] = Handler(kind, function, retry_safe, title, long_running, abandoned)
         return function
     return register
 

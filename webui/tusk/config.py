@@ -7,6 +7,8 @@
     allowed_hosts = ["tusk.example.net"]          # required
     tls = true            # served over HTTPS (nginx): secure cookies, HSTS
     debug = false
+    upload_max_mb = 1024  # largest pcap the Diagnostics page accepts for analysis
+                          # (nginx's client_max_body_size for /diag/upload/ must allow it)
 
     [database]            # PostgreSQL; host may be a socket directory
     name = "tusk"
@@ -48,6 +50,7 @@ class Config:
     allowed_hosts: tuple
     tls: bool
     debug: bool
+    upload_max_mb: int
     db_name: str
     db_user: str
     db_host: str
@@ -65,7 +68,7 @@ class Config:
 
 _SCHEMA = {
     "web": {"secret_key_file": (str, None), "allowed_hosts": (list, None), "tls": (bool, False),
-            "debug": (bool, False)},
+            "debug": (bool, False), "upload_max_mb": (int, 1024)},
     "database": {"name": (str, None), "user": (str, None), "host": (str, "/run/postgresql"),
                  "port": (int, 5432), "password_file": (str, "")},
     "agent": {"netns": (str, ""), "state_dir": (str, "/var/lib/tusk/policy"),
@@ -137,6 +140,10 @@ def load(path=None):
     if not 10 <= quota <= 10_000_000:
         raise ConfigError(f"{path}: [agent] capture_quota_mb: must be from 10 to 10000000 (MB), "
                           f"not {quota}")
+    upload = values[("web", "upload_max_mb")]
+    if not 1 <= upload <= 1_000_000:
+        raise ConfigError(f"{path}: [web] upload_max_mb: must be from 1 to 1000000 (MB), "
+                          f"not {upload}")
     interval = values[("agent", "sample_interval")]
     if not 0.2 <= interval <= 3600:
         raise ConfigError(f"{path}: [agent] sample_interval: {interval} is outside 0.2-3600 s")
@@ -148,6 +155,7 @@ def load(path=None):
         allowed_hosts=tuple(hosts),
         tls=values[("web", "tls")],
         debug=values[("web", "debug")],
+        upload_max_mb=upload,
         db_name=values[("database", "name")],
         db_user=values[("database", "user")],
         db_host=values[("database", "host")],

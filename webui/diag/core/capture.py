@@ -13,6 +13,7 @@ Stop) and keeps the most recent max_bytes.
 A filter is compiled before the start by `tcpdump -d` against an empty pcap file,
 which needs neither privileges nor an interface (the web process checks it too).
 """
+import ctypes
 import os
 import re
 import signal
@@ -37,7 +38,9 @@ LIMITS = {
 }
 FORMATS = ("pcapng", "pcap")
 POLL = 0.5          # seconds between progress reports
-STOP_GRACE = 10     # seconds dumpcap gets to close its file after SIGINT
+STOP_GRACE = 10     # seconds dumpcap gets to close its file after SIGINT, then SIGTERM
+PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True)   # loaded here, not in a forked child
 
 
 class SpecError(Exception):
@@ -109,18 +112,20 @@ def validate(spec, known_interfaces=None, quota_mb=None):
                                          f"{', '.join(sorted(known_interfaces)) or 'none'})"))
     if len(set(spec.interfaces)) != len(spec.interfaces):
         errors.append(("interfaces", "an interface is named twice"))
+    bad = set()
     for name, (low, high, _) in LIMITS.items():
         value = getattr(spec, name)
         if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
             errors.append((name, f"must be a whole number from {low} to {high}"))
+            bad.add(name)
     if spec.format not in FORMATS:
         errors.append(("format", f"must be one of {', '.join(FORMATS)}"))
     elif spec.format == "pcap" and len(spec.interfaces) > 1:
         errors.append(("format", "a pcap file holds one interface: choose pcapng to capture "
                                  "several at once"))
-    if quota_mb is not None and isinstance(spec.max_mb, int) and spec.max_mb > quota_mb:
+    if quota_mb is not None and "max_mb" not in bad and spec.max_mb > quota_mb:
         errors.append(("max_mb", f"more than the capture storage quota ({quota_mb} MB)"))
-    if spec.ring_files and isinstance(spec.max_mb, int) and spec.max_mb < 2 * spec.ring_files:
+    if not bad & {"max_mb", "ring_files"} and spec.max_mb < 2 * spec.ring_files:
         errors.append(("ring_files", f"{spec.ring_files} files of {spec.max_mb} MB in all "
                                      "would be under 2 MB each"))
     problem = check_filter(spec.filter) if isinstance(spec.filter, str) else "must be text"
@@ -173,7 +178,8 @@ def files_of(path):
     return [os.path.join(directory, f) for f in sorted(found)]
 
 
-def _size(files):
+def size_of(files):
+    """Bytes in these files; a file gone meanwhile counts nothing."""
     total = 0
     for f in files:
         try:
@@ -183,54 +189,81 @@ def _size(files):
     return total
 
 
-_PACKETS = re.compile(r"Packets(?: captured)?: (\d+)")
+# dumpcap's stderr: "\rPackets: 19 " while it runs, "Packets captured: 20\n" at the end
+_PACKETS = re.compile(r"Packets(?: captured)?: (\d+)[ \r\n]")
+
+
+class _Stderr(threading.Thread):
+    """Reads dumpcap's stderr as it comes: the packet count, and the last 8 KiB of
+    text for an error message (a day's progress lines are not kept)."""
+
+    def __init__(self, stream):
+        super().__init__(daemon=True)
+        self.stream, self.packets, self.text = stream, 0, ""
+
+    def run(self):
+        for chunk in iter(lambda: os.read(self.stream.fileno(), 4096), b""):
+            self.text = (self.text + chunk.decode("utf-8", "replace"))[-8192:]
+            counts = _PACKETS.findall(self.text)
+            if counts:
+                self.packets = int(counts[-1])
+
+    def error(self, status):
+        lines = [line.strip() for line in self.text.replace("\r", "\n").splitlines()
+                 if line.strip() and not line.startswith(("Capturing on", "File:", "Packets"))]
+        return " ".join(lines) or f"dumpcap exited with status {status}"
+
+
+def _end_with_parent(parent):
+    """preexec_fn: dumpcap gets SIGINT (and so closes its file properly) when the
+    thread that started it dies - a killed agent leaves no capture running, and a
+    complete file for the next agent to keep. `ip netns exec` execs dumpcap in the
+    same process, and the setting survives exec (dumpcap has no file capabilities)."""
+    def apply():
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGINT, 0, 0, 0)
+        if os.getppid() != parent:    # died before prctl: nobody would stop us
+            os._exit(1)
+    return apply
 
 
 def run(spec, path, netns=None, progress=None, should_stop=None):
     """Runs the capture to its end; returns a Result. progress(packets, bytes) every
     POLL seconds; should_stop() True ends it early (reason "request")."""
     proc = subprocess.Popen(argv(spec, path, netns), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    said = []
-
-    def read():
-        for chunk in iter(lambda: os.read(proc.stderr.fileno(), 4096), b""):
-            said.append(chunk.decode("utf-8", "replace"))
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    started, reason, stopped_at = time.monotonic(), "", None
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=_end_with_parent(os.getpid()))
+    stderr = _Stderr(proc.stderr)
+    stderr.start()
+    started, reason, stopped_at, escalated = time.monotonic(), "", None, False
     while proc.poll() is None:
         time.sleep(POLL)
-        files = files_of(path)
-        size = _size(files)
-        counts = _PACKETS.findall("".join(said))
+        size = size_of(files_of(path))
         if progress:
-            progress(int(counts[-1]) if counts else 0, size)
+            progress(stderr.packets, size)
+        now = time.monotonic()
         if stopped_at is None:
             if should_stop and should_stop():
                 reason = "request"
             elif not spec.ring_files and size >= spec.max_bytes:
                 reason = "bytes"
-            elif time.monotonic() - started > spec.max_seconds + STOP_GRACE:
+            elif now - started > spec.max_seconds + STOP_GRACE:
                 reason = "duration"   # dumpcap's own timer should have ended it
             if reason:
                 proc.send_signal(signal.SIGINT)
-                stopped_at = time.monotonic()
-        elif time.monotonic() - stopped_at > STOP_GRACE:
+                stopped_at = now
+        elif now - stopped_at > 2 * STOP_GRACE:
             proc.kill()
-    reader.join(5)
+        elif now - stopped_at > STOP_GRACE and not escalated:
+            proc.terminate()      # dumpcap closes its file on SIGTERM too
+            escalated = True
+    stderr.join(5)
     proc.stderr.close()
-    text = "".join(said)
     files = files_of(path)
-    counts = _PACKETS.findall(text)
-    result = Result(files=files, packets=int(counts[-1]) if counts else 0, bytes=_size(files))
+    result = Result(files=files, packets=stderr.packets, bytes=size_of(files))
     if reason:
         result.reason = reason
     elif proc.returncode != 0:
-        lines = [line.strip() for line in text.replace("\r", "\n").splitlines()
-                 if line.strip() and not line.startswith(("Capturing on", "File:", "Packets"))]
-        result.reason = "error"
-        result.error = " ".join(lines) or f"dumpcap exited with status {proc.returncode}"
+        result.reason, result.error = "error", stderr.error(proc.returncode)
     elif result.packets >= spec.max_packets:
         result.reason = "packets"
     elif not spec.ring_files and result.bytes >= spec.max_bytes * 0.9:
