@@ -379,13 +379,16 @@ def _covered(merged, start, end):
     return sum(max(0, min(end, b) - max(start, a)) for a, b in merged if a < end and b > start)
 
 
-def retransmissions(flow, sender="client"):
+def retransmissions(flow, sender="client", tail=0.3):
     """Bytes `sender` sent again vs bytes it had to. The sender's side of fw shows what
     it sent, the other side what got past the loss behind fw.
 
     lost: bytes of first transmissions that never got through; retransmitted: bytes
     sent again; spurious: bytes sent again although an earlier transmission had got
-    through. Positions are relative to the sender's ISN, so wrapping does not matter."""
+    through. Positions are relative to the sender's ISN, so wrapping does not matter.
+    A segment lost in the last `tail` seconds of the sender's data is counted apart
+    (tail_lost_bytes): iperf3 ends a timed test by closing its sockets, so the sender
+    may never get to send it again (0.3 s: the 200 ms minimum RTO and a round trip)."""
     matched, _ = pairs(flow)
     from_client = sender == "client"
     if from_client:
@@ -395,10 +398,12 @@ def retransmissions(flow, sender="client"):
         through = {id(o) for _, o in matched}
         sent = [s for s in flow.outside if not flow.from_client(s)]
     if not sent:
-        return {"lost_bytes": 0, "retransmitted_bytes": 0, "spurious_bytes": 0}
+        return {"lost_bytes": 0, "retransmitted_bytes": 0, "spurious_bytes": 0,
+                "tail_lost_bytes": 0}
     isn = sent[0].seq
+    ended = max(s.ts for s in sent if s.length)
     highest = 0
-    lost = retransmitted = spurious = 0
+    lost = retransmitted = spurious = tail_lost = 0
     delivered = []              # [start, end) of transmissions that got through, so far
     for segment in sent:
         if segment.length == 0:
@@ -409,9 +414,12 @@ def retransmissions(flow, sender="client"):
         if start < highest:
             retransmitted += segment.length
             spurious += _covered(_merged(delivered), start, end)
+        elif not got_through and segment.ts >= ended - tail:
+            tail_lost += segment.length
         elif not got_through:
             lost += segment.length
         highest = max(highest, end)
         if got_through:
             delivered.append((start, end))
-    return {"lost_bytes": lost, "retransmitted_bytes": retransmitted, "spurious_bytes": spurious}
+    return {"lost_bytes": lost, "retransmitted_bytes": retransmitted, "spurious_bytes": spurious,
+            "tail_lost_bytes": tail_lost}
