@@ -14,12 +14,13 @@ PYTEST_ARGS ?=
 KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev cpio
 VM_APT_PACKAGES := qemu-system-x86 debootstrap
 
-.PHONY: help run test deps apt vm-deps venv vm-test bench-policy bench-seqrand bench-tune bench-ui bench-diag kernel clean
+.PHONY: help run test deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag kernel clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
 	@echo "make test          run every test tier (unit, golden, property, namespace, VM)"
 	@echo "make vm-test       only the VM tier: Tusk's kernel under QEMU (scenarios, KUnit)"
+	@echo "make bench         the single-flow report: FWSM's table on Tusk -> docs/PERFORMANCE.md"
 	@echo "make bench-policy  compile/check/apply times and single-flow throughput"
 	@echo "make bench-seqrand single-flow cost of sequence randomisation, in the VM"
 	@echo "make bench-tune    1- and 4-flow throughput with and without tusk-tune, in the VM"
@@ -68,6 +69,10 @@ run: deps
 kernel:
 	@tools/ensure-apt $(KERNEL_APT_PACKAGES)
 	@tools/build-kernel tests/vm/kunit.fragment
+
+bench: deps vm-deps
+	@[ "$$(id -u)" -eq 0 ] || { echo "make bench needs root (namespaces, QEMU's 9p shares)"; exit 1; }
+	$(PY) tests/bench/bench_flow.py
 
 bench-policy: deps vm-deps
 	$(PY) tests/bench/bench_policy.py

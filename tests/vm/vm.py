@@ -125,6 +125,17 @@ def kernel():
                         "Tusk's kernel")
 
 
+def fwsm_kernel():
+    """Benchmark only: Tusk's test kernel plus tests/bench/fwsm/ (SACK blocks left
+    untranslated, as Cisco FWSM did), for make bench's "FWSM default" row. Cached
+    like kernel(); never in the image."""
+    patches = sorted((ROOT / "tests" / "bench" / "fwsm").glob("*.patch"))
+    return cached_build([str(ROOT / "tools" / "build-kernel"),
+                         *(arg for patch in patches for arg in ("--patch", str(patch))),
+                         str(ROOT / "tests" / "vm" / "kunit.fragment")],
+                        "the FWSM-emulation kernel")
+
+
 def rootfs():
     """The guest's root filesystem (tools/build-vm-rootfs, cached) -> its directory."""
     return cached_build([str(ROOT / "tools" / "build-vm-rootfs")], "the guest's root filesystem")
