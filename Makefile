@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev cpio
 VM_APT_PACKAGES := qemu-system-x86 debootstrap
 
-.PHONY: help run test deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag kernel clean
+.PHONY: help run test deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox kernel clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
@@ -26,6 +26,7 @@ help:
 	@echo "make bench-tune    1- and 4-flow throughput with and without tusk-tune, in the VM"
 	@echo "make bench-ui      latency of the web UI's pages and fragments under load"
 	@echo "make bench-diag    capture analysis rate and memory; a capture's cost to one flow"
+	@echo "make bench-middlebox Allman's middlebox measurement through fw vs a direct path"
 	@echo "make kernel        Linux 6.12 + kernel-patches/ + the config fragments, cached by input hash"
 
 deps: apt $(VENV)/.installed $(HTMX)
@@ -89,6 +90,10 @@ bench-tune: deps vm-deps
 
 bench-diag: deps
 	$(PY) tests/bench/bench_diag.py
+
+bench-middlebox: deps
+	@[ "$$(id -u)" -eq 0 ] || { echo "make bench-middlebox needs root (namespaces, nftables)"; exit 1; }
+	$(PY) tests/bench/bench_middlebox.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache tests/.pytest_cache

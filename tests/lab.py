@@ -11,6 +11,12 @@ with that MTU (path-MTU tests: the router, not fw, sends the "too big" errors):
     <prefix>-router  eth0 10.10.3.2/24 fd00:10:3::2/64 | eth1 10.10.2.1/24 fd00:10:2::1/64
     <prefix>-server  eth0 10.10.2.2/24 fd00:10:2::2/64 (unchanged: its gateway is the router)
 
+With bypass, a veth pair joins client and server directly on a subnet of its own, so
+that the same two stacks can talk without fw (the self-test's "direct" path; no other
+route changes):
+
+    <prefix>-client  bypass 10.10.9.1/30  ---  <prefix>-server  bypass 10.10.9.2/30
+
 Used by `make run` (python3 tests/lab.py up|down) and by the namespace and VM tests.
 Traffic only ever flows between these namespaces.
 """
@@ -22,6 +28,8 @@ CLIENT_V6, FW_C_V6, FW_S_V6, SERVER_V6 = "fd00:10:1::2", "fd00:10:1::1", "fd00:1
 # fw - router transit network, only with a router
 FW_R_V4, ROUTER_V4 = "10.10.3.1", "10.10.3.2"
 FW_R_V6, ROUTER_V6 = "fd00:10:3::1", "fd00:10:3::2"
+# client - server directly, only with bypass
+CLIENT_BYPASS_V4, SERVER_BYPASS_V4 = "10.10.9.1", "10.10.9.2"
 
 
 def sh(*argv, check=True, input=None):
@@ -29,8 +37,9 @@ def sh(*argv, check=True, input=None):
 
 
 class Lab:
-    def __init__(self, prefix="tusk", router_mtu=None):
+    def __init__(self, prefix="tusk", router_mtu=None, bypass=False):
         self.prefix = prefix
+        self.bypass = bypass
         self.client, self.fw, self.server = (f"{prefix}-client", f"{prefix}-fw", f"{prefix}-server")
         self.router = f"{prefix}-router"
         self.router_mtu = router_mtu
@@ -75,6 +84,11 @@ class Lab:
         self._address(self.server, "eth0", SERVER_V4, SERVER_V6)
         self._default_route(self.server, FW_S_V4, FW_S_V6)
         self._forward(self.fw)
+        if self.bypass:
+            self._wire(self.client, "bypass", self.server, "bypass")
+            for ns, address in ((self.client, CLIENT_BYPASS_V4), (self.server, SERVER_BYPASS_V4)):
+                self.ns(ns, "ip", "addr", "add", f"{address}/30", "dev", "bypass")
+                self.ns(ns, "ip", "link", "set", "bypass", "up")
         return self
 
     def down(self):
@@ -112,10 +126,11 @@ class Lab:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("up", "down"):
-        print("usage: lab.py up|down PREFIX", file=sys.stderr)
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("up", "down") \
+            or sys.argv[3:] not in ([], ["--bypass"]):
+        print("usage: lab.py up|down PREFIX [--bypass]", file=sys.stderr)
         sys.exit(2)
-    lab = Lab(sys.argv[2])
+    lab = Lab(sys.argv[2], bypass="--bypass" in sys.argv[3:])
     getattr(lab, sys.argv[1])()
     if sys.argv[1] == "up":
         print(f"lab up: {lab.client} - {lab.fw} - {lab.server}")

@@ -1,7 +1,8 @@
 """End to end in headless Chromium, as an operator: first login with the one-time
 password, an address set and a class with an MSS clamp, apply with the diff shown
 first, confirm; apply again and let it roll back by itself; live dashboard numbers; tuning;
-a packet capture watched to its end, downloaded and reported; a form's errors in place."""
+a packet capture watched to its end, downloaded and reported; a form's errors in place;
+a self-test through fw and around it."""
 import re
 import subprocess
 import time
@@ -201,3 +202,25 @@ def test_calculator_errors_are_shown_in_place(admin):
     expect(page.locator("#window-result [role=alert]")).to_contain_text(
         "Path bandwidth (Mbit/s): Ensure this value is greater than or equal to")
     expect(page.locator("h1")).to_have_text("Tools")
+
+
+def test_self_test_through_fw_and_around_it(admin):
+    """The Self-test page in make run's lab: Allman's measurement between the client and
+    server namespaces, through fw and over the bypass link, watched to its end."""
+    page = admin
+    page.click("header >> text=Self-test")
+    expect(page.locator("h1")).to_have_text("Self-test")
+    expect(page.locator("#mode")).to_have_attribute("data-mode", "lab")
+    page.fill("#id_transactions", "20")
+    page.fill("#id_pings", "20")
+    page.fill("#id_bulk", "3")
+    page.click("#start")
+    row = page.locator("#runs tr[data-state]").first
+    expect(row).to_have_attribute("data-state", "done", timeout=120_000)   # watched live
+    table = page.locator("table.selftest-result")
+    for metric in ("transaction", "feedback", "bulk"):
+        for path in ("through", "direct"):
+            cells = table.locator(f"tr[data-metric^={metric}][data-path={path}]")
+            expect(cells.locator("td.failures")).to_have_text("0")
+    expect(table.locator("tr[data-path=through] td.ratio").first).to_have_text(
+        re.compile(r"^\d+\.\d\d$"))

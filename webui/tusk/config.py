@@ -30,8 +30,18 @@
     web_url = ""          # the agent checks the web UI here (health), e.g.
                           # "http://127.0.0.1:8000/healthz/"; empty: not checked
 
+    [selftest]            # the Self-test page; empty client_netns: hardware mode (the
+                          # operator names two hosts running the downloadable responder)
+    client_netns = ""     # lab mode: the namespace the measuring client runs in
+    server_netns = ""     # lab mode: the namespace the agent starts the responder in
+    server_address = ""   # lab mode: the server's address through the firewall
+    direct_address = ""   # lab mode: the server's address on a path around the
+                          # firewall (the baseline); empty: no baseline
+    port = 8009           # the responder's TCP port (the policy must let it through)
+
 Every problem is reported with the file, the section and the key, and why.
 """
+import ipaddress
 import os
 import tomllib
 from dataclasses import dataclass
@@ -64,6 +74,11 @@ class Config:
     sample_interval: float
     web_url: str
     live_check_interval: float
+    selftest_client_netns: str
+    selftest_server_netns: str
+    selftest_server_address: str
+    selftest_direct_address: str
+    selftest_port: int
 
 
 _SCHEMA = {
@@ -76,6 +91,8 @@ _SCHEMA = {
               "capture_dir": (str, "/var/lib/tusk/captures"), "capture_quota_mb": (int, 2048),
               "sample_interval": ((int, float), 2), "web_url": (str, ""),
               "live_check_interval": ((int, float), 15)},
+    "selftest": {"client_netns": (str, ""), "server_netns": (str, ""),
+                 "server_address": (str, ""), "direct_address": (str, ""), "port": (int, 8009)},
 }
 
 
@@ -148,6 +165,7 @@ def load(path=None):
     if not 0.2 <= interval <= 3600:
         raise ConfigError(f"{path}: [agent] sample_interval: {interval} is outside 0.2-3600 s")
     password_file = values[("database", "password_file")]
+    _check_selftest(path, values)
     return Config(
         path=path,
         secret_key=_read_secret(_beside(path, values[("web", "secret_key_file")]),
@@ -170,7 +188,34 @@ def load(path=None):
         sample_interval=float(interval),
         web_url=values[("agent", "web_url")],
         live_check_interval=float(values[("agent", "live_check_interval")]),
+        selftest_client_netns=values[("selftest", "client_netns")],
+        selftest_server_netns=values[("selftest", "server_netns")],
+        selftest_server_address=values[("selftest", "server_address")],
+        selftest_direct_address=values[("selftest", "direct_address")],
+        selftest_port=values[("selftest", "port")],
     )
+
+
+def _check_selftest(path, values):
+    """Lab mode needs both namespaces and the server's address; addresses are IPs."""
+    port = values[("selftest", "port")]
+    if not 0 < port < 65536:
+        raise ConfigError(f"{path}: [selftest] port: {port} is not a TCP port")
+    lab = [values[("selftest", key)] for key in ("client_netns", "server_netns",
+                                                 "server_address")]
+    if any(lab) and not all(lab):
+        missing = [key for key, value in zip(("client_netns", "server_netns", "server_address"),
+                                             lab) if not value][0]
+        raise ConfigError(f"{path}: [selftest] {missing}: missing (lab mode needs "
+                          "client_netns, server_netns and server_address)")
+    for key in ("server_address", "direct_address"):
+        value = values[("selftest", key)]
+        if value:
+            try:
+                ipaddress.ip_address(value)
+            except ValueError:
+                raise ConfigError(f"{path}: [selftest] {key}: {value!r} is not an IP address") \
+                    from None
 
 
 def _beside(config_path, path):

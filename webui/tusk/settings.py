@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "dashboard.apps.DashboardConfig",
     "tuning.apps.TuningConfig",
     "diag.apps.DiagConfig",
+    "selftest.apps.SelftestConfig",
 ]
 
 MIDDLEWARE = [

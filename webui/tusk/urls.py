@@ -8,4 +8,5 @@ urlpatterns = [
     path("jobs/", include("jobs.urls")),
     path("tuning/", include("tuning.urls")),
     path("diag/", include("diag.urls")),
+    path("selftest/", include("selftest.urls")),
 ]
