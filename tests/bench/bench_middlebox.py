@@ -15,7 +15,8 @@ port 8009, which the example's class bulk-copy accepts. From the client namespac
 
 through fw (10.10.2.2) and direct (10.10.9.2), every failure counted by kind. The table
 gives samples, failures, median, p10-p90, min-max and the ratio through/direct of the
-median times (above 1: slower through fw).
+median times (above 1: slower through fw). The client and the responder run pinned to
+CPU 0 (see PIN).
 
   BENCH_TRANSACTIONS  transactions per path (default 500)
   BENCH_PINGS         pings per path (default 500)
@@ -47,6 +48,11 @@ COUNTS = {"transactions": int(os.environ.get("BENCH_TRANSACTIONS", 20 if SMOKE e
           "bulk": int(os.environ.get("BENCH_BULK", 3 if SMOKE else 50))}
 TUSK = os.path.join(WEBUI, "bin", "tusk")
 EXAMPLE = os.path.join(WEBUI, "policy", "examples", "tusk.yaml")
+# The client and the responder on one CPU, with the veth hops' softirq work (it runs
+# where the sender runs): unpinned, where the scheduler happens to put a ping
+# connection's two ends decides its round trip (8 or 60 us on this host) for the whole
+# run, far more than what fw adds.
+PIN = ("taskset", "-c", "0")
 
 
 def example_policy(lab, state):
@@ -57,7 +63,7 @@ def example_policy(lab, state):
 
 
 def start_responder(lab):
-    proc = lab.popen(lab.server, sys.executable, responder.__file__, "--port", str(PORT),
+    proc = lab.popen(lab.server, *PIN, sys.executable, responder.__file__, "--port", str(PORT),
                      "--quiet", stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if not line.startswith("listening"):
@@ -72,7 +78,7 @@ def measure(lab):
             "--json-lines"]
     for field, value in COUNTS.items():
         argv += [f"--{field}", str(value)]
-    done = subprocess.run(["ip", "netns", "exec", lab.client, *argv], cwd=WEBUI,
+    done = subprocess.run(["ip", "netns", "exec", lab.client, *PIN, *argv], cwd=WEBUI,
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"the measurement failed: {done.stderr.strip()}")
