@@ -29,6 +29,10 @@ from .models import SelfTest
 RESPONDER_START = 10   # seconds the responder may take to listen
 SLACK = 90             # seconds beyond max_seconds before the run is ended
 ACTIVE = (SelfTest.State.QUEUED, SelfTest.State.RUNNING)
+# Lab mode: both ends on one CPU, with the veth hops' softirq work. Unpinned, where the
+# scheduler puts a connection's two ends decides a ping's round trip (8 or 60 us on a
+# 2-core box) for the whole run - far more than the firewall adds (see bench-middlebox).
+LAB_PIN = ("taskset", "-c", "0")
 
 
 def _finish(test, **fields):
@@ -69,7 +73,7 @@ def _command(test, config):
         raise JobFailed(f"self-test {test.pk}: {exc}") from None
     argv = [sys.executable, "-m", "selftest.core"]
     if test.mode == SelfTest.Mode.LAB:
-        argv = ["ip", "netns", "exec", config.selftest_client_netns, *argv, "measure"]
+        argv = ["ip", "netns", "exec", config.selftest_client_netns, *LAB_PIN, *argv, "measure"]
     else:
         prefix = ["ip", "netns", "exec", config.netns] if config.netns else []
         argv = [*prefix, *argv, "control", "--client", _address(test.client_host, test.port)]
@@ -84,7 +88,7 @@ def _command(test, config):
 def _start_responder(config):
     """The responder in the lab's server namespace, listening once this returns."""
     proc = subprocess.Popen(
-        ["ip", "netns", "exec", config.selftest_server_netns, sys.executable,
+        ["ip", "netns", "exec", config.selftest_server_netns, *LAB_PIN, sys.executable,
          core_responder.__file__, "--port", str(config.selftest_port), "--quiet"],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=_end_with_parent(os.getpid()))
