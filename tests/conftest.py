@@ -39,7 +39,8 @@ def nft_check(scratch_netns):
 
 @pytest.fixture(scope="module")
 def lab():
+    """client - fw - server, and the bypass link around fw (the self-test's direct path)."""
     require("nft", "ip", "tcpdump", "iperf3", "ping")
-    lab = Lab(f"tt{os.getpid() % 100000}").up()
+    lab = Lab(f"tt{os.getpid() % 100000}", bypass=True).up()
     yield lab
     lab.down()

@@ -5,14 +5,13 @@ shows as counted failures; and the smoke run of make bench-middlebox."""
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from lab import SERVER_BYPASS_V4, SERVER_V4, Lab
+from lab import SERVER_BYPASS_V4, SERVER_V4
 
 ROOT = Path(__file__).resolve().parents[2]
 WEBUI = ROOT / "webui"
@@ -25,25 +24,6 @@ ALLOWED = """
     classes:
       - {name: selftest, from: inside, to: outside, services: [selftest], action: accept}
     """
-
-
-def require_lab_tools():
-    """The root conftest's check (not importable by name from here: see tuskcli.py)."""
-    missing = [tool for tool in ("ip", "nft") if shutil.which(tool) is None]
-    if missing:
-        pytest.fail(f"missing: {', '.join(missing)} (Debian packages iproute2, nftables) - "
-                    "run `make test`, which installs them")
-    if os.geteuid() != 0:
-        pytest.fail("this tier needs root to create network namespaces")
-
-
-@pytest.fixture(scope="module")
-def lab():
-    """The namespace tier's lab with the bypass link (the direct path)."""
-    require_lab_tools()
-    lab = Lab(f"mb{os.getpid() % 100000}", bypass=True).up()
-    yield lab
-    lab.down()
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +97,6 @@ ROW = re.compile(rf"^(transaction|feedback|bulk 1024 KiB)\s+(through|direct)\s+(
 
 
 def test_the_smoke_benchmark_prints_a_complete_table(tmp_path):
-    require_lab_tools()
     out = tmp_path / "bench.json"
     done = subprocess.run([sys.executable, str(ROOT / "tests" / "bench" / "bench_middlebox.py")],
                           env=dict(os.environ, BENCH_SMOKE="1", BENCH_JSON=str(out)),

@@ -3,17 +3,12 @@
 here, never from a request)."""
 import os
 
-from django.conf import settings
 from django.db import models
 
+from jobs.models import JobSubject
 
-class Capture(models.Model):
-    class State(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
 
+class Capture(JobSubject):
     class Source(models.TextChoices):
         CAPTURE = "capture"
         UPLOAD = "upload"
@@ -21,30 +16,14 @@ class Capture(models.Model):
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.CAPTURE)
     name = models.CharField(max_length=200, blank=True)   # an upload's original file name
     spec = models.JSONField(default=dict)                  # diag.core.capture.Spec.as_dict()
-    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL,
-                            related_name="+")
-    state = models.CharField(max_length=8, choices=State.choices, default=State.QUEUED)
     stop_requested = models.BooleanField(default=False)
     reason = models.CharField(max_length=16, blank=True)   # packets, bytes, duration, request...
-    error = models.TextField(blank=True)
     files = models.JSONField(default=list)                 # absolute paths, oldest first
     packets = models.BigIntegerField(default=0)
     bytes = models.BigIntegerField(default=0)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-id"]
 
     def __str__(self):
         return f"capture {self.pk} ({self.state})"
-
-    @property
-    def active(self):
-        return self.state in (self.State.QUEUED, self.State.RUNNING)
 
     @property
     def format(self):

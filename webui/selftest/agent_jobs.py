@@ -18,8 +18,8 @@ import time
 from django.conf import settings
 from django.utils import timezone
 
-from diag.core.capture import _end_with_parent
 from jobs.registry import JobFailed, handler
+from tusk.children import end_with_parent
 
 from .core import responder as core_responder
 from .core import table
@@ -91,7 +91,7 @@ def _start_responder(config):
         ["ip", "netns", "exec", config.selftest_server_netns, *LAB_PIN, sys.executable,
          core_responder.__file__, "--port", str(config.selftest_port), "--quiet"],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=_end_with_parent(os.getpid()))
+        preexec_fn=end_with_parent(os.getpid()))
     with selectors.DefaultSelector() as selector:
         selector.register(proc.stdout, selectors.EVENT_READ)
         if selector.select(RESPONDER_START) and proc.stdout.readline().startswith("listening"):
@@ -115,7 +115,7 @@ def _measure(run, argv, params):
     """Runs the measuring child to its end: its summary, progress reported on the way."""
     proc = subprocess.Popen(argv, cwd=settings.BASE_DIR, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_end_with_parent(os.getpid()))
+                            preexec_fn=end_with_parent(os.getpid()))
     deadline = time.monotonic() + params["max_seconds"] + SLACK
     result = None
     try:

@@ -13,7 +13,6 @@ Stop) and keeps the most recent max_bytes.
 A filter is compiled before the start by `tcpdump -d` against an empty pcap file,
 which needs neither privileges nor an interface (the web process checks it too).
 """
-import ctypes
 import os
 import re
 import signal
@@ -23,6 +22,8 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+
+from tusk.children import end_with_parent
 
 DUMPCAP = "dumpcap"
 TCPDUMP = "tcpdump"
@@ -39,8 +40,6 @@ LIMITS = {
 FORMATS = ("pcapng", "pcap")
 POLL = 0.5          # seconds between progress reports
 STOP_GRACE = 10     # seconds dumpcap gets to close its file after SIGINT, then SIGTERM
-PR_SET_PDEATHSIG = 1
-_LIBC = ctypes.CDLL(None, use_errno=True)   # loaded here, not in a forked child
 
 
 class SpecError(Exception):
@@ -214,24 +213,12 @@ class _Stderr(threading.Thread):
         return " ".join(lines) or f"dumpcap exited with status {status}"
 
 
-def _end_with_parent(parent):
-    """preexec_fn: dumpcap gets SIGINT (and so closes its file properly) when the
-    thread that started it dies - a killed agent leaves no capture running, and a
-    complete file for the next agent to keep. `ip netns exec` execs dumpcap in the
-    same process, and the setting survives exec (dumpcap has no file capabilities)."""
-    def apply():
-        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGINT, 0, 0, 0)
-        if os.getppid() != parent:    # died before prctl: nobody would stop us
-            os._exit(1)
-    return apply
-
-
 def run(spec, path, netns=None, progress=None, should_stop=None):
     """Runs the capture to its end; returns a Result. progress(packets, bytes) every
     POLL seconds; should_stop() True ends it early (reason "request")."""
     proc = subprocess.Popen(argv(spec, path, netns), stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            preexec_fn=_end_with_parent(os.getpid()))
+                            preexec_fn=end_with_parent(os.getpid()))
     stderr = _Stderr(proc.stderr)
     stderr.start()
     started, reason, stopped_at, escalated = time.monotonic(), "", None, False
