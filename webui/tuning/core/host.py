@@ -186,6 +186,11 @@ class SystemHost:
         if result.returncode != 0:
             if "not supported" in message.lower():
                 raise Unsupported(message)
+            if "could not change any device features" in message.lower():
+                # the kernel kept the feature as it was: one it depends on is off (GSO
+                # without scatter-gather, e.g. virtio-net on a backend without offloads)
+                raise Unsupported(f"{message} (the driver cannot turn {key} "
+                                  f"{ethtool_value(value)} with its other features as they are)")
             raise OSError(errno.EINVAL, f"{' '.join(argv)}: {message}")
 
     def boot_id(self):
