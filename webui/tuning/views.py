@@ -20,7 +20,8 @@ from .core.report import Write
 from .forms import ProfileForm
 from .models import TuningReport
 
-KINDS = ("tuning.plan", "tuning.apply", "tuning.verify", "tuning.rollback")
+KINDS = ("tuning.plan", "tuning.apply", "tuning.verify", "tuning.rollback",
+         "backup.tuning")  # a restore applies the backup's profile
 
 
 def _shown(write, value):

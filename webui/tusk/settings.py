@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "tuning.apps.TuningConfig",
     "diag.apps.DiagConfig",
     "selftest.apps.SelftestConfig",
+    "backup.apps.BackupConfig",
 ]
 
 MIDDLEWARE = [

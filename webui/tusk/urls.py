@@ -9,4 +9,5 @@ urlpatterns = [
     path("tuning/", include("tuning.urls")),
     path("diag/", include("diag.urls")),
     path("selftest/", include("selftest.urls")),
+    path("backup/", include("backup.urls")),
 ]

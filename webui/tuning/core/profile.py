@@ -2,10 +2,11 @@
 every value, inheritance through `[main] include = <profile>`.
 
 Shipped profiles live in webui/tuning/profiles/ (on the image /usr/lib/tusk/tuning);
-an operator's own in /etc/tusk/tuning, which is searched first, so a file there
-may also replace a shipped one by name. Every key is checked against SCHEMA here,
-before anything is detected or written; the values that depend on the machine (an
-MTU above a NIC's maximum) are checked by the planner, also before any write.
+an operator's own in /etc/tusk/tuning (or $TUSK_TUNING_DIR: the web tests' agent),
+which is searched first, so a file there may also replace a shipped one by name.
+Every key is checked against SCHEMA here, before anything is detected or written;
+the values that depend on the machine (an MTU above a NIC's maximum) are checked by
+the planner, also before any write.
 """
 import configparser
 import os
@@ -16,7 +17,7 @@ from .errors import Code, TuneError
 
 SHIPPED_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "profiles")
-OPERATOR_DIR = "/etc/tusk/tuning"
+OPERATOR_DIR = os.environ.get("TUSK_TUNING_DIR") or "/etc/tusk/tuning"
 DEFAULT_PROFILE = "throughput"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SYSCTL = re.compile(r"^[a-z0-9_]+(\.([a-z0-9_]+|\*))+$")

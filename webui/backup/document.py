@@ -1,0 +1,462 @@
+"""The backup file: one JSON document, format "tusk-backup", version 1.
+
+    {"format": "tusk-backup", "version": 1, "created": "2026-…+00:00",
+     "tusk_version": "…" or null, "hostname": "fw1",
+     "policy": {"draft": {…the draft, as policy.Draft keeps it…},
+                "confirmed": null or {"revision": 7, "created": "…", "user": "alice",
+                                      "policy_text": "…policy.yaml of that revision…"}},
+     "tuning": {"boot_profile": "throughput" or "none",
+                "profiles": {"name": "…the operator's profile file…"}},
+     "users": [{"username": "alice", "role": "admin", "password_hash": "pbkdf2_sha256$…",
+                "active": true, "must_change_password": false}]}
+
+build() writes it from what the box has now; parse() and check() read one back and
+report every problem with the path of its field (`users[2].role: unknown role
+"root" (known: admin, viewer)`), the policies through the policy engine's normalise
+stage and the tuning profiles through tusk-tune's parser. Only JSON is read: no
+pickle, no YAML, a bounded size, duplicate keys refused.
+"""
+import hashlib
+import json
+import os
+import re
+import socket
+import tempfile
+from datetime import datetime
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import UNUSABLE_PASSWORD_PREFIX, identify_hasher
+from django.utils import timezone
+
+from accounts.models import Role
+from accounts.roles import role_of
+from policy import draft as drafts
+from policy.core.errors import PolicyError
+from policy.core.normalise import load_policy, load_policy_text
+from policy.models import Revision, TargetState
+from tuning.core import profile as profiles
+from tuning.core.applier import NO_PROFILE, Tuner
+from tuning.core.errors import TuneError
+
+FORMAT = "tusk-backup"
+VERSION = 1
+MAX_BYTES = 16 * 1024 * 1024        # as a policy import (nginx's body limit is 17m)
+MAX_PROFILE_BYTES = 64 * 1024       # one tuning profile file
+MAX_USERS = 1000
+MAX_PROBLEMS = 100                  # reported; the rest are counted
+USERNAME = re.compile(r"^[\w.@+-]{1,150}\Z")  # Django's user names (the users page: fewer)
+VERSION_FILE = settings.BASE_DIR.parent / "version"  # /usr/lib/tusk/version (webui/install-into)
+NOT_INCLUDED = ("packet captures and their reports", "self-test results", "job history",
+                "the audit log", "statistics", "the revision history",
+                "the device's own files: tusk.toml, network.toml, the TLS certificate")
+TOP_KEYS = ("format", "version", "created", "tusk_version", "hostname", "policy", "tuning",
+            "users")
+USER_KEYS = ("username", "role", "password_hash", "active", "must_change_password")
+
+
+class BackupError(Exception):
+    """Every problem found, as (path, message) pairs; nothing was changed."""
+
+    def __init__(self, problems):
+        self.problems = problems
+        super().__init__("\n".join(f"{path}: {message}" if path else message
+                                   for path, message in problems))
+
+
+# -- what the box has now ------------------------------------------------------------------
+
+def tusk_version():
+    try:
+        return VERSION_FILE.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def boot_profile():
+    """What tusk-tune boot applies: the last applied profile, none after a rollback."""
+    directory = settings.TUSK.tuning_state_dir
+    try:
+        return Tuner(None, directory).boot_profile()
+    except OSError as error:
+        raise BackupError([("tuning.boot_profile", f"cannot read {directory}/boot-profile: "
+                                                   f"{error.strerror}")]) from None
+
+
+def operator_profiles():
+    """{name: text} of the operator's own tuning profiles (profiles.OPERATOR_DIR)."""
+    found = {}
+    for name, path in profiles.available([profiles.OPERATOR_DIR]).items():
+        try:
+            with open(path, encoding="utf-8") as handle:
+                found[name] = handle.read(MAX_PROFILE_BYTES + 1)
+        except (OSError, UnicodeDecodeError) as error:
+            raise BackupError([(f"tuning.profiles.{name}", f"cannot read {path}: "
+                                f"{getattr(error, 'strerror', None) or error}")]) from None
+        if len(found[name].encode()) > MAX_PROFILE_BYTES:
+            raise BackupError([(f"tuning.profiles.{name}", f"{path} is larger than "
+                                f"{MAX_PROFILE_BYTES // 1024} KiB")])
+    return found
+
+
+def users():
+    people = get_user_model().objects.order_by("username").select_related("profile")
+    return [{"username": user.username, "role": str(role_of(user)),
+             "password_hash": user.password, "active": user.is_active,
+             "must_change_password": bool(getattr(getattr(user, "profile", None),
+                                                  "must_change_password", False))}
+            for user in people]
+
+
+def confirmed_revision():
+    state = TargetState.objects.filter(pk=1).first()
+    if state is None or state.confirmed is None:
+        return None
+    return Revision.objects.filter(number=state.confirmed).first()
+
+
+def contents():
+    """The parts a restore puts back: policy, tuning, users."""
+    revision = confirmed_revision()
+    confirmed = None if revision is None else {
+        "revision": revision.number, "created": revision.created.isoformat(),
+        "user": revision.user, "policy_text": revision.policy_text}
+    return {"policy": {"draft": drafts.get().document, "confirmed": confirmed},
+            "tuning": {"boot_profile": boot_profile(), "profiles": operator_profiles()},
+            "users": users()}
+
+
+def build():
+    return {"format": FORMAT, "version": VERSION,
+            "created": timezone.now().isoformat(timespec="seconds"),
+            "tusk_version": tusk_version(), "hostname": socket.gethostname(), **contents()}
+
+
+def dump(document):
+    return (json.dumps(document, indent=1, ensure_ascii=False) + "\n").encode()
+
+
+def state_token():
+    """A hash of what a restore replaces (draft, users, tuning): a preview is confirmed
+    only while it still describes what is there."""
+    now = contents()
+    now["policy"] = {"draft_version": drafts.get_meta().version}
+    return hashlib.sha256(json.dumps(now, sort_keys=True).encode()).hexdigest()
+
+
+# -- reading one back ----------------------------------------------------------------------
+
+def _refuse_duplicates(pairs):
+    keys = [key for key, _ in pairs]
+    for key in keys:
+        if keys.count(key) > 1:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+    return dict(pairs)
+
+
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse(data):
+    """The bytes of an uploaded file -> the JSON document, or BackupError."""
+    if len(data) > MAX_BYTES:
+        raise BackupError([("", f"the file has {len(data)} bytes: a backup is at most "
+                                f"{MAX_BYTES // (1024 * 1024)} MiB")])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BackupError([("", f"not UTF-8 text (byte {error.start})")]) from None
+    try:
+        document = json.loads(text, object_pairs_hook=_refuse_duplicates,
+                              parse_constant=_refuse_constant)
+    except RecursionError:
+        raise BackupError([("", "not a Tusk backup: nested too deeply")]) from None
+    except json.JSONDecodeError as error:
+        raise BackupError([("", f"not valid JSON at line {error.lineno}, column {error.colno}: "
+                                f"{error.msg}")]) from None
+    except ValueError as error:
+        raise BackupError([("", f"not valid JSON: {error}")]) from None
+    where = _nul_at(document)
+    if where is not None:  # PostgreSQL stores no NUL character in text or JSON
+        raise BackupError([(where, "holds a NUL character (\\u0000)")])
+    return document
+
+
+def _nul_at(document):
+    """The path of the first string (or key) with a NUL character in it, else None."""
+    stack = [("", document)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                return path
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                stack += [(_join(path, repr(key) if "\x00" in key else key), key),
+                          (_join(path, key), item)]
+        elif isinstance(value, list):
+            stack += [(f"{path}[{index}]", item) for index, item in enumerate(value)]
+    return None
+
+
+def _kind(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    return {dict: "an object", list: "a list", str: "a string", int: "a number",
+            float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _join(path, key):
+    return f"{path}.{key}" if path else key
+
+
+class _Checker:
+    """Walks the document once, collecting every problem."""
+
+    def __init__(self):
+        self.problems = []
+
+    def problem(self, path, message):
+        self.problems.append((path, message))
+
+    def object(self, value, path, keys):
+        """value as a dict with exactly keys, or None."""
+        if not isinstance(value, dict):
+            self.problem(path, f"expected an object, got {_kind(value)}")
+            return None
+        for key in value:
+            if key not in keys:
+                self.problem(_join(path, key), f"unknown key (known: {', '.join(keys)})")
+        for key in keys:
+            if key not in value:
+                self.problem(_join(path, key), "missing")
+        return value
+
+    def typed(self, mapping, key, path, kinds, what, nullable=False):
+        """mapping[key] if it is one of kinds (bool is never an int here)."""
+        if key not in mapping:
+            return None
+        value = mapping[key]
+        if value is None and nullable:
+            return None
+        if isinstance(value, bool) != (bool in kinds) or not isinstance(value, kinds):
+            self.problem(_join(path, key), f"expected {what}, got {_kind(value)}")
+            return None
+        return value
+
+    def string(self, mapping, key, path, limit, nullable=False):
+        value = self.typed(mapping, key, path, (str,), "a string", nullable)
+        if value is not None and len(value) > limit:
+            self.problem(_join(path, key), f"longer than {limit} characters")
+            return None
+        return value
+
+    def policy_problems(self, path, error, in_text=False):
+        """The engine's problems under path: a document's fields continue the path
+        (policy.draft.classes[3].mss.value); a text's are named in the message."""
+        for problem in error.problems:
+            if in_text:
+                self.problem(path, str(problem))
+            else:
+                self.problem(_join(path, problem.path), problem.message)
+
+    # -- the parts ----------------------------------------------------------------------
+
+    def header(self, document):
+        """False when the rest is not worth reading (not a backup, or a newer one)."""
+        if not isinstance(document, dict):
+            self.problem("", f"not a Tusk backup: expected a JSON object, got {_kind(document)}")
+            return False
+        if document.get("format") != FORMAT:
+            self.problem("format", f"not a Tusk backup: expected {FORMAT!r}, got "
+                                   f"{_short(document.get('format'))}")
+            return False
+        version = document.get("version")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            self.problem("version", f"expected a whole number, got {_short(version)}")
+            return False
+        if version != VERSION:
+            self.problem("version", f"version {version} is not readable here: this Tusk reads "
+                                    f"backup version {VERSION}")
+            return False
+        self.object(document, "", TOP_KEYS)
+        created = self.string(document, "created", "", 64)
+        if created is not None:
+            try:
+                datetime.fromisoformat(created)
+            except ValueError:
+                self.problem("created", f"{created!r} is not a date and time (ISO 8601)")
+        self.string(document, "tusk_version", "", 200, nullable=True)
+        self.string(document, "hostname", "", 253)
+        return True
+
+    def policy(self, value):
+        policy = self.object(value, "policy", ("draft", "confirmed"))
+        if policy is None:
+            return
+        if "draft" in policy:
+            if not isinstance(policy["draft"], dict):
+                self.problem("policy.draft", f"expected an object, got {_kind(policy['draft'])}")
+            else:
+                try:
+                    load_policy(policy["draft"])
+                except PolicyError as error:
+                    self.policy_problems("policy.draft", error)
+        confirmed = policy.get("confirmed")
+        if confirmed is None:
+            return
+        path = "policy.confirmed"
+        if self.object(confirmed, path, ("revision", "created", "user", "policy_text")) is None:
+            return
+        revision = self.typed(confirmed, "revision", path, (int,), "a revision number")
+        if revision is not None and revision < 1:
+            self.problem(f"{path}.revision", f"{revision} is not a revision number")
+        self.string(confirmed, "created", path, 64)
+        self.string(confirmed, "user", path, 150)
+        text = self.string(confirmed, "policy_text", path, MAX_BYTES)
+        if text is not None:
+            try:
+                load_policy_text(text)
+            except PolicyError as error:
+                self.policy_problems(f"{path}.policy_text", error, in_text=True)
+
+    def tuning(self, value):
+        tuning = self.object(value, "tuning", ("boot_profile", "profiles"))
+        if tuning is None:
+            return
+        name = self.string(tuning, "boot_profile", "tuning", 64)
+        found = tuning.get("profiles")
+        if "profiles" in tuning and not isinstance(found, dict):
+            self.problem("tuning.profiles", f"expected an object, got {_kind(found)}")
+            found = None
+        self.problems += tuning_problems(found or {}, name)
+
+    def users(self, value, restoring):
+        if not isinstance(value, list):
+            self.problem("users", f"expected a list, got {_kind(value)}")
+            return
+        if not 1 <= len(value) <= MAX_USERS:
+            self.problem("users", f"{len(value)} users: a backup has 1 to {MAX_USERS}")
+            return
+        seen, admins, before = {}, [], len(self.problems)
+        for index, entry in enumerate(value):
+            path = f"users[{index}]"
+            if self.object(entry, path, USER_KEYS) is None:
+                continue
+            name = self.string(entry, "username", path, 150)
+            if name is not None:
+                if not USERNAME.match(name):
+                    self.problem(f"{path}.username", f"{name!r} is not a user name (letters, "
+                                                     "digits and @ . + - _ only)")
+                elif name.lower() in seen:
+                    self.problem(f"{path}.username", f"{name!r} is already "
+                                                     f"users[{seen[name.lower()]}]")
+                else:
+                    seen[name.lower()] = index
+            role = self.string(entry, "role", path, 16)
+            if role is not None and role not in Role.values:
+                self.problem(f"{path}.role", f"unknown role \"{role}\" (known: "
+                                             f"{', '.join(Role.values)})")
+            self.password_hash(entry, path)
+            active = self.typed(entry, "active", path, (bool,), "true or false")
+            self.typed(entry, "must_change_password", path, (bool,), "true or false")
+            if role == Role.ADMIN and active and name:
+                admins.append(name)
+        if len(self.problems) > before:
+            return  # the entries first: who is an admin is not known for sure
+        if not admins:
+            self.problem("users", "no active admin: after the restore nobody could change "
+                                  "anything")
+        elif restoring is not None and restoring not in admins:
+            self.problem("users", f"your account \"{restoring}\" is not an active admin in this "
+                                  "backup: restoring it would lock you out. Restore it as one of "
+                                  f"its admins ({', '.join(admins) or 'none'}), or add yourself "
+                                  "to the backup's users as an active admin")
+
+    def password_hash(self, entry, path):
+        value = self.string(entry, "password_hash", path, 512)
+        if value is None or value.startswith(UNUSABLE_PASSWORD_PREFIX):
+            return  # a user without a usable password (set by Django, never a password)
+        try:
+            hasher = identify_hasher(value)
+        except ValueError:
+            algorithm = value.split("$", 1)[0] if "$" in value else ""
+            self.problem(f"{path}.password_hash", (
+                f"hashed with \"{_short(algorithm)[1:-1]}\", which this Tusk does not know"
+                if algorithm else "not a password hash (a backup holds hashes, never passwords)"))
+            return
+        try:
+            hasher.decode(value)
+        except Exception:  # each hasher fails its own way on a mangled hash
+            self.problem(f"{path}.password_hash", f"not a well-formed {hasher.algorithm} hash")
+
+
+def tuning_problems(found, boot):
+    """Problems of tuning profiles {name: text} and the boot profile's name, each
+    profile loaded by tusk-tune's parser as if it were in the operator's directory
+    (where a restore puts it). The web process checks a backup with it; the agent
+    again before it writes a file."""
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="tusk-backup-") as directory:
+        valid = {}
+        for name, text in found.items():
+            path = f"tuning.profiles.{name}"
+            if not profiles.NAME.match(name):
+                problems.append((f"tuning.profiles.{_short(name)}", "not a profile name "
+                                 "(letters, digits and . _ -, at most 64)"))
+            elif not isinstance(text, str):
+                problems.append((path, f"expected the profile's text, got {_kind(text)}"))
+            elif len(text.encode()) > MAX_PROFILE_BYTES:
+                problems.append((path, f"larger than {MAX_PROFILE_BYTES // 1024} KiB"))
+            else:
+                with open(os.path.join(directory, f"{name}.conf"), "w", encoding="utf-8") as f:
+                    f.write(text)
+                valid[name] = path
+        dirs = [directory, profiles.OPERATOR_DIR, profiles.SHIPPED_DIR]
+        for name, path in valid.items():
+            try:
+                profiles.load(name, dirs)
+            except TuneError as error:
+                for _, place, message in error.problems:
+                    place = place.replace(directory + os.sep, "")
+                    problems.append((path, f"{place}: {message}" if place else message))
+        if boot is not None and boot != NO_PROFILE:
+            if not profiles.NAME.match(boot):
+                problems.append(("tuning.boot_profile", f"{_short(boot)} is not a profile name"))
+            elif boot not in profiles.available(dirs):
+                known = ", ".join([NO_PROFILE, *profiles.available(dirs)])
+                problems.append(("tuning.boot_profile", f"no profile {boot!r} in the backup or "
+                                                        f"on this box (known: {known})"))
+    return problems
+
+
+def check(document, restoring=None):
+    """Raises BackupError with every problem of a parsed backup. restoring: the user
+    name of the admin restoring it, who must stay an active admin."""
+    checker = _Checker()
+    if checker.header(document):
+        if "policy" in document:
+            checker.policy(document["policy"])
+        if "tuning" in document:
+            checker.tuning(document["tuning"])
+        if "users" in document:
+            checker.users(document["users"], restoring)
+    if checker.problems:
+        problems = checker.problems
+        if len(problems) > MAX_PROBLEMS:
+            problems = problems[:MAX_PROBLEMS] + [
+                ("", f"and {len(problems) - MAX_PROBLEMS} more problems")]
+        raise BackupError(problems)
+    return document
+
+
+def read(data, restoring=None):
+    return check(parse(data), restoring)

@@ -1,0 +1,123 @@
+"""The Backup page: download the configuration as one JSON file; upload one, see
+what restoring it would change, confirm. Admins only: the file holds the users'
+password hashes (RoleMiddleware refuses a viewer's POST; every action is a POST)."""
+import hashlib
+from datetime import timedelta
+
+from django.contrib import messages
+from django.db import transaction
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from accounts import audit
+
+from . import document as backups
+from . import restore as restores
+from .forms import ConfirmForm, UploadForm
+from .models import PendingRestore
+
+PENDING_FOR = timedelta(days=1)  # an upload left unconfirmed is deleted after this
+
+
+def _page(request, form=None, problems=(), status=200):
+    return render(request, "backup/backup.html", {
+        "form": form or UploadForm(), "problems": problems,
+        "not_included": backups.NOT_INCLUDED, "max_mib": backups.MAX_BYTES // 2**20,
+        "pending": PendingRestore.objects.filter(user=request.user).only(
+            "pk", "name", "uploaded_at").first()}, status=status)
+
+
+def backup(request):
+    return _page(request)
+
+
+@require_POST
+def download(request):
+    try:
+        document = backups.build()
+    except backups.BackupError as error:
+        messages.error(request, f"No backup was made: {error}")
+        return redirect("backup")
+    data = backups.dump(document)
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    name = f"tusk-backup-{document['hostname']}-{stamp}.json"
+    audit.record(request, "backup download", name, bytes=len(data),
+                 users=len(document["users"]))
+    response = HttpResponse(data, content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+@require_POST
+def upload(request):
+    form = UploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return _page(request, form, status=400)
+    upload = form.cleaned_data["file"]
+    data = upload.read(backups.MAX_BYTES + 1)
+    try:
+        backups.read(data, request.user.get_username())
+    except backups.BackupError as error:
+        return _page(request, form, error.problems, status=400)
+    with transaction.atomic():
+        PendingRestore.objects.filter(user=request.user).delete()
+        PendingRestore.objects.filter(uploaded_at__lt=timezone.now() - PENDING_FOR).delete()
+        pending = PendingRestore.objects.create(
+            user=request.user, name=(upload.name or "backup")[:200], text=data.decode(),
+            sha256=hashlib.sha256(data).hexdigest())
+    return redirect("backup_restore", pk=pending.pk)
+
+
+def _preview(request, pending, document, form=None, stale=False, status=200):
+    changes = restores.plan(document)
+    if form is None:
+        form = ConfirmForm(initial={"token": changes["token"]},
+                           confirmed=document["policy"]["confirmed"])
+    return render(request, "backup/restore.html", {
+        "pending": pending, "backup": document, "changes": changes, "form": form,
+        "stale": stale}, status=status)
+
+
+def restore(request, pk):
+    """GET: what restoring the upload would change. POST: restore it."""
+    pending = get_object_or_404(PendingRestore, pk=pk, user=request.user)
+    try:  # checked again: the box may have changed since the upload
+        document = backups.read(pending.text.encode(), request.user.get_username())
+    except backups.BackupError as error:
+        return render(request, "backup/restore.html", {
+            "pending": pending, "problems": error.problems}, status=400)
+    if request.method != "POST":
+        return _preview(request, pending, document)
+    confirmed = document["policy"]["confirmed"]
+    form = ConfirmForm(request.POST, confirmed=confirmed)
+    if not form.is_valid():
+        return _preview(request, pending, document, form, status=400)
+    data = form.cleaned_data
+    try:
+        changes, apply_job, tuning_job = restores.restore(
+            request, pending, data["token"], data.get("source", restores.DRAFT), data["apply"])
+    except restores.StaleRestore:
+        return _preview(request, pending, document, stale=True, status=400)
+    users = changes["users"]
+    messages.success(request, (
+        f"Restored {pending.name}: the draft is the backup's policy; users "
+        f"{len(users['added'])} added, {len(users['updated'])} updated, "
+        f"{len(users['removed'])} removed."
+        + (f" Tuning is restored by job {tuning_job.pk} (Jobs page)." if tuning_job else "")
+        + (" Confirm the policy once the apply has loaded it, or it rolls back."
+           if apply_job else "")))
+    if apply_job:
+        return redirect(reverse("job", args=[apply_job.pk]) + "?next=policy_status")
+    if tuning_job:
+        return redirect(reverse("job", args=[tuning_job.pk]) + "?next=tuning")
+    return redirect("backup")
+
+
+@require_POST
+def cancel(request, pk):
+    get_object_or_404(PendingRestore, pk=pk, user=request.user).delete()
+    messages.info(request, "The uploaded backup was discarded; nothing was restored.")
+    return redirect("backup")
