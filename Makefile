@@ -12,9 +12,13 @@ LAB_HTTP_PORT ?= 8000
 PYTEST_ARGS ?=
 
 KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev cpio
-VM_APT_PACKAGES := qemu-system-x86 debootstrap
+# QEMU and OVMF (UEFI), debootstrap for the VM root filesystems, xorriso for the ISO and
+# the installer's medium, grub and mtools for the ISO boot test's stand-ins of
+# Buildroot's grub images
+VM_APT_PACKAGES := qemu-system-x86 qemu-utils ovmf debootstrap xorriso mtools dosfstools \
+	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd shellcheck
 
-.PHONY: help run test deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox kernel clean
+.PHONY: help run test deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox kernel image check-image clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
@@ -28,6 +32,8 @@ help:
 	@echo "make bench-diag    capture analysis rate and memory; a capture's cost to one flow"
 	@echo "make bench-middlebox Allman's middlebox measurement through fw vs a direct path"
 	@echo "make kernel        Linux 6.12 + kernel-patches/ + the config fragments, cached by input hash"
+	@echo "make image         the appliance ISO with Buildroot 2026.02.3 (needs internet; BUILDROOT=dir)"
+	@echo "make check-image BUILDROOT=dir  our Buildroot tree against a Buildroot 2026.02.3 checkout"
 
 deps: apt $(VENV)/.installed $(HTMX)
 
@@ -57,7 +63,7 @@ vm-deps:
 
 test: deps vm-deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test needs root: the namespace tests create network namespaces"; exit 1; }
-	cd tests && ../$(PY) -m pytest $(PYTEST_ARGS)
+	cd tests && BUILDROOT="$(BUILDROOT)" ../$(PY) -m pytest $(PYTEST_ARGS)
 
 vm-test: deps vm-deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make vm-test needs root (debootstrap, QEMU's 9p shares)"; exit 1; }
@@ -94,6 +100,17 @@ bench-diag: deps
 bench-middlebox: deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench-middlebox needs root (namespaces, nftables)"; exit 1; }
 	$(PY) tests/bench/bench_middlebox.py
+
+# The appliance ISO: Buildroot at the pinned release (tools/buildroot-release) with
+# buildroot-external/ -> output/images/tusk-<version>.iso. Downloads every source:
+# needs internet, or TUSK_DL_DIR / TUSK_PRIMARY_SITE filled beforehand (README).
+image:
+	@BUILDROOT="$(BUILDROOT)" tools/build-image
+
+# Our tree against Buildroot's own Kconfig and utils/check-package (offline).
+check-image:
+	@[ -n "$(BUILDROOT)" ] || { echo "make check-image needs BUILDROOT=dir: a Buildroot 2026.02.3 checkout (see buildroot-external/README.md)"; exit 1; }
+	@tools/check-image "$(BUILDROOT)"
 
 clean:
 	rm -rf $(VENV) .pytest_cache tests/.pytest_cache
