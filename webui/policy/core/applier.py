@@ -147,7 +147,8 @@ class Applier:
 
     def _roll_back(self, pending, outcome):
         base = pending["base"]
-        ruleset = self.store.get(base).ruleset if base is not None else EMPTY_RULESET
+        ruleset = (self.store.get(base).ruleset if base is not None
+                   else self.store.no_policy_ruleset(EMPTY_RULESET))
         result = self.target.nft_load(ruleset)
         revision = self.store.get(pending["revision"])
         if not result.ok:
@@ -175,6 +176,28 @@ class Applier:
                 self._spawn_watchdog(pending["revision"])
                 return "watching"
         return "nothing pending"
+
+    def boot(self):
+        """At boot, before any interface is up: load the last confirmed revision. A revision
+        still pending was never confirmed, so it counts as rolled back. Without a confirmed
+        revision the target's no-policy ruleset is loaded. Returns the loaded revision or
+        None; raises PolicyError when the kernel refuses the ruleset (nothing changed then:
+        one transaction)."""
+        with self.locked():
+            pending = self.store.pending()
+            if pending is not None:
+                self.store.get(pending["revision"]).update(
+                    outcome="rolled back: the firewall restarted before it was confirmed")
+                self.store.clear_pending()
+            rev_id = self.store.confirmed_id()
+            revision = self.store.get(rev_id) if rev_id is not None else None
+            ruleset = revision.ruleset if revision else self.store.no_policy_ruleset(EMPTY_RULESET)
+            result = self.target.nft_load(ruleset)
+            if not result.ok:
+                what = f"revision {rev_id}" if revision else "the no-policy ruleset"
+                raise PolicyError(Code.APPLY, "", f"loading {what} failed: "
+                                  f"{_first_error(result.stderr)}")
+            return revision
 
     # -- the watchdog --------------------------------------------------------------------
 

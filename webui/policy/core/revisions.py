@@ -67,6 +67,9 @@ class Revision:
         _write_atomic(os.path.join(self.path, "meta.json"), json.dumps(self.meta, indent=2) + "\n")
 
 
+FAILSAFE = "failsafe.nft"
+
+
 class Store:
     """Revisions, the pending marker and the confirmed pointer of one target."""
 
@@ -131,6 +134,16 @@ class Store:
                    "deadline": time.time() + timeout}
         _write_atomic(os.path.join(self.state_dir, "pending.json"), json.dumps(pending) + "\n")
         return pending
+
+    def no_policy_ruleset(self, default):
+        """What the target runs when no revision is confirmed: `failsafe.nft` in the state
+        directory when there is one (the appliance writes a forward-drop table there at
+        boot, so a first apply that rolls back fails closed), else `default`."""
+        try:
+            with open(os.path.join(self.state_dir, FAILSAFE), encoding="utf-8") as handle:
+                return handle.read()
+        except FileNotFoundError:
+            return default
 
     def clear_pending(self):
         try:

@@ -1,0 +1,221 @@
+"""The appliance under QEMU: Tusk's kernel, a root filesystem laid out like the image
+(tools/build-appliance-rootfs), systemd, a management NIC (QEMU user networking, its
+HTTPS port forwarded to the host's loopback), two traffic NICs and disks - driven as an
+operator would: over the serial console (the console menu) and HTTPS (the web UI).
+"""
+import http.cookiejar
+import os
+import re
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import vm
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Appliance:
+    """One boot. disks: [(path, format, readonly)] in PCI order -> vda, vdb, ...
+    kernel: boot it directly (the live system: root=/dev/vda); None: the firmware boots
+    the first disk (an installed system). firmware: None (SeaBIOS) or an OVMF code file."""
+
+    def __init__(self, name, disks, log_dir, kernel=None, append="", firmware=None,
+                 memory_mb=3072, cpus=2):
+        self.name = name
+        self.https_port = free_port()
+        self.log_path = Path(log_dir) / f"appliance-{name}.log"
+        self.buffer = ""
+        self.seen = 0           # how far expect() has consumed the buffer
+        self.lock = threading.Lock()
+        argv = [vm.QEMU, "-accel", "tcg", "-machine", "pc",
+                "-m", str(memory_mb), "-smp", str(cpus), "-display", "none",
+                "-serial", "stdio", "-monitor", "none", "-no-reboot"]
+        if firmware:
+            vars_copy = Path(log_dir) / f"appliance-{name}-vars.fd"
+            shutil.copy(firmware["vars"], vars_copy)
+            argv += ["-drive", f"if=pflash,format=raw,readonly=on,file={firmware['code']}",
+                     "-drive", f"if=pflash,format=raw,file={vars_copy}"]
+        if kernel:
+            argv += ["-kernel", str(kernel), "-append",
+                     f"root=/dev/vda rw console=ttyS0,115200 {append}".strip()]
+        # management: ens3, HTTPS forwarded; traffic: ens4, ens5 (isolated)
+        argv += ["-netdev", f"user,id=mgmt,hostfwd=tcp:127.0.0.1:{self.https_port}-:443",
+                 "-device", "virtio-net-pci,netdev=mgmt,addr=0x3",
+                 "-netdev", "user,id=t1,restrict=on", "-device", "virtio-net-pci,netdev=t1,addr=0x4",
+                 "-netdev", "user,id=t2,restrict=on", "-device", "virtio-net-pci,netdev=t2,addr=0x5"]
+        for index, (path, fmt, readonly) in enumerate(disks):
+            argv += ["-drive", f"file={path},format={fmt},if=none,id=d{index}"
+                     + (",readonly=on" if readonly else ""),
+                     "-device", f"virtio-blk-pci,drive=d{index},addr={0x6 + index:#x}"]
+            if index == 0 and not kernel:
+                argv[-1] += ",bootindex=0"
+        self.argv = argv
+        self.log = open(self.log_path, "w", encoding="utf-8", errors="replace")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        while True:
+            chunk = self.proc.stdout.read1(65536)
+            if not chunk:
+                return
+            text = chunk.decode("utf-8", errors="replace")
+            self.log.write(text)
+            self.log.flush()
+            with self.lock:
+                self.buffer += ANSI.sub("", text)
+
+    # -- the serial console ------------------------------------------------------------
+
+    def expect(self, pattern, timeout):
+        """Waits for pattern in the console output after what earlier calls consumed;
+        returns the match. On timeout fails with the console's tail."""
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.lock:
+                match = regex.search(self.buffer, self.seen)
+                if match:
+                    self.seen = match.end()
+                    return match
+            if self.proc.poll() is not None:
+                raise AssertionError(f"QEMU ({self.name}) exited ({self.proc.returncode}) "
+                                     f"waiting for {pattern!r}; console:\n{self.tail()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{pattern!r} not on the console of {self.name} within "
+                                     f"{timeout} s; console ({self.log_path}):\n{self.tail()}")
+            time.sleep(0.1)
+
+    def send(self, text):
+        self.proc.stdin.write(text.encode())
+        self.proc.stdin.flush()
+
+    def tail(self, lines=40):
+        with self.lock:
+            return "\n".join(self.buffer.splitlines()[-lines:])
+
+    def shell(self, command, timeout=120):
+        """Runs command in the console menu's shell; returns (exit status, output)."""
+        marker = f"T{time.monotonic_ns()}"
+        self.send(f"{command}; echo {marker}-rc=$?\n")
+        match = self.expect(rf"(?s)(.*?){marker}-rc=(\d+)", timeout)
+        # what the command printed; the shell's prompts ("# ") around it dropped
+        output = re.sub(r"^(# )+", "", match.group(1).lstrip("\n"))
+        return int(match.group(2)), output
+
+    def wait_exit(self, timeout):
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{self.name} did not power off within {timeout} s; "
+                                 f"console:\n{self.tail()}") from None
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+    # -- HTTPS -------------------------------------------------------------------------
+
+    def base_url(self):
+        return f"https://127.0.0.1:{self.https_port}"
+
+    def wait_https(self, timeout):
+        """Until the dashboard answers over HTTPS (the login page)."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"QEMU ({self.name}) exited; console:\n{self.tail()}")
+            try:
+                client = Web(self.base_url())
+                status, body = client.get("/accounts/login/")
+                if status == 200 and "csrfmiddlewaretoken" in body:
+                    return client
+                last = f"HTTP {status}"
+            except OSError as exc:
+                last = str(exc)
+            time.sleep(3)
+        raise AssertionError(f"no dashboard on {self.base_url()} within {timeout} s "
+                             f"(last: {last}); console:\n{self.tail()}")
+
+    def certificate(self):
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        with socket.create_connection(("127.0.0.1", self.https_port), timeout=30) as raw:
+            with context.wrap_socket(raw) as tls:
+                return tls.getpeercert(binary_form=True), tls.version()
+
+
+class Web:
+    """A browser's HTTP side: cookies, CSRF tokens, redirects; no certificate check (the
+    box's certificate is self-signed, checked separately)."""
+
+    def __init__(self, base):
+        self.base = base
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(
+            urllib.request.HTTPSHandler(context=context),
+            urllib.request.HTTPCookieProcessor(self.jar))
+
+    def _open(self, request):
+        try:
+            with self.opener.open(request, timeout=120) as response:
+                return response.status, response.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode("utf-8", "replace")
+
+    def get(self, path):
+        return self._open(urllib.request.Request(self.base + path))
+
+    def post(self, path, fields):
+        token = next((c.value for c in self.jar if c.name == "csrftoken"), "")
+        data = urllib.parse.urlencode({"csrfmiddlewaretoken": token, **fields}).encode()
+        request = urllib.request.Request(self.base + path, data=data,
+                                         headers={"Referer": self.base + path})
+        return self._open(request)
+
+    def login(self, username, password):
+        self.get("/accounts/login/")
+        status, body = self.post("/accounts/login/", {"username": username, "password": password})
+        return status, body
+
+
+def hidden(body, name):
+    match = re.search(rf'name="{name}" value="([^"]*)"', body)
+    assert match, f"no hidden field {name} in the page"
+    return match.group(1)
+
+
+def make_medium(path, kernel, rootfs_image):
+    """The installer's medium as the ISO carries it (volume id TUSK_MEDIUM): the kernel,
+    the system image and its checksum (post-image.sh lays the ISO out the same way)."""
+    sums = Path(str(path) + ".SHA256SUMS")
+    digest = subprocess.run(["sha256sum", str(rootfs_image)], check=True, capture_output=True,
+                            text=True).stdout.split()[0]
+    sums.write_text(f"{digest}  rootfs.ext4\n")
+    subprocess.run(["xorriso", "-as", "mkisofs", "-quiet", "-R", "-J", "-iso-level", "3",
+                    "-V", "TUSK_MEDIUM", "-o", str(path), "-graft-points",
+                    f"boot/bzImage={kernel}", f"tusk/rootfs.ext4={rootfs_image}",
+                    f"tusk/SHA256SUMS={sums}"], check=True)
+    return path

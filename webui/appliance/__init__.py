@@ -1,0 +1,1 @@
+"""The appliance: what runs on the box around the web UI (boot, network, console, installer)."""

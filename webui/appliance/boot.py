@@ -1,0 +1,276 @@
+"""tusk-boot data|firewall|setup: the appliance's boot steps, each run by a systemd unit.
+
+data      (tusk-data.service, before local-fs.target) mounts the persistent data
+          partition (ext4 labelled TUSK_DATA) on /data, or a tmpfs when there is none (the
+          live ISO: the box runs from RAM and says so), and lays it out: /data/etc/tusk
+          (/etc/tusk links there), /data/tusk (/var/lib/tusk), /data/pgsql, /data/tls. A
+          new data partition gets the default configuration and a new secret key.
+firewall  (tusk-firewall.service, before network-pre.target: no interface is up yet)
+          loads table inet tusk_host - the firewall's own input: the management interface
+          may reach the dashboard, the others nothing - and the last confirmed policy. If
+          there is none, or the kernel refuses it, the fail-closed ruleset (forward: drop)
+          is loaded instead, so the box never forwards what no confirmed policy allowed.
+setup     (tusk-setup.service, after tusk-db.service) creates the database role and
+          database, migrates the schema, creates the admin with a one-time password on a
+          new box (kept in /etc/tusk/initial-admin for the console menu) and the
+          self-signed TLS certificate nginx serves.
+
+Every step is idempotent: it runs at every boot and only does what is missing.
+"""
+import argparse
+import grp
+import ipaddress
+import os
+import pwd
+import secrets
+import socket
+import subprocess
+import sys
+import tomllib
+
+DATA = "/data"
+DATA_LABEL = "TUSK_DATA"
+LIB = "/usr/lib/tusk"
+WEBUI = f"{LIB}/webui"
+ETC = f"{DATA}/etc/tusk"
+STATE = f"{DATA}/tusk"
+PGDATA = f"{DATA}/pgsql"
+TLS = f"{DATA}/tls"
+WEB_USER = "tusk"
+# Ports the management interface answers on: HTTPS (and HTTP, which redirects), SSH.
+MGMT_TCP_PORTS = (22, 80, 443)
+
+FAILSAFE = """# Written by tusk-boot: no confirmed policy could be loaded, so nothing is forwarded.
+table inet tusk
+delete table inet tusk
+table inet tusk {
+\tchain forward {
+\t\ttype filter hook forward priority filter; policy drop;
+\t\tcounter comment "tusk: fail closed - no confirmed policy loaded"
+\t}
+}
+"""
+
+
+def log(message):
+    print(f"tusk-boot: {message}", flush=True)
+
+
+def run(argv, check=True, **kwargs):
+    return subprocess.run([str(a) for a in argv], check=check, text=True, **kwargs)
+
+
+# -- data ------------------------------------------------------------------------------
+
+def is_mounted(path, proc_mounts="/proc/mounts"):
+    with open(proc_mounts, encoding="utf-8") as handle:
+        for line in handle:
+            fields = line.split()
+            if len(fields) > 2 and fields[1] == path:
+                return fields[2]
+    return None
+
+
+def cmd_data(args):
+    os.makedirs(DATA, exist_ok=True)
+    if is_mounted(DATA):
+        log(f"{DATA} is already mounted")
+    else:
+        found = run(["blkid", "-L", DATA_LABEL], check=False, capture_output=True)
+        device = found.stdout.strip()
+        if found.returncode == 0 and device:
+            # -p: repair what is safe to repair unattended; 1 = errors corrected
+            fsck = run(["e2fsck", "-p", device], check=False, capture_output=True)
+            if fsck.returncode not in (0, 1):
+                log(f"e2fsck {device} exited {fsck.returncode}: {fsck.stdout.strip()} "
+                    f"{fsck.stderr.strip()}")
+            run(["mount", "-o", "noatime", device, DATA])
+            log(f"data partition {device} mounted on {DATA}")
+        else:
+            run(["mount", "-t", "tmpfs", "-o", "mode=0755,size=50%", "tusk-live", DATA])
+            log(f"no partition labelled {DATA_LABEL}: running live, {DATA} is in RAM "
+                "(install with tusk-install to keep the configuration)")
+    lay_out()
+
+
+def lay_out():
+    web = grp.getgrnam(WEB_USER).gr_gid
+    postgres = pwd.getpwnam("postgres")
+    layout = [  # path, uid, gid, mode
+        (f"{DATA}/etc", 0, 0, 0o755),
+        (ETC, 0, web, 0o750),
+        (f"{ETC}/tuning", 0, 0, 0o755),
+        (STATE, 0, 0, 0o755),
+        (f"{STATE}/policy", 0, 0, 0o700),
+        (f"{STATE}/tuning", 0, 0, 0o700),
+        (f"{STATE}/captures", 0, web, 0o2770),
+        (PGDATA, postgres.pw_uid, postgres.pw_gid, 0o700),
+        (TLS, 0, 0, 0o700),
+    ]
+    for path, uid, gid, mode in layout:
+        os.makedirs(path, exist_ok=True)
+        os.chown(path, uid, gid)
+        os.chmod(path, mode)
+    config = f"{ETC}/tusk.toml"
+    if not os.path.exists(config):
+        with open(f"{LIB}/tusk.toml.default", encoding="utf-8") as handle:
+            write_file(config, handle.read(), 0, web, 0o640)
+        log(f"new box: default configuration {config}")
+    key = f"{ETC}/secret_key"
+    if not os.path.exists(key):
+        write_file(key, secrets.token_urlsafe(50) + "\n", 0, web, 0o640)
+    # A fail-closed box: what the firewall runs when no policy is confirmed (also after
+    # the first apply on a new box rolls back). Rewritten every boot with this release's.
+    write_file(f"{STATE}/policy/failsafe.nft", FAILSAFE, 0, 0, 0o600)
+
+
+def write_file(path, text, uid, gid, mode):
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chown(tmp, uid, gid)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+# -- firewall ----------------------------------------------------------------------------
+
+def management_interface(path=f"{ETC}/network.toml"):
+    """The management interface network.toml names, or None (then log why)."""
+    try:
+        with open(path, "rb") as handle:
+            name = tomllib.load(handle)["management"]["interface"]
+    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError) as exc:
+        log(f"{path}: no management interface ({exc}); the dashboard answers on every "
+            "interface until one is assigned (console menu, option 1)")
+        return None
+    if not isinstance(name, str) or not name or len(name) > 15 or '"' in name:
+        log(f"{path}: [management] interface {name!r} is not an interface name")
+        return None
+    return name
+
+
+def host_ruleset(mgmt):
+    """table inet tusk_host: what may reach the firewall itself. Forwarded traffic is the
+    policy's business (table inet tusk); this table has no forward chain."""
+    where = f'iifname "{mgmt}" ' if mgmt else ""
+    ports = ", ".join(str(p) for p in MGMT_TCP_PORTS)
+    return f"""table inet tusk_host
+delete table inet tusk_host
+table inet tusk_host {{
+\tchain input {{
+\t\ttype filter hook input priority filter; policy drop;
+\t\tiif "lo" accept
+\t\tct state established,related accept
+\t\tct state invalid drop
+\t\tmeta l4proto {{ icmp, ipv6-icmp }} accept
+\t\t{where}tcp dport {{ {ports} }} accept comment "tusk: management"
+\t\t{where}udp sport 67 udp dport 68 accept comment "tusk: DHCP replies"
+\t\t{where}udp sport 547 udp dport 546 accept comment "tusk: DHCPv6 replies"
+\t\tcounter comment "tusk: not for the firewall itself"
+\t}}
+}}
+"""
+
+
+def cmd_firewall(args):
+    sys.path.insert(0, WEBUI)
+    from policy.core.applier import Applier
+    from policy.core.errors import PolicyError
+    failed = False
+    host = run(["nft", "-f", "-"], input=host_ruleset(management_interface()), check=False,
+               capture_output=True)
+    if host.returncode != 0:
+        log(f"table inet tusk_host refused: {host.stderr.strip()}; trying without the "
+            "management interface")
+        host = run(["nft", "-f", "-"], input=host_ruleset(None), check=False,
+                   capture_output=True)
+        failed = host.returncode != 0
+        if failed:
+            log(f"table inet tusk_host refused again: {host.stderr.strip()}")
+    try:
+        revision = Applier(f"{STATE}/policy").boot()
+        if revision is None:
+            log("no confirmed policy yet: nothing is forwarded (fail-closed ruleset)")
+        else:
+            log(f"policy revision {revision.id} loaded")
+    except PolicyError as error:
+        log(f"{error}; loading the fail-closed ruleset instead")
+        result = run(["nft", "-f", "-"], input=FAILSAFE, check=False, capture_output=True)
+        if result.returncode != 0:
+            log(f"even the fail-closed ruleset was refused: {result.stderr.strip()}")
+        failed = True
+    return 1 if failed else 0
+
+
+# -- setup -------------------------------------------------------------------------------
+
+def psql(sql, database="postgres"):
+    return run(["runuser", "-u", "postgres", "--", "psql", "-h", "/run/postgresql", "-X",
+                "-v", "ON_ERROR_STOP=1", "-tAc", sql, database], capture_output=True).stdout
+
+
+def manage(*argv):
+    env = dict(os.environ, TUSK_CONFIG=f"{ETC}/tusk.toml", DJANGO_SETTINGS_MODULE="tusk.settings")
+    return run([sys.executable, f"{WEBUI}/manage.py", *argv], env=env, cwd=WEBUI,
+               capture_output=True)
+
+
+def cmd_setup(args):
+    if not psql("SELECT 1 FROM pg_roles WHERE rolname = 'tusk'").strip():
+        psql("CREATE ROLE tusk LOGIN")
+        log("database role tusk created")
+    if not psql("SELECT 1 FROM pg_database WHERE datname = 'tusk'").strip():
+        psql("CREATE DATABASE tusk OWNER tusk ENCODING 'UTF8' TEMPLATE template0")
+        log("database tusk created")
+    manage("migrate", "--no-input", "-v", "0")
+    initial = f"{ETC}/initial-admin"
+    if psql("SELECT count(*) FROM auth_user", database="tusk").strip() == "0":
+        line = manage("tusk_admin", "admin").stdout.strip()
+        password = line.rsplit(" ", 1)[-1]
+        write_file(initial, f"admin {password}\n", 0, 0, 0o600)
+        log(f"new box: admin created with a one-time password (in {initial}, shown by "
+            "the console menu)")
+    certificate()
+
+
+def certificate():
+    crt, key = f"{TLS}/tusk.crt", f"{TLS}/tusk.key"
+    if os.path.exists(crt) and os.path.exists(key):
+        return
+    name = socket.gethostname() or "tusk"
+    names = [f"DNS:{name}", "DNS:localhost", "IP:127.0.0.1"]
+    names += [f"IP:{a}" for a in static_management_addresses()]
+    run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "3650", "-subj", f"/CN={name}/O=Tusk firewall",
+         "-addext", "subjectAltName=" + ",".join(names),
+         "-keyout", f"{key}.tmp", "-out", f"{crt}.tmp"], capture_output=True)
+    os.chmod(f"{key}.tmp", 0o600)
+    os.replace(f"{key}.tmp", key)
+    os.replace(f"{crt}.tmp", crt)
+    log(f"self-signed TLS certificate for {', '.join(names)} in {crt}")
+
+
+def static_management_addresses(path=f"{ETC}/network.toml"):
+    try:
+        with open(path, "rb") as handle:
+            address = tomllib.load(handle)["management"]["address"]
+        return [str(ipaddress.ip_interface(address).ip)]
+    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError):
+        return []
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="tusk-boot", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="step", required=True)
+    sub.add_parser("data", help="mount and lay out /data").set_defaults(func=cmd_data)
+    sub.add_parser("firewall", help="load the host table and the last confirmed policy") \
+        .set_defaults(func=cmd_firewall)
+    sub.add_parser("setup", help="database, schema, admin, TLS certificate") \
+        .set_defaults(func=cmd_setup)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except subprocess.CalledProcessError as exc:
+        log(f"{' '.join(exc.cmd)} exited {exc.returncode}: {(exc.stderr or '').strip()}")
+        return 1

@@ -1,0 +1,386 @@
+"""tusk-console: the menu on the VGA and serial consoles (tusk-console@tty1, @ttyS0), in
+place of a login prompt, as pfSense and OPNsense have: whoever holds the console owns
+the box anyway.
+
+    tusk-console [--root DIR]
+
+ 1) Assign interfaces          which NIC manages the box, which forward traffic
+ 2) Set management address     DHCP, or address/prefix + gateway + DNS servers
+ 3) Reset admin password       manage.py tusk_admin admin: a new one-time password
+ 4) Show dashboard URL         (+ the first boot's one-time password, while it is kept)
+ 5) Install to disk            live system only: tusk-install
+ 6) Reboot   7) Power off      after a y/N question
+ 8) Shell                      /bin/sh -l; exit returns to the menu
+
+Input that is not an answer gets a message naming what was wrong, then the menu again.
+Ctrl-C returns to the menu, end of input (Ctrl-D) leaves (systemd starts the menu anew).
+Every program runs through appliance.commands.Runner: --root DIR and TUSK_COMMANDS
+make a test tree and test programs of the paths and the command table.
+"""
+import argparse
+import dataclasses
+import ipaddress
+import os
+import re
+import signal
+import sys
+
+from appliance import network
+from appliance.boot import is_mounted
+from appliance.commands import WEBUI, CommandError, Runner, ignore
+from appliance.netcli import current_config, interface_addresses
+
+VERSION_FILE = "/usr/lib/tusk/version"
+TUSK_CONFIG = "/etc/tusk/tusk.toml"
+INITIAL_ADMIN = "/etc/tusk/initial-admin"
+PROC_MOUNTS = "/proc/mounts"
+DATA = "/data"
+ADMIN = "admin"
+NONE_WORDS = ("none", "-")
+
+
+class Refused(Exception):
+    """Input that is not an answer: the message says what was wrong."""
+
+
+class Console:
+    def __init__(self, runner, stdin=None, stdout=None):
+        self.runner = runner
+        self.stdin = stdin or sys.stdin
+        self.stdout = stdout or sys.stdout
+        self.actions = {
+            "1": ("Assign interfaces", self.assign_interfaces),
+            "2": ("Set management address", self.set_management_address),
+            "3": ("Reset admin password", self.reset_admin_password),
+            "4": ("Show dashboard URL", self.show_dashboard_url),
+            "5": ("Install to disk", self.install),
+            "6": ("Reboot", self.reboot),
+            "7": ("Power off", self.power_off),
+            "8": ("Shell", self.shell),
+        }
+
+    # -- talking ----------------------------------------------------------------------
+
+    def say(self, text=""):
+        self.stdout.write(f"{text}\n")
+        self.stdout.flush()
+
+    def ask(self, prompt):
+        """One line, stripped; EOFError at the end of input."""
+        self.stdout.write(prompt)
+        self.stdout.flush()
+        line = self.stdin.readline()
+        if not line:
+            raise EOFError
+        return line.strip()
+
+    def confirm(self, question):
+        answer = self.ask(f"{question} [y/N]: ").lower()
+        if answer in ("y", "yes"):
+            return True
+        if answer in ("", "n", "no"):
+            return False
+        raise Refused(f"{answer!r} is not an answer to \"{question}\": type y or n")
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def run(self):
+        while True:
+            try:
+                self.show_menu()
+                choice = self.ask("Enter an option: ")
+                if choice == "":
+                    continue
+                if choice not in self.actions:
+                    raise Refused(f"{choice!r} is not an option: enter a number from 1 to "
+                                  f"{len(self.actions)}")
+                self.actions[choice][1]()
+            except Refused as refused:
+                self.say(f"\n{refused}")
+            except KeyboardInterrupt:
+                self.say("\n(interrupted: back to the menu)")
+            except EOFError:
+                self.say("\nend of input: leaving the menu")
+                return 0
+
+    def show_menu(self):
+        self.say()
+        self.say(self.header())
+        live = self.live()
+        if live:
+            self.say("LIVE (not installed): data is lost at power-off; option 5 installs "
+                     "Tusk to a disk")
+        elif live is None:
+            self.say(f"WARNING: {DATA} is not mounted: settings are not kept "
+                     "(see `systemctl status tusk-data`)")
+        self.say()
+        for key, (title, _) in self.actions.items():
+            if key != "5" or live:
+                self.say(f" {key}) {title}")
+        self.say()
+
+    def header(self):
+        version = network.read_text(self.runner.path(VERSION_FILE)) or "dev"
+        try:
+            interface, addresses = self.management_addresses()
+        except network.NetworkError as exc:
+            return (f"Tusk {version} — management: not configured: {exc.problems[0]} "
+                    "(option 1 rewrites it)")
+        except CommandError as exc:
+            return f"Tusk {version} — management: addresses unknown: {exc}"
+        shown = " ".join(addresses) or "(no address yet)"
+        url = dashboard_url(addresses[0]) if addresses else "(no address yet)"
+        return f"Tusk {version} — management: {interface} {shown} — dashboard: {url}"
+
+    def management_addresses(self):
+        config, _, _ = current_config(self.runner)
+        interface = config.management.interface
+        return interface, interface_addresses(self.runner, interface)
+
+    def live(self):
+        """True on the live system (/data in RAM), False on a disk, None if not mounted."""
+        try:
+            kind = is_mounted(DATA, self.runner.path(PROC_MOUNTS))
+        except OSError:
+            return None
+        if kind is None:
+            return None
+        return kind in ("tmpfs", "ramfs")
+
+    # -- 1 and 2: the network -----------------------------------------------------------
+
+    def config_or_refuse(self):
+        try:
+            return current_config(self.runner)[:2]
+        except network.NetworkError as exc:
+            raise Refused("The network configuration is not valid:\n  " +
+                          "\n  ".join(exc.problems) +
+                          "\nOption 1 (assign interfaces) writes a new one.") from None
+
+    def assign_interfaces(self):
+        nics = network.detect_interfaces(self.runner.path(network.SYSFS_NET))
+        if not nics:
+            raise Refused("No Ethernet interface found: nothing can be assigned (is the "
+                          "NIC's driver in the kernel?)")
+        names = [nic.name for nic in nics]
+        try:
+            current, path = current_config(self.runner)[:2]
+        except network.NetworkError:
+            current, path = None, self.runner.path(network.DEFAULT_PATH)
+        self.say("\nEthernet interfaces:")
+        for line in network.nic_lines(nics, numbered=True):
+            self.say(line)
+        default = current.management.interface if current and \
+            current.management.interface in names else names[0]
+        answer = self.ask(f"\nManagement interface (name or number) [{default}]: ") or default
+        management = pick(answer, nics, "Management interface")
+        kept = [t for t in (current.traffic if current else ())
+                if t.interface in names and t.interface != management]
+        default = ", ".join(f"{t.interface}={t.address}" if t.address else t.interface
+                            for t in kept) or "none"
+        self.say("Traffic interfaces: names or numbers, comma-separated, each with an "
+                 "address if it needs one\n(e.g. enp0s3, enp0s4=10.1.0.1/24); none for none.")
+        answer = self.ask(f"Traffic interfaces [{default}]: ") or default
+        traffic = self.parse_traffic(answer, nics, management)
+        # the management address settings stay as they were, on whichever interface
+        mgmt = dataclasses.replace(current.management, interface=management) if current \
+            else network.Management(management)
+        config = network.NetworkConfig(mgmt, tuple(traffic))
+        self.save_and_apply(config, path, names)
+
+    def parse_traffic(self, answer, nics, management):
+        if answer.lower() in NONE_WORDS:
+            return []
+        traffic, seen = [], set()
+        for item in answer.split(","):
+            item = item.strip()
+            if not item:
+                raise Refused(f"Traffic interfaces {answer!r}: an empty entry between commas")
+            name, _, address = (part.strip() for part in item.partition("="))
+            name = pick(name, nics, "Traffic interface")
+            if name == management:
+                raise Refused(f"Traffic interface {name}: it is the management interface; "
+                              "one interface cannot do both")
+            if name in seen:
+                raise Refused(f"Traffic interface {name}: listed twice")
+            seen.add(name)
+            reason = network.address_problem(address, management=False)
+            if reason:
+                raise Refused(f"Address for {name} {address!r}: {reason}")
+            traffic.append(network.Traffic(name, address))
+        return traffic
+
+    def set_management_address(self):
+        config, path = self.config_or_refuse()
+        mgmt = config.management
+        self.say(f"\nManagement interface {mgmt.interface}: "
+                 f"{'DHCP' if mgmt.dhcp else mgmt.address}")
+        address = self.ask(f"Address: dhcp, or address/prefix such as 192.168.1.1/24 "
+                           f"[{mgmt.address}]: ") or mgmt.address
+        reason = network.address_problem(address, management=True)
+        if reason:
+            raise Refused(f"Address {address!r}: {reason}")
+        gateway, dns = "", ()
+        if address != "dhcp":
+            same = not mgmt.dhcp
+            gateway = self.ask_default("Default gateway (none for none)",
+                                       mgmt.gateway if same else "")
+            if gateway:
+                reason = network.gateway_problem(gateway, address)
+                if reason:
+                    raise Refused(f"Gateway {gateway!r}: {reason}")
+            servers = self.ask_default("DNS servers, comma-separated (none for none)",
+                                       ", ".join(mgmt.dns) if same else "")
+            dns = tuple(s.strip() for s in servers.split(",")) if servers else ()
+            for server in dns:
+                reason = network.dns_problem(server)
+                if reason:
+                    raise Refused(f"DNS server {server!r}: {reason}")
+        management = network.Management(mgmt.interface, address, gateway, dns)
+        self.save_and_apply(dataclasses.replace(config, management=management), path)
+
+    def ask_default(self, prompt, default):
+        answer = self.ask(f"{prompt} [{default or 'none'}]: ")
+        if answer.lower() in NONE_WORDS:
+            return ""
+        return answer or default
+
+    def save_and_apply(self, config, path, present=None):
+        problems = network.validate(config, path, present)
+        if problems:
+            raise Refused("That configuration is not valid:\n  " + "\n  ".join(problems))
+        self.say("\nThe new configuration:")
+        for line in network.summary(config):
+            self.say(f"  {line}")
+        self.say("(a dashboard session on an interface that changes is cut off)")
+        if not self.confirm("Write and apply it now?"):
+            self.say("Nothing changed.")
+            return
+        network.write(config, path)
+        self.say(f"Written: {path}")
+        result = self.runner.run("tusk-net", "apply")
+        output = (result.stdout + result.stderr).strip()
+        if output:
+            self.say(output)
+        if result.returncode != 0:
+            self.say(f"tusk-net apply failed (exit {result.returncode}): the file is written, "
+                     "the interfaces are as before")
+        else:
+            self.say("Applied.")
+
+    # -- 3 and 4: the dashboard ---------------------------------------------------------
+
+    def reset_admin_password(self):
+        if not self.confirm(f"Reset the password of the web UI user {ADMIN!r}? (its "
+                            "current password stops working)"):
+            self.say("Nothing changed.")
+            return
+        config = (not self.runner.root and os.environ.get("TUSK_CONFIG")) or \
+            self.runner.path(TUSK_CONFIG)
+        env = dict(os.environ, TUSK_CONFIG=config, DJANGO_SETTINGS_MODULE="tusk.settings")
+        self.say("Resetting (this takes a few seconds)...")
+        result = self.runner.run("manage", "tusk_admin", ADMIN, env=env, cwd=WEBUI)
+        found = re.search(r"one-time password: (\S+)", result.stdout)
+        if result.returncode != 0 or not found:
+            detail = (result.stderr.strip() or result.stdout.strip()).splitlines()[-5:]
+            self.say(f"Resetting the password failed (exit {result.returncode}):")
+            for line in detail:
+                self.say(f"  {line}")
+            return
+        stale = self.runner.path(INITIAL_ADMIN)
+        if os.path.exists(stale):
+            os.unlink(stale)   # its password no longer works
+        self.say(f"\nUser {ADMIN!r}, one-time password: {found.group(1)}")
+        self.say("Log in with it on the dashboard; it then asks for a new password.")
+        self.show_urls()
+
+    def show_dashboard_url(self):
+        self.show_urls()
+        initial = network.read_text(self.runner.path(INITIAL_ADMIN))
+        if initial:
+            user, _, password = initial.partition(" ")
+            if password:
+                self.say(f"First login: user {user!r}, one-time password: {password}")
+            else:
+                self.say(f"First login ({INITIAL_ADMIN}): {initial}")
+            self.say("The dashboard asks for a new password at the first login.")
+
+    def show_urls(self):
+        try:
+            interface, addresses = self.management_addresses()
+        except (network.NetworkError, CommandError) as exc:
+            raise Refused(f"The management address is unknown: {exc}") from None
+        if not addresses:
+            self.say(f"\n{interface} has no address yet (DHCP may still be asking); "
+                     "option 2 sets a static one.")
+            return
+        self.say(f"\nDashboard ({interface}):")
+        for address in addresses:
+            self.say(f"  {dashboard_url(address)}")
+        self.say("The certificate is self-signed: the browser asks you to accept it once.")
+
+    # -- 5 to 8: the box ----------------------------------------------------------------
+
+    def install(self):
+        if not self.live():
+            raise Refused("'5' is not an option: Tusk already runs from a disk (install to "
+                          "disk is offered on the live system only)")
+        self.run_program("tusk-install")
+
+    def reboot(self):
+        if self.confirm("Reboot now?"):
+            self.run_program("systemctl", "reboot")
+        else:
+            self.say("Not rebooted.")
+
+    def power_off(self):
+        if self.confirm("Power off now?"):
+            self.run_program("systemctl", "poweroff")
+        else:
+            self.say("Not powered off.")
+
+    def shell(self):
+        self.say("A shell: type exit to return to the menu.")
+        self.run_program("shell")
+
+    def run_program(self, name, *args):
+        try:
+            status = self.runner.interactive(name, *args)
+        except CommandError as exc:
+            raise Refused(str(exc)) from None
+        if status < 0:
+            self.say(f"{name} was stopped by {signal.Signals(-status).name}")
+        elif status != 0:
+            self.say(f"{name} exited with status {status}")
+
+
+def pick(answer, nics, what):
+    """An interface by name or list number."""
+    names = [nic.name for nic in nics]
+    if answer.isdigit() and 1 <= int(answer) <= len(names):
+        return names[int(answer) - 1]
+    if answer in names:
+        return answer
+    raise Refused(f"{what} {answer!r}: not one of the interfaces found ({', '.join(names)}) "
+                  f"or their numbers 1-{len(names)}")
+
+
+def dashboard_url(address):
+    return f"https://[{address}]/" if ipaddress.ip_address(address).version == 6 \
+        else f"https://{address}/"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="tusk-console", description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default="", help="a tree to use in place of / (tests)")
+    args = parser.parse_args(argv)
+    try:
+        runner = Runner(args.root)
+    except CommandError as exc:
+        print(f"tusk-console: {exc}", file=sys.stderr)
+        return 2
+    for stream in (sys.stdout, sys.stderr):
+        stream.reconfigure(errors="replace")   # a serial console may not take UTF-8
+    for sig in (signal.SIGTSTP, signal.SIGQUIT):   # Ctrl-Z, Ctrl-\: the menu stays
+        signal.signal(sig, ignore)
+    return Console(runner).run()

@@ -1,0 +1,340 @@
+"""tusk-install: writes Tusk from the installation medium onto a disk of this box.
+
+    tusk-install [--disk /dev/sdX] [--yes] [--fresh] [--medium DIR]
+
+The medium is the filesystem labelled TUSK_MEDIUM (the ISO, or the USB stick it was
+written to) with boot/bzImage and tusk/rootfs.ext4; --medium names a directory instead.
+The disk gets a GPT: a 1 MiB BIOS boot partition, a 64 MiB EFI system partition, the
+system (rootfs.ext4, grown; the kernel in /boot) and the data partition (ext4 labelled
+TUSK_DATA) on the rest; GRUB for BIOS and UEFI (the removable path, so no firmware entry
+is needed). Refused: the disk holding the medium, the disk the running system is on and
+any disk with a mounted filesystem. Unless --fresh, what this session configured (/data:
+configuration, policy revisions, database, certificate) goes onto the new data
+partition, so the installed box comes up as the live one was left.
+"""
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+MEDIUM_LABEL = "TUSK_MEDIUM"
+DATA = "/data"
+BIOS_BOOT = "21686148-6449-6E6F-744E-656564454649"
+ESP = "C12A7328-F81F-11D2-BA4B-00A0C93EC93B"
+LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
+MIB = 1024 * 1024
+ESP_MIB = 64
+MIN_SYSTEM_MIB = 2048
+MIN_DATA_MIB = 1024
+# stopped while /data is copied, started again afterwards (a live session goes on)
+SERVICES = ("tusk-nginx.service", "tusk-web.service", "tusk-agent.service", "tusk-db.service")
+KERNEL_ARGS = "rootwait rw console=tty0 console=ttyS0,115200"
+
+
+class InstallError(Exception):
+    pass
+
+
+def say(message=""):
+    print(message, flush=True)
+
+
+def run(argv, **kwargs):
+    kwargs.setdefault("check", True)
+    kwargs.setdefault("capture_output", True)
+    try:
+        return subprocess.run([str(a) for a in argv], text=True, **kwargs)
+    except subprocess.CalledProcessError as exc:
+        raise InstallError(f"{' '.join(exc.cmd)} failed (exit {exc.returncode}): "
+                           f"{(exc.stderr or exc.stdout or '').strip()}") from None
+    except FileNotFoundError:
+        raise InstallError(f"{argv[0]} is missing on this system") from None
+
+
+# -- the medium ------------------------------------------------------------------------
+
+def find_medium(directory=None):
+    """(directory with boot/bzImage and tusk/rootfs.ext4, the block device or None)."""
+    if directory:
+        device = None
+    else:
+        found = run(["blkid", "-L", MEDIUM_LABEL], check=False)
+        device = found.stdout.strip()
+        if found.returncode != 0 or not device:
+            raise InstallError(f"no installation medium: no filesystem is labelled "
+                               f"{MEDIUM_LABEL} (boot from the Tusk ISO or USB stick, or give "
+                               "--medium DIR)")
+        directory = mount_point(device)
+        if directory is None:
+            directory = tempfile.mkdtemp(prefix="tusk-medium-", dir="/run")
+            run(["mount", "-o", "ro", device, directory])
+    for name in ("boot/bzImage", "tusk/rootfs.ext4"):
+        if not os.path.isfile(os.path.join(directory, name)):
+            raise InstallError(f"the installation medium {directory} has no {name}")
+    return directory, device
+
+
+def verify_medium(directory):
+    sums = os.path.join(directory, "tusk", "SHA256SUMS")
+    if not os.path.exists(sums):
+        return
+    say("checking the medium (SHA256SUMS) ...")
+    with open(sums, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            want, name = line.split(maxsplit=1)
+            name = name.strip().lstrip("*")
+            digest = hashlib.sha256()
+            with open(os.path.join(directory, "tusk", name), "rb") as data:
+                for block in iter(lambda: data.read(4 * MIB), b""):
+                    digest.update(block)
+            if digest.hexdigest() != want:
+                raise InstallError(f"the installation medium is damaged: tusk/{name} does "
+                                   "not match its SHA256SUMS line (write the ISO again)")
+
+
+def mount_point(device):
+    for line in open("/proc/self/mounts", encoding="utf-8"):
+        fields = line.split()
+        if fields[0] == device:
+            return fields[1].replace("\\040", " ")
+    return None
+
+
+# -- disks -----------------------------------------------------------------------------
+
+def lsblk():
+    out = run(["lsblk", "-J", "-b", "-o", "NAME,PATH,PKNAME,SIZE,TYPE,RO,MODEL,TRAN,MOUNTPOINTS"])
+    return json.loads(out.stdout)["blockdevices"]
+
+
+def disk_of(device, devices):
+    """The whole disk a block device (partition or disk) belongs to."""
+    device = os.path.realpath(device)
+    for disk in devices:
+        if disk["path"] == device:
+            return disk["path"]
+        for child in disk.get("children") or []:
+            if child["path"] == device:
+                return disk["path"]
+    return None
+
+
+def root_device():
+    source = run(["findmnt", "-n", "-o", "SOURCE", "/"], check=False).stdout.strip()
+    return source if source.startswith("/dev/") else None
+
+
+def candidates(medium_device):
+    """Every disk, each with the reason it is refused (None: it can be installed to)."""
+    devices = lsblk()
+    medium_disk = disk_of(medium_device, devices) if medium_device else None
+    root = root_device()
+    root_disk = disk_of(root, devices) if root else None
+    result = []
+    for disk in devices:
+        if disk["type"] != "disk":
+            continue
+        mounted = [m for part in [disk, *(disk.get("children") or [])]
+                   for m in (part.get("mountpoints") or []) if m]
+        if disk["path"] == medium_disk:
+            reason = "it holds the installation medium this box booted from"
+        elif disk["path"] == root_disk:
+            reason = "the running system is on it"
+        elif mounted:
+            reason = f"it is in use (mounted on {', '.join(mounted)})"
+        elif disk["ro"]:
+            reason = "it is read-only"
+        elif int(disk["size"]) < (ESP_MIB + MIN_SYSTEM_MIB + MIN_DATA_MIB + 2) * MIB:
+            reason = f"it is too small (at least {(ESP_MIB + MIN_SYSTEM_MIB + MIN_DATA_MIB) // 1024 + 1} GiB)"
+        else:
+            reason = None
+        result.append((disk, reason))
+    return result
+
+
+def describe(disk):
+    size = int(disk["size"]) / 1024 ** 3
+    model = (disk.get("model") or "").strip() or "unknown model"
+    return f"{disk['path']}  {size:.1f} GiB  {model}  {disk.get('tran') or ''}".rstrip()
+
+
+def choose(args, medium_device):
+    disks = candidates(medium_device)
+    if args.disk:
+        wanted = os.path.realpath(args.disk)
+        for disk, reason in disks:
+            if disk["path"] == wanted:
+                if reason:
+                    raise InstallError(f"--disk {args.disk}: refused: {reason}")
+                return disk
+        raise InstallError(f"--disk {args.disk}: not a disk of this box (disks: "
+                           f"{', '.join(d['path'] for d, _ in disks) or 'none'})")
+    usable = [disk for disk, reason in disks if reason is None]
+    say("Disks:")
+    for number, (disk, reason) in enumerate(disks, 1):
+        say(f"  {number}) {describe(disk)}" + (f"  - refused: {reason}" if reason else ""))
+    if not usable:
+        raise InstallError("no disk to install to")
+    while True:
+        answer = input("Install Tusk on disk number (empty: cancel): ").strip()
+        if not answer:
+            raise InstallError("cancelled, nothing was written")
+        if answer.isdigit() and 1 <= int(answer) <= len(disks):
+            disk, reason = disks[int(answer) - 1]
+            if reason is None:
+                return disk
+            say(f"{disk['path']} is refused: {reason}")
+        else:
+            say(f"{answer!r} is not one of the numbers 1-{len(disks)}")
+
+
+def confirm(disk, args):
+    if args.yes:
+        return
+    name = os.path.basename(disk["path"])
+    say(f"\nEVERYTHING on {describe(disk)} will be erased.")
+    if input(f"Type the disk's name ({name}) to install, anything else cancels: ").strip() != name:
+        raise InstallError("cancelled, nothing was written")
+
+
+# -- writing ----------------------------------------------------------------------------
+
+def partition_path(disk, number):
+    return f"{disk}p{number}" if disk[-1].isdigit() else f"{disk}{number}"
+
+
+def install(disk, medium, fresh):
+    path = disk["path"]
+    image = os.path.join(medium, "tusk", "rootfs.ext4")
+    image_mib = -(-os.path.getsize(image) // MIB)
+    system_mib = max(MIN_SYSTEM_MIB, 2 * image_mib)
+    total_mib = int(disk["size"]) // MIB
+    if total_mib < 2 + ESP_MIB + system_mib + MIN_DATA_MIB:
+        raise InstallError(f"{path} is too small: {total_mib} MiB, the system needs "
+                           f"{2 + ESP_MIB + system_mib + MIN_DATA_MIB} MiB")
+    say(f"partitioning {path}: BIOS boot 1 MiB, EFI {ESP_MIB} MiB, system {system_mib} MiB, "
+        f"data {total_mib - system_mib - ESP_MIB - 3} MiB")
+    run(["wipefs", "--all", "--force", path])
+    table = (f"label: gpt\n"
+             f"start=1MiB, size=1MiB, type={BIOS_BOOT}, name=\"bios-boot\"\n"
+             f"size={ESP_MIB}MiB, type={ESP}, name=\"esp\"\n"
+             f"size={system_mib}MiB, type={LINUX}, name=\"tusk-system\"\n"
+             f"type={LINUX}, name=\"tusk-data\"\n")
+    run(["sfdisk", "--quiet", "--wipe", "always", path], input=table)
+    run(["udevadm", "settle"], check=False)
+    esp, system, data = (partition_path(path, n) for n in (2, 3, 4))
+    for part in (esp, system, data):
+        wait_for(part)
+    run(["mkfs.vfat", "-n", "TUSK_ESP", esp])
+    say(f"writing the system to {system} ...")
+    run(["dd", f"if={image}", f"of={system}", "bs=4M", "conv=fsync", "status=none"])
+    run(["e2fsck", "-f", "-y", system], check=False)
+    run(["tune2fs", "-L", "TUSK_SYSTEM", "-U", "random", system])
+    run(["resize2fs", system])
+    run(["mkfs.ext4", "-q", "-F", "-L", "TUSK_DATA", data])
+    partuuid = run(["blkid", "-s", "PARTUUID", "-o", "value", system]).stdout.strip()
+    fs_uuid = run(["blkid", "-s", "UUID", "-o", "value", system]).stdout.strip()
+    target = tempfile.mkdtemp(prefix="tusk-target-", dir="/run")
+    mounted = []
+    try:
+        run(["mount", system, target])
+        mounted.append(target)
+        boot = os.path.join(target, "boot")
+        os.makedirs(os.path.join(boot, "grub"), exist_ok=True)
+        run(["cp", os.path.join(medium, "boot", "bzImage"), os.path.join(boot, "bzImage")])
+        efi = os.path.join(boot, "efi")
+        os.makedirs(efi, exist_ok=True)
+        run(["mount", esp, efi])
+        mounted.append(efi)
+        say("installing the boot loader (BIOS and UEFI) ...")
+        run(["grub-install", "--target=i386-pc", f"--boot-directory={boot}", path])
+        run(["grub-install", "--target=x86_64-efi", f"--efi-directory={efi}",
+             f"--boot-directory={boot}", "--removable", "--no-nvram"])
+        with open(os.path.join(boot, "grub", "grub.cfg"), "w", encoding="utf-8") as handle:
+            handle.write(GRUB_CFG.format(uuid=fs_uuid, partuuid=partuuid, args=KERNEL_ARGS))
+        data_dir = os.path.join(target, "mnt")
+        run(["mount", data, data_dir])
+        mounted.append(data_dir)
+        if fresh:
+            say("fresh install: the new box starts with a new configuration")
+        else:
+            carry_over(data_dir)
+    finally:
+        for point in reversed(mounted):
+            run(["umount", point], check=False)
+        os.rmdir(target)
+    run(["sync"])
+
+
+GRUB_CFG = """# Written by tusk-install.
+set timeout=3
+set default=0
+serial --unit=0 --speed=115200
+terminal_input console serial
+terminal_output console serial
+menuentry "Tusk" {{
+    search --no-floppy --fs-uuid --set=root {uuid}
+    linux /boot/bzImage root=PARTUUID={partuuid} {args}
+}}
+"""
+
+
+def wait_for(device, seconds=10):
+    import time
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(device):
+        if time.monotonic() > deadline:
+            raise InstallError(f"{device} did not appear after partitioning")
+        run(["partx", "-u", device.rstrip("0123456789").rstrip("p")], check=False)
+        time.sleep(0.2)
+
+
+def carry_over(data_dir):
+    """This session's /data onto the new data partition, with the database stopped."""
+    if not os.path.isdir(os.path.join(DATA, "etc", "tusk")):
+        say(f"nothing to carry over ({DATA} is empty)")
+        return
+    say("copying this session's configuration, policy revisions and database ...")
+    active = [s for s in SERVICES
+              if run(["systemctl", "is-active", "--quiet", s], check=False).returncode == 0]
+    for service in active:
+        run(["systemctl", "stop", service])
+    try:
+        run(["cp", "-a", f"{DATA}/.", data_dir])
+        lost = os.path.join(data_dir, "lost+found")
+        if not os.path.exists(lost):
+            os.mkdir(lost, 0o700)
+    finally:
+        for service in reversed(active):
+            run(["systemctl", "start", service], check=False)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="tusk-install", description=__doc__.splitlines()[0])
+    parser.add_argument("--disk", help="the disk to install to (asked when not given)")
+    parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    parser.add_argument("--fresh", action="store_true",
+                        help="do not copy this session's configuration and data")
+    parser.add_argument("--medium", help="a directory with boot/bzImage and tusk/rootfs.ext4 "
+                        f"(default: the filesystem labelled {MEDIUM_LABEL})")
+    args = parser.parse_args(argv)
+    if os.geteuid() != 0:
+        print("tusk-install: needs root", file=sys.stderr)
+        return 1
+    try:
+        medium, device = find_medium(args.medium)
+        disk = choose(args, device)
+        confirm(disk, args)
+        verify_medium(medium)
+        install(disk, medium, args.fresh)
+    except (InstallError, EOFError, KeyboardInterrupt) as error:
+        message = str(error) or "cancelled, nothing was written"
+        print(f"tusk-install: {message}", file=sys.stderr)
+        return 1
+    say(f"\nTusk is installed on {disk['path']}. Remove the installation medium and reboot.")
+    return 0
