@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import vm
-from appliance import Appliance, hidden, make_medium
+from appliance_vm import Appliance, hidden, make_medium
 
 ROOT = vm.ROOT
 ARTIFACTS = ROOT / "tests" / "artifacts" / "vm"
