@@ -5,14 +5,13 @@ left pending counts as rolled back, a box without a confirmed policy forwards no
 management interface reach the firewall itself."""
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
 
-from lab import CLIENT_V4, FW_C_V4, FW_S_V4, SERVER_V4
+from lab import FW_C_V4, FW_S_V4, SERVER_V4
 from tuskcli import ROOT, run_tusk
 
 sys.path.insert(0, os.path.join(ROOT, "webui"))

@@ -4,7 +4,6 @@ HTTPS port forwarded to the host's loopback), two traffic NICs and disks - drive
 operator would: over the serial console (the console menu) and HTTPS (the web UI).
 """
 import http.cookiejar
-import os
 import re
 import shutil
 import socket
