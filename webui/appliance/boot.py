@@ -26,7 +26,9 @@ import secrets
 import socket
 import subprocess
 import sys
-import tomllib
+
+from appliance import network
+from tusk.files import write_atomically
 
 DATA = "/data"
 DATA_LABEL = "TUSK_DATA"
@@ -62,13 +64,16 @@ def run(argv, check=True, **kwargs):
 
 # -- data ------------------------------------------------------------------------------
 
-def is_mounted(path, proc_mounts="/proc/mounts"):
+def mounts(proc_mounts="/proc/mounts"):
+    """(device, mount point, file system type) of every mount, in /proc/mounts order."""
     with open(proc_mounts, encoding="utf-8") as handle:
-        for line in handle:
-            fields = line.split()
-            if len(fields) > 2 and fields[1] == path:
-                return fields[2]
-    return None
+        return [(fields[0], fields[1].replace("\\040", " "), fields[2])
+                for fields in (line.split() for line in handle) if len(fields) > 2]
+
+
+def is_mounted(path, proc_mounts="/proc/mounts"):
+    """The file system type mounted on path, or None."""
+    return next((kind for _, point, kind in mounts(proc_mounts) if point == path), None)
 
 
 def cmd_data(args):
@@ -114,40 +119,27 @@ def lay_out():
     config = f"{ETC}/tusk.toml"
     if not os.path.exists(config):
         with open(f"{LIB}/tusk.toml.default", encoding="utf-8") as handle:
-            write_file(config, handle.read(), 0, web, 0o640)
+            write_atomically(config, handle.read(), 0o640, owner=(0, web))
         log(f"new box: default configuration {config}")
     key = f"{ETC}/secret_key"
     if not os.path.exists(key):
-        write_file(key, secrets.token_urlsafe(50) + "\n", 0, web, 0o640)
+        write_atomically(key, secrets.token_urlsafe(50) + "\n", 0o640, owner=(0, web))
     # A fail-closed box: what the firewall runs when no policy is confirmed (also after
     # the first apply on a new box rolls back). Rewritten every boot with this release's.
-    write_file(f"{STATE}/policy/failsafe.nft", FAILSAFE, 0, 0, 0o600)
-
-
-def write_file(path, text, uid, gid, mode):
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chown(tmp, uid, gid)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    write_atomically(f"{STATE}/policy/failsafe.nft", FAILSAFE, 0o600, owner=(0, 0))
 
 
 # -- firewall ----------------------------------------------------------------------------
 
-def management_interface(path=f"{ETC}/network.toml"):
-    """The management interface network.toml names, or None (then log why)."""
+def management(path=f"{ETC}/network.toml"):
+    """network.toml's [management] (checked by tusk-net's own rules), or None: then the
+    reason is logged and the box's services answer on every interface until the console
+    menu assigns one."""
     try:
-        with open(path, "rb") as handle:
-            name = tomllib.load(handle)["management"]["interface"]
-    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError) as exc:
-        log(f"{path}: no management interface ({exc}); the dashboard answers on every "
-            "interface until one is assigned (console menu, option 1)")
+        return network.load(path).management
+    except network.NetworkError as error:
+        log(f"no management interface: {error.problems[0]} (console menu, option 1)")
         return None
-    if not isinstance(name, str) or not name or len(name) > 15 or '"' in name:
-        log(f"{path}: [management] interface {name!r} is not an interface name")
-        return None
-    return name
 
 
 def host_ruleset(mgmt):
@@ -174,11 +166,11 @@ table inet tusk_host {{
 
 
 def cmd_firewall(args):
-    sys.path.insert(0, WEBUI)
     from policy.core.applier import Applier
     from policy.core.errors import PolicyError
     failed = False
-    host = run(["nft", "-f", "-"], input=host_ruleset(management_interface()), check=False,
+    mgmt = management()
+    host = run(["nft", "-f", "-"], input=host_ruleset(mgmt and mgmt.interface), check=False,
                capture_output=True)
     if host.returncode != 0:
         log(f"table inet tusk_host refused: {host.stderr.strip()}; trying without the "
@@ -228,7 +220,7 @@ def cmd_setup(args):
     if psql("SELECT count(*) FROM auth_user", database="tusk").strip() == "0":
         line = manage("tusk_admin", "admin").stdout.strip()
         password = line.rsplit(" ", 1)[-1]
-        write_file(initial, f"admin {password}\n", 0, 0, 0o600)
+        write_atomically(initial, f"admin {password}\n", 0o600, owner=(0, 0))
         log(f"new box: admin created with a one-time password (in {initial}, shown by "
             "the console menu)")
     certificate()
@@ -240,7 +232,9 @@ def certificate():
         return
     name = socket.gethostname() or "tusk"
     names = [f"DNS:{name}", "DNS:localhost", "IP:127.0.0.1"]
-    names += [f"IP:{a}" for a in static_management_addresses()]
+    mgmt = management()
+    if mgmt and not mgmt.dhcp:
+        names.append(f"IP:{ipaddress.ip_interface(mgmt.address).ip}")
     run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
          "-nodes", "-days", "3650", "-subj", f"/CN={name}/O=Tusk firewall",
          "-addext", "subjectAltName=" + ",".join(names),
@@ -249,15 +243,6 @@ def certificate():
     os.replace(f"{key}.tmp", key)
     os.replace(f"{crt}.tmp", crt)
     log(f"self-signed TLS certificate for {', '.join(names)} in {crt}")
-
-
-def static_management_addresses(path=f"{ETC}/network.toml"):
-    try:
-        with open(path, "rb") as handle:
-            address = tomllib.load(handle)["management"]["address"]
-        return [str(ipaddress.ip_interface(address).ip)]
-    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError):
-        return []
 
 
 def main(argv=None):

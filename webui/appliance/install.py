@@ -19,6 +19,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
+
+from appliance.boot import mounts
 
 MEDIUM_LABEL = "TUSK_MEDIUM"
 DATA = "/data"
@@ -67,7 +70,7 @@ def find_medium(directory=None):
             raise InstallError(f"no installation medium: no filesystem is labelled "
                                f"{MEDIUM_LABEL} (boot from the Tusk ISO or USB stick, or give "
                                "--medium DIR)")
-        directory = mount_point(device)
+        directory = next((point for source, point, _ in mounts() if source == device), None)
         if directory is None:
             directory = tempfile.mkdtemp(prefix="tusk-medium-", dir="/run")
             run(["mount", "-o", "ro", device, directory])
@@ -95,14 +98,6 @@ def verify_medium(directory):
             if digest.hexdigest() != want:
                 raise InstallError(f"the installation medium is damaged: tusk/{name} does "
                                    "not match its SHA256SUMS line (write the ISO again)")
-
-
-def mount_point(device):
-    for line in open("/proc/self/mounts", encoding="utf-8"):
-        fields = line.split()
-        if fields[0] == device:
-            return fields[1].replace("\\040", " ")
-    return None
 
 
 # -- disks -----------------------------------------------------------------------------
@@ -285,7 +280,6 @@ menuentry "Tusk" {{
 
 
 def wait_for(device, seconds=10):
-    import time
     deadline = time.monotonic() + seconds
     while not os.path.exists(device):
         if time.monotonic() > deadline:

@@ -18,6 +18,7 @@ import sys
 
 from appliance import network
 from appliance.commands import CommandError, Runner
+from tusk.files import write_atomically
 
 NETWORKD = "systemd-networkd.service"
 
@@ -96,7 +97,7 @@ def cmd_apply(runner, args):
             stale.append(name[len(network.FILE_PREFIX):-len(network.FILE_SUFFIX)])
             say(f"removed {os.path.join(directory, name)}")
     for name, text in files.items():
-        network.write_atomically(os.path.join(directory, name), text)
+        write_atomically(os.path.join(directory, name), text, 0o644)
         say(f"wrote {os.path.join(directory, name)}")
     return reload_networkd(runner, [n for n in config.interfaces + stale if n in present])
 

@@ -28,6 +28,7 @@ import tomllib
 from dataclasses import dataclass
 
 from policy.core.constants import IFNAME_MAX, IFNAME_PATTERN
+from tusk.files import write_atomically
 
 DEFAULT_PATH = "/etc/tusk/network.toml"
 SYSFS_NET = "/sys/class/net"
@@ -368,29 +369,13 @@ def to_toml(config):
     return "\n".join(lines) + "\n"
 
 
-def write_atomically(path, text, mode=0o644):
-    """tmp + fsync + rename in the same directory: readers see the old or the new file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def write(config, path=DEFAULT_PATH):
     """Checks the configuration, then replaces the file; NetworkError and no write if bad."""
     problems = validate(config, path)
     if problems:
         raise NetworkError(problems)
-    write_atomically(path, to_toml(config))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_atomically(path, to_toml(config), 0o644)
 
 
 # -- systemd-networkd ----------------------------------------------------------------------

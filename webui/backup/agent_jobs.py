@@ -3,24 +3,14 @@ the operator's directory (the web process may not write there), checked again
 first, then the boot profile is applied (or rolled back to none) by the Tuning
 page's own job code, which runs tusk-tune and keeps its report for that page."""
 import os
-import tempfile
 
 from jobs.registry import JobFailed, handler
+from tusk.files import write_atomically
 from tuning import agent_jobs as tuning_jobs
 from tuning.core import profile as profiles
 from tuning.core.applier import NO_PROFILE
 
 from .document import tuning_problems
-
-
-def _write(directory, name, text):
-    fd, temporary = tempfile.mkstemp(dir=directory, prefix=".restore-")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.chmod(temporary, 0o644)
-    os.replace(temporary, os.path.join(directory, f"{name}.conf"))
 
 
 @handler("backup.tuning", "Restore tuning")
@@ -35,7 +25,7 @@ def restore_tuning(run):
         try:
             os.makedirs(directory, mode=0o755, exist_ok=True)
             for profile, text in sorted(found.items()):
-                _write(directory, profile, text)
+                write_atomically(os.path.join(directory, f"{profile}.conf"), text, 0o644)
         except OSError as error:
             raise JobFailed(f"cannot write into {directory}: {error.strerror}") from None
     result = {"written": sorted(found), "profile": name}

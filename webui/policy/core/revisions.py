@@ -11,24 +11,15 @@ boot before PostgreSQL runs, and a rollback must work when the web UI is down.
 """
 import json
 import os
-import tempfile
 import time
 from datetime import datetime, timezone
+
+from tusk.files import write_atomically
 
 from .errors import Code, PolicyError
 
 PENDING = "pending"
 CONFIRMED = "confirmed"
-
-
-def _write_atomic(path, text):
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 class Revision:
@@ -64,7 +55,7 @@ class Revision:
 
     def update(self, **fields):
         self.meta.update(fields)
-        _write_atomic(os.path.join(self.path, "meta.json"), json.dumps(self.meta, indent=2) + "\n")
+        write_atomically(os.path.join(self.path, "meta.json"), json.dumps(self.meta, indent=2) + "\n")
 
 
 FAILSAFE = "failsafe.nft"
@@ -102,8 +93,8 @@ class Store:
         rev_id = (self.ids() or [0])[-1] + 1
         directory = self.revision_dir(rev_id)
         os.makedirs(directory)
-        _write_atomic(os.path.join(directory, "policy.yaml"), policy_text)
-        _write_atomic(os.path.join(directory, "ruleset.nft"), ruleset)
+        write_atomically(os.path.join(directory, "policy.yaml"), policy_text)
+        write_atomically(os.path.join(directory, "ruleset.nft"), ruleset)
         meta = {"id": rev_id, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "user": user, "action": action, "outcome": PENDING, **extra}
         revision = Revision(self, meta)
@@ -120,7 +111,7 @@ class Store:
             return None
 
     def set_confirmed(self, rev_id):
-        _write_atomic(os.path.join(self.state_dir, "confirmed"), f"{rev_id}\n")
+        write_atomically(os.path.join(self.state_dir, "confirmed"), f"{rev_id}\n")
 
     def pending(self):
         try:
@@ -132,7 +123,7 @@ class Store:
     def set_pending(self, revision_id, base_id, timeout):
         pending = {"revision": revision_id, "base": base_id, "timeout": timeout,
                    "deadline": time.time() + timeout}
-        _write_atomic(os.path.join(self.state_dir, "pending.json"), json.dumps(pending) + "\n")
+        write_atomically(os.path.join(self.state_dir, "pending.json"), json.dumps(pending) + "\n")
         return pending
 
     def no_policy_ruleset(self, default):
