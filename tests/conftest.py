@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from lab import Lab
+from lab import Lab, ensure_system_users
 
 TOOLS = {"nft": "nftables", "ip": "iproute2", "tcpdump": "tcpdump", "iperf3": "iperf3",
          "ping": "iputils-ping"}
@@ -44,3 +44,12 @@ def lab():
     lab = Lab(f"tt{os.getpid() % 100000}", bypass=True).up()
     yield lab
     lab.down()
+
+
+@pytest.fixture(scope="session")
+def system_users():
+    """The image's users on this machine (tusk, tusk-nginx, tusk-analyze): tests that play
+    the web user plant files and run commands as tusk."""
+    if os.geteuid() != 0:
+        pytest.fail("creating the image's system users needs root")
+    ensure_system_users()

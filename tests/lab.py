@@ -20,8 +20,12 @@ route changes):
 Used by `make run` (python3 tests/lab.py up|down) and by the namespace and VM tests.
 Traffic only ever flows between these namespaces.
 """
+import pwd
 import subprocess
 import sys
+from pathlib import Path
+
+USERS_TABLE = Path(__file__).resolve().parents[1] / "buildroot-external/board/tusk/users.txt"
 
 CLIENT_V4, FW_C_V4, FW_S_V4, SERVER_V4 = "10.10.1.2", "10.10.1.1", "10.10.2.1", "10.10.2.2"
 CLIENT_V6, FW_C_V6, FW_S_V6, SERVER_V6 = "fd00:10:1::2", "fd00:10:1::1", "fd00:10:2::1", "fd00:10:2::2"
@@ -30,6 +34,27 @@ FW_R_V4, ROUTER_V4 = "10.10.3.1", "10.10.3.2"
 FW_R_V6, ROUTER_V6 = "fd00:10:3::1", "fd00:10:3::2"
 # client - server directly, only with bypass
 CLIENT_BYPASS_V4, SERVER_BYPASS_V4 = "10.10.9.1", "10.10.9.2"
+
+
+def system_users():
+    """The image's own users (the Buildroot users table): the web user tusk, nginx's
+    tusk-nginx, the capture analyser's tusk-analyze. PostgreSQL's comes with its package."""
+    for line in USERS_TABLE.read_text().splitlines():
+        if line.strip() and not line.startswith("#") and line.split()[0] != "postgres":
+            yield line.split()[0]
+
+
+def ensure_system_users():
+    """Creates the image's users that this machine lacks (ids as the host allots them:
+    nothing here outlives the lab), so that the lab and the tests run each part of Tusk
+    as the user the appliance runs it as."""
+    for user in system_users():
+        try:
+            pwd.getpwnam(user)
+        except KeyError:
+            subprocess.run(["useradd", "--system", "--user-group", "--no-create-home",
+                            "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", user],
+                           check=True, capture_output=True)
 
 
 def sh(*argv, check=True, input=None):
