@@ -12,3 +12,6 @@ from tusk.settings import *  # noqa: E402,F401,F403
 # (PBKDF2 stays available for users that a real web process must check).
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher",
                     "django.contrib.auth.hashers.PBKDF2PasswordHasher"]
+# A test database of this session's own: two pytest sessions (a developer's and a
+# helper's, say) on one machine share the tests' PostgreSQL cluster, never a database.
+DATABASES["default"]["TEST"] = {"NAME": f"{DATABASES['default']['NAME']}_test_{os.getpid()}"}  # noqa: F405

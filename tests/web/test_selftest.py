@@ -207,3 +207,45 @@ def test_viewers_see_results_but_cannot_start_one(viewer_client):
     download = viewer_client.get("/selftest/responder.py")
     assert download["Content-Disposition"] == 'attachment; filename="responder.py"'
     assert b"".join(download.streaming_content) == RESPONDER.read_bytes()
+
+
+def forged(mode, **fields):
+    """A SelfTest row and its job as the web user could write them straight into the
+    database, past the form."""
+    from jobs import queue
+    test = SelfTest.objects.create(mode=mode, params=SMALL, **fields)
+    test.job = queue.enqueue("selftest.run", {"selftest": test.pk})
+    test.save(update_fields=["job"])
+    return finished()
+
+
+@pytest.mark.parametrize("lab_mode", [True])
+def test_the_agent_measures_the_labs_addresses_not_a_forged_rows(agent, hosts, lab_mode):
+    # the row asks the lab's client to measure a host of the attacker's choosing
+    test = forged("lab", client_host=hosts[0], server_host=ROUTER_A, direct_address=DIRECT,
+                  port=PORT)
+    assert test.state == "failed" and test.result is None
+    assert "server_host: the row does not hold the lab's addresses" in test.error
+    assert listening(hosts[1]) == ""
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"client_host": "--help", "server_host": B}, "client_host: '--help' is not an IP"),
+    ({"client_host": A, "server_host": "10.98.2.300"}, "server_host: '10.98.2.300' is not"),
+    ({"client_host": A, "server_host": B, "direct_address": B},
+     "direct_address: the same as the server host"),
+    ({"client_host": A, "server_host": B, "port": 0}, "port: Ensure this value is greater"),
+])
+def test_the_agent_checks_a_forged_hardware_row_as_the_form_does(agent, hosts, responders,
+                                                                  fields, message):
+    responders(hosts[0], ROUTER_A)
+    responders(hosts[1])
+    test = forged("hardware", **{"port": PORT, **fields})
+    assert test.state == "failed" and test.result is None
+    assert message in test.error, test.error
+
+
+def test_a_forged_lab_row_on_a_hardware_firewall_is_refused(agent, hosts):
+    test = forged("lab", client_host=hosts[0], server_host=B, port=PORT)
+    assert test.state == "failed"
+    assert "mode: 'lab', but this firewall runs self-tests in hardware mode" in test.error

@@ -24,6 +24,7 @@ from tusk.children import end_with_parent
 from .core import responder as core_responder
 from .core import table
 from .core.responder import LIMITS
+from .forms import checked_run
 from .models import SelfTest
 
 RESPONDER_START = 10   # seconds the responder may take to listen
@@ -66,20 +67,21 @@ def _address(host, port):
 
 
 def _command(test, config):
-    """The measuring child's argv."""
+    """The measuring child's argv, from the row checked again as the form checks it."""
     try:
-        params = core_responder.check_params(test.params)
-    except core_responder.ParamError as exc:
+        run, params = checked_run(test, config)
+    except ValueError as exc:
         raise JobFailed(f"self-test {test.pk}: {exc}") from None
     argv = [sys.executable, "-m", "selftest.core"]
-    if test.mode == SelfTest.Mode.LAB:
+    if run["mode"] == SelfTest.Mode.LAB:
         argv = ["ip", "netns", "exec", config.selftest_client_netns, *LAB_PIN, *argv, "measure"]
     else:
         prefix = ["ip", "netns", "exec", config.netns] if config.netns else []
-        argv = [*prefix, *argv, "control", "--client", _address(test.client_host, test.port)]
-    argv += ["--path", f"through={_address(test.server_host, test.port)}"]
-    if test.direct_address:
-        argv += ["--path", f"direct={_address(test.direct_address, test.port)}"]
+        argv = [*prefix, *argv, "control", "--client",
+                _address(run["client_host"], run["port"])]
+    argv += ["--path", f"through={_address(run['server_host'], run['port'])}"]
+    if run["direct_address"]:
+        argv += ["--path", f"direct={_address(run['direct_address'], run['port'])}"]
     for field in LIMITS:
         argv += [f"--{field.replace('_', '-')}", str(params[field])]
     return argv + ["--json-lines"], params

@@ -83,3 +83,43 @@ class SelfTestForm(forms.Form):
             self.add_error("direct_address", "the same as the server host: a baseline must "
                                              "take a path that does not cross the firewall")
         return data
+
+
+def run_fields(config, lab, data):
+    """What a run measures: in lab mode the lab's namespaces, addresses and port from the
+    configuration, in hardware mode the hosts and port of the checked form data. The web
+    process stores these in the SelfTest row; the agent derives them again, the same way."""
+    if lab:
+        return {"mode": "lab", "client_host": config.selftest_client_netns,
+                "server_host": config.selftest_server_address,
+                "direct_address": config.selftest_direct_address, "port": config.selftest_port}
+    return {"mode": "hardware", "client_host": data["client_host"],
+            "server_host": data["server_host"], "direct_address": data["direct_address"],
+            "port": data["port"]}
+
+
+def checked_run(test, config):
+    """The agent's check of a SelfTest row, which the web user could have written: the
+    same form, fed the row, and the run's fields derived as the web process derives
+    them. Raises ValueError naming each bad field."""
+    lab = bool(config.selftest_client_netns)
+    expected = "lab" if lab else "hardware"
+    if test.mode != expected:
+        raise ValueError(f"mode: {test.mode!r:.40}, but this firewall runs self-tests in "
+                         f"{expected} mode")
+    params = test.params if isinstance(test.params, dict) else {}
+    data = {name: params.get(name) for name in ("transactions", "pings", "bulk", "timeout")}
+    if not lab:
+        data.update(client_host=test.client_host, server_host=test.server_host,
+                    direct_address=test.direct_address, port=test.port)
+    form = SelfTestForm({k: "" if v is None else v for k, v in data.items()}, lab=lab)
+    if not form.is_valid():
+        raise ValueError("; ".join(f"{field}: {' '.join(messages)}"
+                                   for field, messages in form.errors.items()))
+    fields = run_fields(config, lab, form.cleaned_data)
+    if lab and (test.server_host, test.direct_address, test.port) != (
+            fields["server_host"], fields["direct_address"], fields["port"]):
+        raise ValueError("server_host: the row does not hold the lab's addresses and port "
+                         "from the configuration")
+    return fields, form.cleaned_data["params"]
+

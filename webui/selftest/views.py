@@ -13,7 +13,7 @@ from jobs import queue
 
 from .core import responder as core_responder
 from .core import table
-from .forms import SelfTestForm
+from .forms import SelfTestForm, run_fields
 from .models import SelfTest
 
 LISTED = 50
@@ -45,14 +45,7 @@ def start(request):
     if not form.is_valid():
         return _page(request, form=form, status=400)
     data = form.cleaned_data
-    config = settings.TUSK
-    fields = ({"mode": SelfTest.Mode.LAB, "client_host": config.selftest_client_netns,
-               "server_host": config.selftest_server_address,
-               "direct_address": config.selftest_direct_address, "port": config.selftest_port}
-              if lab else
-              {"mode": SelfTest.Mode.HARDWARE, "client_host": data["client_host"],
-               "server_host": data["server_host"], "direct_address": data["direct_address"],
-               "port": data["port"]})
+    fields = run_fields(settings.TUSK, lab, data)
     with transaction.atomic():
         test = SelfTest.objects.create(params=data["params"], created_by=request.user, **fields)
         test.job = queue.enqueue("selftest.run", {"selftest": test.pk}, request.user)
