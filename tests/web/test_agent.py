@@ -55,6 +55,28 @@ def test_a_refused_policy_fails_the_job_with_the_problems(agent):
     assert "eth9 does not exist" in job.error
 
 
+@pytest.mark.parametrize("args, path, message", [
+    ({"policy_text": POLICY, "timeout": "60; reboot"}, "confirm_timeout",
+     "is not a whole number of seconds"),
+    ({"policy_text": POLICY, "timeout": [60]}, "confirm_timeout",
+     "is not a whole number of seconds"),
+    ({"policy_text": {"zones": []}}, "policy", "must be the text of a policy file"),
+    ({"policy_text": "#" * (16 * 1024 * 1024 + 1)}, "policy",
+     "must be the text of a policy file of at most 16 MiB"),
+])
+def test_a_forged_apply_job_is_refused_by_field_and_loads_nothing(agent, netns, args, path,
+                                                                  message):
+    """Job rows the web user wrote itself, past the forms: the agent checks them as the
+    engine checks a policy from the CLI, names the field, and loads nothing."""
+    job = wait(queue.enqueue("policy.apply", args))
+    assert job.state == "failed"
+    assert job.result["problems"][0]["path"] == path, job.error
+    assert message in job.error
+    listed = subprocess.run(["ip", "netns", "exec", netns, "nft", "list", "tables"],
+                            capture_output=True, text=True, check=True).stdout
+    assert "tusk" not in listed
+
+
 def test_the_agent_notices_a_ruleset_changed_behind_its_back(agent, netns):
     wait(queue.enqueue("policy.apply", {"policy_text": POLICY}))
     wait(queue.enqueue("policy.confirm"))

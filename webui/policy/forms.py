@@ -7,7 +7,7 @@ import re
 from django import forms
 
 from .core import choices
-from .core.constants import PORT_PROTOCOLS, PORTLESS_PROTOCOLS
+from .core.constants import POLICY_MAX_BYTES, PORT_PROTOCOLS, PORTLESS_PROTOCOLS
 
 
 def _split(text):
@@ -215,8 +215,9 @@ class ImportForm(forms.Form):
         cleaned = super().clean()
         upload = cleaned.get("file")
         if upload:
-            if upload.size > 16 * 1024 * 1024:
-                raise forms.ValidationError("The file is larger than 16 MiB.")
+            if upload.size > POLICY_MAX_BYTES:
+                raise forms.ValidationError(
+                    f"The file is larger than {POLICY_MAX_BYTES >> 20} MiB.")
             try:
                 cleaned["policy_text"] = upload.read().decode("utf-8")
             except UnicodeDecodeError:

@@ -20,7 +20,7 @@ import time
 from contextlib import contextmanager
 
 from . import capabilities
-from .constants import CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN
+from .constants import CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN, POLICY_MAX_BYTES
 from .errors import Code, PolicyError
 from .normalise import load_policy_text
 from .render import render
@@ -67,6 +67,9 @@ class Applier:
 
     def apply(self, policy_text, user=None, timeout=None, action="apply"):
         """Validate, render, check and load; returns the pending revision."""
+        if not isinstance(policy_text, str) or len(policy_text) > POLICY_MAX_BYTES:
+            raise PolicyError(Code.SCHEMA, "policy", "must be the text of a policy file of "
+                              f"at most {POLICY_MAX_BYTES >> 20} MiB")
         policy = load_policy_text(policy_text)
         ruleset = render(policy)
         timeout = _confirm_timeout(timeout, policy)
@@ -247,6 +250,9 @@ class Applier:
 def _confirm_timeout(timeout, policy):
     if timeout is None:
         return policy.settings.confirm_timeout
+    if isinstance(timeout, bool) or not isinstance(timeout, int):
+        raise PolicyError(Code.SCHEMA, "confirm_timeout",
+                          f"{str(timeout)[:40]!r} is not a whole number of seconds")
     if not CONFIRM_TIMEOUT_MIN <= timeout <= CONFIRM_TIMEOUT_MAX:
         raise PolicyError(Code.RANGE, "confirm_timeout", f"{timeout} s is outside "
                           f"{CONFIRM_TIMEOUT_MIN}..{CONFIRM_TIMEOUT_MAX} s")

@@ -22,6 +22,8 @@ MSS_MAX = 65535
 CONFIRM_TIMEOUT_DEFAULT = 120
 CONFIRM_TIMEOUT_MIN = 10
 CONFIRM_TIMEOUT_MAX = 3600
+# A policy file's largest size: the import form's limit and the agent's (nginx: 17m)
+POLICY_MAX_BYTES = 16 * 1024 * 1024
 
 COMMENT_MAX = 128
 
