@@ -7,6 +7,8 @@ the web UI uses to place the message next to the field.
 """
 from enum import IntEnum
 
+QUOTE_MAX = 60  # characters of a value quoted in a message: one line, whatever was sent
+
 
 class Code(IntEnum):
     """Stable error codes; the numbers are CLI exit statuses and never change."""
@@ -80,3 +82,14 @@ class PolicyError(Exception):
 
     def __str__(self):
         return "\n".join(f"error[{p.code.name}]: {p}" for p in self.problems)
+
+
+def shortened(text):
+    """text cut to QUOTE_MAX characters, "..." marking the cut."""
+    return text if len(text) <= QUOTE_MAX else text[:QUOTE_MAX - 3] + "..."
+
+
+def quoted(value):
+    """The repr of a value an operator sent, for a message: never more than one line of
+    it, however large the value (an error must not be a copy of the input)."""
+    return shortened(repr(value))

@@ -6,6 +6,7 @@ auto-merge) keeps the rendered text a pure function of the policy.
 import ipaddress
 
 from .constants import PORT_MAX, PORT_MIN
+from .errors import quoted
 from .model import Interval
 
 FAMILY_BITS = {"ipv4": 32, "ipv6": 128}
@@ -19,21 +20,23 @@ def parse_address(text):
     """One address-set entry -> (family, Interval, canonical text). Raises ValueError
     with a reason an operator can act on."""
     if not isinstance(text, str):
-        raise ValueError(f"{text!r} is not text; write addresses as strings")
+        raise ValueError(f"{quoted(text)} is not text; write addresses as strings")
     text = text.strip()
     if "%" in text:
-        raise ValueError(f"{text!r} has a scope (%...); a zone's interfaces already say where")
+        raise ValueError(f"{quoted(text)} has a scope (%...); a zone's interfaces already say "
+                         "where")
     if "-" in text:
         first, _, last = text.partition("-")
         try:
             low = ipaddress.ip_address(first.strip())
             high = ipaddress.ip_address(last.strip())
         except ValueError:
-            raise ValueError(f"{text!r} is not a valid address range (a.b.c.d-a.b.c.e)") from None
+            raise ValueError(f"{quoted(text)} is not a valid address range "
+                             "(a.b.c.d-a.b.c.e)") from None
         if low.version != high.version:
-            raise ValueError(f"{text!r} mixes IPv4 and IPv6")
+            raise ValueError(f"{quoted(text)} mixes IPv4 and IPv6")
         if int(low) > int(high):
-            raise ValueError(f"{text!r} starts after it ends")
+            raise ValueError(f"{quoted(text)} starts after it ends")
         family = f"ipv{low.version}"
         return family, Interval(int(low), int(high)), f"{low}-{high}"
     if "/" in text:
@@ -42,21 +45,22 @@ def parse_address(text):
         except ValueError as exc:
             if "host bits set" in str(exc):
                 loose = ipaddress.ip_network(text, strict=False)
-                raise ValueError(f"{text!r} has host bits set; the prefix is {loose}") from None
-            raise ValueError(f"{text!r} is not a valid prefix") from None
+                raise ValueError(f"{quoted(text)} has host bits set; the prefix is "
+                                 f"{loose}") from None
+            raise ValueError(f"{quoted(text)} is not a valid prefix") from None
         family = f"ipv{net.version}"
         return family, Interval(int(net.network_address), int(net.broadcast_address)), str(net)
     try:
         addr = ipaddress.ip_address(text)
     except ValueError:
-        raise ValueError(f"{text!r} is not a valid IPv4 or IPv6 address") from None
+        raise ValueError(f"{quoted(text)} is not a valid IPv4 or IPv6 address") from None
     return f"ipv{addr.version}", Interval(int(addr), int(addr)), str(addr)
 
 
 def parse_port(value):
     """A port (int or "n") or a range ("a-b") -> Interval; raises ValueError."""
     if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a port")
+        raise ValueError(f"{quoted(value)} is not a port")
     if isinstance(value, int):
         low = high = value
     elif isinstance(value, str) and value.strip():
@@ -65,16 +69,16 @@ def parse_port(value):
             low = int(first)
             high = int(last) if sep else low
         except ValueError:
-            raise ValueError(f"{value!r} is not a port or a port range (a-b)") from None
+            raise ValueError(f"{quoted(value)} is not a port or a port range (a-b)") from None
     else:
-        raise ValueError(f"{value!r} is not a port or a port range (a-b)")
+        raise ValueError(f"{quoted(value)} is not a port or a port range (a-b)")
     for port in (low, high):
         if port < PORT_MIN:
             raise OutOfRange(f"{port} is below {PORT_MIN}")
         if port > PORT_MAX:
             raise OutOfRange(f"{port} is above {PORT_MAX}")
     if low > high:
-        raise ValueError(f"{value!r} starts after it ends")
+        raise ValueError(f"{quoted(value)} starts after it ends")
     return Interval(low, high)
 
 

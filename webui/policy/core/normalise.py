@@ -15,7 +15,7 @@ from .constants import (
     IFNAME_PATTERN, MSS_MAX, MSS_MIN, NAME_PATTERN, POLICY_VERSION, PORT_PROTOCOLS,
     PORTLESS_PROTOCOLS,
 )
-from .errors import Code, PolicyError, Problem
+from .errors import Code, PolicyError, Problem, quoted, shortened
 from .intervals import OutOfRange, merge, parse_address, parse_port
 from .model import (
     AddressSet, Mss, Policy, Service, Settings, TcpOptions, TrafficClass, Zone,
@@ -26,7 +26,18 @@ _IFNAME = re.compile(IFNAME_PATTERN)
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys instead of keeping the last one."""
+    """SafeLoader that refuses duplicate keys instead of keeping the last one, and
+    anchors and aliases: a policy has no use for them, and nine lines of aliases
+    expand to 387 million values (a "billion laughs"). They are refused as each node
+    is composed, before anything is expanded."""
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.composer.ComposerError(
+                None, None, "anchors and aliases (&name, *name) are not accepted: write the "
+                "value out", event.start_mark)
+        return super().compose_node(parent, index)
 
 
 def _construct_mapping(loader, node, deep=False):
@@ -39,7 +50,7 @@ def _construct_mapping(loader, node, deep=False):
                 key_node.start_mark)
         if key in seen:
             raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark)
+                None, None, f"duplicate key {quoted(key)}", key_node.start_mark)
         seen.add(key)
     return yaml.SafeLoader.construct_mapping(loader, node, deep)
 
@@ -58,6 +69,8 @@ def parse_yaml(text):
         raise PolicyError(Code.SYNTAX, "", f"not valid YAML at {where}: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise PolicyError(Code.SYNTAX, "", f"not valid YAML: {exc}") from None
+    except RecursionError:
+        raise PolicyError(Code.SYNTAX, "", "not valid YAML: nested too deeply") from None
 
 
 def load_policy_text(text):
@@ -120,8 +133,8 @@ class _Checker:
 
     def name(self, value, path):
         if not isinstance(value, str) or not _NAME.match(value):
-            self.fail(Code.SCHEMA, path, f"{value!r} is not a valid name: use 1-32 lower-case "
-                      "letters, digits, '-' or '_', starting with a letter")
+            self.fail(Code.SCHEMA, path, f"{quoted(value)} is not a valid name: use 1-32 "
+                      "lower-case letters, digits, '-' or '_', starting with a letter")
             return None
         return value
 
@@ -129,7 +142,7 @@ class _Checker:
         if value is None:
             return default
         if value not in allowed:
-            self.fail(Code.SCHEMA, path, f"{value!r} is not one of: {', '.join(allowed)}")
+            self.fail(Code.SCHEMA, path, f"{quoted(value)} is not one of: {', '.join(allowed)}")
             return default
         return value
 
@@ -137,13 +150,13 @@ class _Checker:
         if value is None:
             return False
         if not isinstance(value, bool):
-            self.fail(Code.SCHEMA, path, f"must be true or false, not {value!r}")
+            self.fail(Code.SCHEMA, path, f"must be true or false, not {quoted(value)}")
             return False
         return value
 
     def integer(self, value, path, low, high):
         if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(Code.SCHEMA, path, f"must be a whole number, not {value!r}")
+            self.fail(Code.SCHEMA, path, f"must be a whole number, not {quoted(value)}")
             return None
         if value < low:
             self.fail(Code.RANGE, path, f"{value} is below {low}")
@@ -196,8 +209,8 @@ class _Checker:
             return None
         version = doc.get("version", POLICY_VERSION)
         if type(version) is not int or version != POLICY_VERSION:
-            self.fail(Code.SCHEMA, "version", f"{version!r} is not supported (this Tusk reads "
-                      f"version {POLICY_VERSION})")
+            self.fail(Code.SCHEMA, "version", f"{quoted(version)} is not supported (this Tusk "
+                      f"reads version {POLICY_VERSION})")
         settings = self.settings(doc.get("settings"))
         zones = self.zones(self.sequence(doc.get("zones"), "zones"))
         address_sets = self.address_sets(self.sequence(doc.get("address_sets"), "address_sets"))
@@ -235,7 +248,7 @@ class _Checker:
             for position, ifname in enumerate(raw):
                 where = f"{here}.interfaces[{position}]"
                 if not isinstance(ifname, str) or not _IFNAME.match(ifname) or ifname in (".", ".."):
-                    self.fail(Code.SCHEMA, where, f"{ifname!r} is not a valid interface name "
+                    self.fail(Code.SCHEMA, where, f"{quoted(ifname)} is not a valid interface name "
                               "(1-15 characters: letters, digits, . _ - @ +)")
                 elif ifname in owner:
                     self.fail(Code.DUPLICATE, where, f"{ifname} already belongs to {owner[ifname]}")
@@ -347,7 +360,7 @@ class _Checker:
             self.fail(Code.SCHEMA, path, f"must be the name of a {kind}")
             return None
         if value not in table:
-            self.fail(Code.REFERENCE, path, f"no {kind} is named {value!r}")
+            self.fail(Code.REFERENCE, path, f"no {kind} is named {quoted(value)}")
             return None
         return value
 
@@ -355,7 +368,8 @@ class _Checker:
         if value is None:
             return ()
         if isinstance(value, str):
-            self.fail(Code.SCHEMA, path, f"must be a list of {kind} names, e.g. [{value}]")
+            self.fail(Code.SCHEMA, path, f"must be a list of {kind} names, e.g. "
+                      f"[{shortened(value)}]")
             return ()
         names = []
         for position, item in enumerate(self.sequence(value, path)):
@@ -457,7 +471,9 @@ def _family_names(names, policy):
 
 
 def _join(path, key):
-    return f"{path}.{key}" if path else str(key)
+    """A key of the document in a path: shortened, as any value an error quotes."""
+    key = shortened(str(key))
+    return f"{path}.{key}" if path else key
 
 
 def _kind(value):
