@@ -1,11 +1,14 @@
 """Every page is behind a login; a viewer cannot change anything, on any URL."""
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.files.uploadhandler import FileUploadHandler
+from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from accounts.middleware import OPEN_TO_VIEWERS
 from accounts.models import AuditEntry, Profile
 
-PUBLIC = {"login", "healthz"}
+PUBLIC = {"login", "healthz", "upload_gate"}
 SAMPLE_KWARGS = {"section": "zones", "index": 0, "pk": 1, "number": 1, "direction": "up"}
 
 
@@ -89,3 +92,56 @@ def test_a_user_with_a_chosen_password_must_change_it_first(client, admin_user):
 def test_healthz_answers_without_login(client, db):
     response = client.get("/healthz/")
     assert response.status_code == 200 and response.content == b"ok\n"
+
+
+class CountingUploadHandler(FileUploadHandler):
+    """Counts the multipart parts Django parses, and keeps nothing."""
+    parts = 0
+
+    def new_file(self, *args, **kwargs):
+        type(self).parts += 1
+        super().new_file(*args, **kwargs)
+
+    def receive_data_chunk(self, raw_data, start):
+        return None
+
+    def file_complete(self, file_size):
+        return None
+
+
+@pytest.mark.django_db
+@override_settings(FILE_UPLOAD_HANDLERS=["test_access.CountingUploadHandler"])
+def test_no_body_is_parsed_before_the_login_and_role_checks(admin_user, viewer_user):
+    """An anonymous client with a CSRF cookie (anyone gets one from the login page), and a
+    viewer, post a file: refused before Django parses a byte of the multipart body."""
+    for who, refusal in ((None, 302), (viewer_user, 403), (admin_user, None)):
+        client = Client(enforce_csrf_checks=True)
+        client.get("/accounts/login/")
+        if who:
+            client.force_login(who)
+        token = client.cookies["csrftoken"].value
+        CountingUploadHandler.parts = 0
+        response = client.post("/diag/upload/", {
+            "csrfmiddlewaretoken": token, "file": SimpleUploadedFile("x.pcap", b"x" * 5000)})
+        if refusal:
+            assert response.status_code == refusal, who
+            assert CountingUploadHandler.parts == 0, f"{who}: the body was parsed"
+        else:   # the admin's reaches the form, which refuses the junk by its field
+            assert response.status_code == 400
+            assert CountingUploadHandler.parts == 1
+
+
+@pytest.mark.django_db
+def test_the_upload_gate_lets_only_admins_who_may_act_send_a_large_body(client, admin_user,
+                                                                       viewer_user):
+    """nginx asks it (auth_request) before it reads the body of /diag/upload/."""
+    assert client.get("/accounts/upload-gate/").status_code == 401
+    client.force_login(viewer_user)
+    assert client.get("/accounts/upload-gate/").status_code == 403
+    client.force_login(admin_user)
+    assert client.get("/accounts/upload-gate/").status_code == 204
+    Profile.objects.filter(user=admin_user).update(must_change_password=True)
+    assert client.get("/accounts/upload-gate/").status_code == 403
+    admin_user.is_active = False
+    admin_user.save()
+    assert client.get("/accounts/upload-gate/").status_code == 401

@@ -4,14 +4,14 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 
-from . import throttle
+from . import audit, throttle
 from .models import Role
 
 
 class ThrottledLoginForm(AuthenticationForm):
     def clean(self):
         username = self.cleaned_data.get("username") or ""
-        address = self.request.META.get("REMOTE_ADDR") if self.request else None
+        address = audit.client_address(self.request) if self.request else None
         wait = throttle.blocked_for(username, address)
         if wait:
             raise ValidationError(
@@ -22,7 +22,7 @@ class ThrottledLoginForm(AuthenticationForm):
         except ValidationError:
             throttle.failed(username, address)
             raise
-        throttle.succeeded(username)
+        throttle.succeeded(username, address)
         return cleaned
 
 

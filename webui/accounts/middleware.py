@@ -1,3 +1,5 @@
+import ipaddress
+
 from django.http import HttpResponseForbidden
 from django.shortcuts import redirect
 
@@ -6,8 +8,28 @@ from .roles import is_admin
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 # URL names any signed-in user may post to
 OPEN_TO_VIEWERS = {"login", "logout", "password_change"}
-# URL names reachable while a password must be changed
-BEFORE_PASSWORD_CHANGE = {"login", "logout", "password_change"}
+# URL names reachable while a password must be changed (the upload gate answers 403 itself)
+BEFORE_PASSWORD_CHANGE = {"login", "logout", "password_change", "upload_gate"}
+
+
+class ClientAddressMiddleware:
+    """REMOTE_ADDR from nginx's X-Real-IP, for the login throttle and the audit log.
+    gunicorn listens on a unix socket only nginx may connect to (tusk-web.socket), where
+    REMOTE_ADDR is empty; nginx sets the header to its TCP peer, replacing whatever the
+    client sent. A request with a REMOTE_ADDR of its own did not come through that socket,
+    so its header is not believed."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not request.META.get("REMOTE_ADDR"):
+            try:
+                address = str(ipaddress.ip_address(request.META.get("HTTP_X_REAL_IP", "")))
+            except ValueError:
+                address = ""
+            request.META["REMOTE_ADDR"] = address
+        return self.get_response(request)
 
 
 class RoleMiddleware:

@@ -12,4 +12,5 @@ urlpatterns = [
     path("users/<int:pk>/", views.user_edit, name="user_edit"),
     path("users/<int:pk>/password/", views.user_password, name="user_password"),
     path("audit/", views.audit_log, name="audit"),
+    path("upload-gate/", views.upload_gate, name="upload_gate"),
 ]

@@ -4,13 +4,14 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.forms import PasswordChangeForm, SetPasswordForm
 from django.db import transaction
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.decorators import method_decorator
 
 from . import audit
 from .forms import ThrottledLoginForm, UserCreateForm, UserEditForm
 from .models import AuditEntry, Profile
-from .roles import role_of
+from .roles import is_admin, role_of
 
 
 @method_decorator(login_not_required, name="dispatch")
@@ -29,6 +30,19 @@ class LoginView(auth_views.LoginView):
         if any(e.code == "throttled" for e in form.non_field_errors().as_data()):
             response.status_code = 429
         return response
+
+
+@login_not_required
+def upload_gate(request):
+    """nginx's auth_request before it reads the body of /diag/upload/ (up to a gigabyte):
+    204 for an admin who may act, 401 for no login, 403 for anyone else - then nginx
+    refuses the request without reading its body, and gunicorn never sees it."""
+    if not request.user.is_authenticated:
+        return HttpResponse(status=401)
+    profile = getattr(request.user, "profile", None)
+    if not is_admin(request.user) or (profile is not None and profile.must_change_password):
+        return HttpResponse(status=403)
+    return HttpResponse(status=204)
 
 
 def password_change(request):

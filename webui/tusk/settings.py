@@ -6,6 +6,7 @@ The policy engine's core and the `tusk policy` CLI do not load these settings.
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 from . import config as tusk_config
 
@@ -36,16 +37,20 @@ INSTALLED_APPS = [
     "backup.apps.BackupConfig",
 ]
 
+# The login and role checks come before CSRF's: its check reads request.POST, which would
+# parse (and spool) a multipart body of anyone, signed in or not.
 MIDDLEWARE = [
+    "accounts.middleware.ClientAddressMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "accounts.middleware.RoleMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "accounts.middleware.RoleMiddleware",
 ]
 
 ROOT_URLCONF = "tusk.urls"
@@ -86,7 +91,8 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
-# Login throttling (accounts/throttle.py): failures per user name and per client address
+# Login throttling (accounts/throttle.py): failures per user name and client address (and
+# multiples of it per address and per name)
 LOGIN_FAILURES_ALLOWED = 5
 LOGIN_FAILURE_WINDOW = 900  # seconds
 
@@ -95,6 +101,18 @@ SESSION_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_AGE = 8 * 3600
 CSRF_COOKIE_SAMESITE = "Lax"
 X_FRAME_OPTIONS = "DENY"
+# Scripts and styles only from our static files: no inline script, style element or
+# style attribute anywhere (htmx is told not to inject its indicator style: base.html).
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 if TUSK.tls:
