@@ -7,10 +7,12 @@ written to) with boot/bzImage and tusk/rootfs.ext4; --medium names a directory i
 The disk gets a GPT: a 1 MiB BIOS boot partition, a 64 MiB EFI system partition, the
 system (rootfs.ext4, grown; the kernel in /boot) and the data partition (ext4 labelled
 TUSK_DATA) on the rest; GRUB for BIOS and UEFI (the removable path, so no firmware entry
-is needed). Refused: the disk holding the medium, the disk the running system is on and
-any disk with a mounted filesystem. Unless --fresh, what this session configured (/data:
-configuration, policy revisions, database, certificate) goes onto the new data
-partition, so the installed box comes up as the live one was left.
+is needed). Refused: the disk holding the medium, the disk the running system is on,
+any disk with a filesystem mounted or swap in use anywhere below it (partitions, RAID,
+LVM, loop devices: lsblk's tree), and a medium without tusk/SHA256SUMS. Unless --fresh,
+what this session configured (/data: configuration, policy revisions, database,
+certificate) goes onto the new data partition, so the installed box comes up as the
+live one was left.
 """
 import argparse
 import hashlib
@@ -81,41 +83,63 @@ def find_medium(directory=None):
 
 
 def verify_medium(directory):
+    """Every file SHA256SUMS lists matches it, and it lists the system image: a medium
+    that cannot prove its image intact (no SHA256SUMS: a truncated copy, a hand-made
+    stick) installs nothing."""
     sums = os.path.join(directory, "tusk", "SHA256SUMS")
-    if not os.path.exists(sums):
-        return
+    try:
+        with open(sums, encoding="utf-8") as handle:
+            lines = [line.split(maxsplit=1) for line in handle if line.strip()]
+    except FileNotFoundError:
+        raise InstallError(f"the installation medium {directory} has no tusk/SHA256SUMS: its "
+                           "image cannot be checked, so nothing is installed (write the ISO "
+                           "again)") from None
+    listed = {name.strip().lstrip("*"): want for want, name in
+              (line for line in lines if len(line) == 2)}
+    if len(listed) != len(lines):
+        raise InstallError(f"the installation medium {directory}: tusk/SHA256SUMS has a line "
+                           "that is not '<sha256>  <file>' (write the ISO again)")
+    if "rootfs.ext4" not in listed:
+        raise InstallError(f"the installation medium {directory}: tusk/SHA256SUMS has no line "
+                           "for rootfs.ext4 (write the ISO again)")
     say("checking the medium (SHA256SUMS) ...")
-    with open(sums, encoding="utf-8") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            want, name = line.split(maxsplit=1)
-            name = name.strip().lstrip("*")
-            digest = hashlib.sha256()
-            with open(os.path.join(directory, "tusk", name), "rb") as data:
-                for block in iter(lambda: data.read(4 * MIB), b""):
-                    digest.update(block)
-            if digest.hexdigest() != want:
-                raise InstallError(f"the installation medium is damaged: tusk/{name} does "
-                                   "not match its SHA256SUMS line (write the ISO again)")
+    for name, want in sorted(listed.items()):
+        digest = hashlib.sha256()
+        with open(os.path.join(directory, "tusk", name), "rb") as data:
+            for block in iter(lambda: data.read(4 * MIB), b""):
+                digest.update(block)
+        if digest.hexdigest() != want:
+            raise InstallError(f"the installation medium is damaged: tusk/{name} does "
+                               "not match its SHA256SUMS line (write the ISO again)")
 
 
 # -- disks -----------------------------------------------------------------------------
 
+# KNAME: the kernel's name (dm-1), as /proc/swaps gives it; PATH may be /dev/mapper/...
+LSBLK_COLUMNS = "NAME,KNAME,PATH,SIZE,TYPE,RO,MODEL,TRAN,MOUNTPOINTS"
+PROC_SWAPS = "/proc/swaps"
+
+
 def lsblk():
-    out = run(["lsblk", "-J", "-b", "-o", "NAME,PATH,PKNAME,SIZE,TYPE,RO,MODEL,TRAN,MOUNTPOINTS"])
+    """lsblk's tree: each disk with its partitions, and below them what is built on
+    them (RAID, LVM, crypt, loop devices and their partitions) as nested children."""
+    out = run(["lsblk", "-J", "-b", "-o", LSBLK_COLUMNS])
     return json.loads(out.stdout)["blockdevices"]
 
 
+def descendants(device):
+    """device and everything below it in lsblk's tree, at any depth."""
+    yield device
+    for child in device.get("children") or []:
+        yield from descendants(child)
+
+
 def disk_of(device, devices):
-    """The whole disk a block device (partition or disk) belongs to."""
+    """The whole disk a block device (at any depth below it) belongs to."""
     device = os.path.realpath(device)
     for disk in devices:
-        if disk["path"] == device:
+        if any(device in (d["path"], f"/dev/{d.get('kname')}") for d in descendants(disk)):
             return disk["path"]
-        for child in disk.get("children") or []:
-            if child["path"] == device:
-                return disk["path"]
     return None
 
 
@@ -124,28 +148,51 @@ def root_device():
     return source if source.startswith("/dev/") else None
 
 
-def candidates(medium_device):
-    """Every disk, each with the reason it is refused (None: it can be installed to)."""
-    devices = lsblk()
+def swapping(proc_swaps=PROC_SWAPS):
+    """The devices the kernel swaps on. lsblk shows swap as the mount point [SWAP] only
+    when it matches /proc/swaps itself; reading the kernel's list does not depend on
+    that (nor on its version), and a swap area being written must not be overwritten."""
+    with open(proc_swaps, encoding="utf-8") as handle:
+        return {os.path.realpath(fields[0]) for fields in
+                (line.split() for line in handle.readlines()[1:])
+                if fields and fields[1] == "partition"}
+
+
+def in_use(disk, swaps):
+    """What is mounted or swapping at any depth below disk, as phrases."""
+    found = []
+    for device in descendants(disk):
+        points = [m for m in device.get("mountpoints") or [] if m and m != "[SWAP]"]
+        if points:
+            found.append(f"{device['path']} is mounted on {', '.join(points)}")
+        if "[SWAP]" in (device.get("mountpoints") or []) or \
+                {device["path"], f"/dev/{device.get('kname')}"} & swaps:
+            found.append(f"{device['path']} is swap in use")
+    return list(dict.fromkeys(found))
+
+
+def candidates(devices, medium_device, root, proc_swaps=PROC_SWAPS):
+    """Every disk of lsblk's tree, each with the reason it is refused (None: it can be
+    installed to). medium_device, root: the block devices of the medium and of /."""
     medium_disk = disk_of(medium_device, devices) if medium_device else None
-    root = root_device()
     root_disk = disk_of(root, devices) if root else None
+    swaps = swapping(proc_swaps)
     result = []
     for disk in devices:
         if disk["type"] != "disk":
             continue
-        mounted = [m for part in [disk, *(disk.get("children") or [])]
-                   for m in (part.get("mountpoints") or []) if m]
+        busy = in_use(disk, swaps)
         if disk["path"] == medium_disk:
             reason = "it holds the installation medium this box booted from"
         elif disk["path"] == root_disk:
             reason = "the running system is on it"
-        elif mounted:
-            reason = f"it is in use (mounted on {', '.join(mounted)})"
+        elif busy:
+            reason = f"it is in use ({'; '.join(busy)})"
         elif disk["ro"]:
             reason = "it is read-only"
         elif int(disk["size"]) < (ESP_MIB + MIN_SYSTEM_MIB + MIN_DATA_MIB + 2) * MIB:
-            reason = f"it is too small (at least {(ESP_MIB + MIN_SYSTEM_MIB + MIN_DATA_MIB) // 1024 + 1} GiB)"
+            least = (ESP_MIB + MIN_SYSTEM_MIB + MIN_DATA_MIB) // 1024 + 1
+            reason = f"it is too small (at least {least} GiB)"
         else:
             reason = None
         result.append((disk, reason))
@@ -159,7 +206,7 @@ def describe(disk):
 
 
 def choose(args, medium_device):
-    disks = candidates(medium_device)
+    disks = candidates(lsblk(), medium_device, root_device())
     if args.disk:
         wanted = os.path.realpath(args.disk)
         for disk, reason in disks:
