@@ -2,7 +2,10 @@
 nftables in the lab's fw namespace: the last confirmed revision comes back, a revision
 left pending counts as rolled back, a box without a confirmed policy forwards nothing
 (also after its first apply rolls back), and table inet tusk_host lets only the
-management interface reach the firewall itself."""
+management interface reach the firewall itself. boot.load_firewall, tusk-firewall's
+step, fails closed: with an invalid network.toml, or a host table the kernel refuses,
+the dashboard ports answer on no interface, port 22 never, and forwarding is off until
+a forward ruleset is loaded, and stays off when none can be."""
 import json
 import os
 import subprocess
@@ -17,6 +20,7 @@ from tuskcli import ROOT, run_tusk
 sys.path.insert(0, os.path.join(ROOT, "webui"))
 from appliance import boot  # noqa: E402
 from policy.core.applier import Applier  # noqa: E402
+from policy.core.target import Target  # noqa: E402
 
 POLICY = """
 version: 1
@@ -39,6 +43,7 @@ def state(lab, tmp_path):
     if (directory / "pending.json").exists():
         run_tusk("rollback", netns=lab.fw, state_dir=directory, check=False)
     lab.ns(lab.fw, "nft", "flush", "ruleset")
+    lab.ns(lab.fw, "sysctl", "-q", "-w", *[f"{key}=1" for key in boot.FORWARDING])  # the lab's
 
 
 def tusk(lab, state, *args):
@@ -116,17 +121,132 @@ def reaches(lab, namespace, address, port):
 
 @pytest.mark.parametrize("mgmt", ["veth-c", None])
 def test_host_table_lets_only_the_management_interface_in(lab, state, nft_check, mgmt):
+    """None: no valid management interface - the dashboard answers on none."""
     text = boot.host_ruleset(mgmt)
     assert nft_check(text).returncode == 0
     server = listen(lab, 443)
     try:
         time.sleep(0.5)
         lab.ns(lab.fw, "nft", "-f", "-", input=text)
-        assert reaches(lab, lab.client, FW_C_V4, 443)
-        assert reaches(lab, lab.server, FW_S_V4, 443) == (mgmt is None)
+        assert reaches(lab, lab.client, FW_C_V4, 443) == (mgmt is not None)
+        assert not reaches(lab, lab.server, FW_S_V4, 443)
         assert not reaches(lab, lab.client, FW_C_V4, 8009)    # not a management port
         counters = ruleset(lab)
         assert "not for the firewall itself" in counters
     finally:
         server.kill()
         server.wait()
+
+
+# -- tusk-firewall's step as a whole: boot.load_firewall ----------------------------------
+
+VALID = '[management]\ninterface = "veth-c"\naddress = "dhcp"\n'
+INVALID = '[management]\ninterface = "veth-c"\naddress = "10.10.1.0/24"\n'
+OFF, ON = (" ".join(f"{key}={value}" for key in boot.FORWARDING) for value in (0, 1))
+
+
+class Recording(Target):
+    """The fw namespace, noting whether table inet tusk was live at each forwarding write."""
+
+    def __init__(self, netns):
+        super().__init__(netns)
+        self.forwarding = []
+
+    def run(self, argv, stdin=None):
+        if argv[0] == "sysctl":
+            loaded = super().run(["nft", "list", "table", "inet", "tusk"]).ok
+            self.forwarding.append((" ".join(argv[3:]), loaded))
+        return super().run(argv, stdin)
+
+
+def forwarding(lab):
+    return [lab.ns(lab.fw, "sysctl", "-n", key).stdout.strip() for key in boot.FORWARDING]
+
+
+@pytest.fixture
+def listeners(lab):
+    servers = [listen(lab, port) for port in (22, 80, 443)]
+    time.sleep(0.5)
+    yield
+    for server in servers:
+        server.kill()
+        server.wait()
+
+
+@pytest.fixture
+def owned(lab):
+    """own(table): the table exists in fw, owned by a live nft process: the kernel then
+    refuses every change to it from anyone else (a real refusal, as a kernel lacking what
+    the table needs would give)."""
+    holders = []
+
+    def own(table):
+        holder = subprocess.Popen(["ip", "netns", "exec", lab.fw, "nft", "-i"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        holder.stdin.write(f"add table inet {table} {{ flags owner; }}\n")
+        holder.stdin.flush()
+        holders.append(holder)
+        deadline = time.monotonic() + 5
+        while table not in ruleset(lab):
+            assert time.monotonic() < deadline, f"nft -i did not create {table}"
+            time.sleep(0.05)
+    yield own
+    for holder in holders:
+        holder.kill()
+        holder.wait()
+
+
+def boot_firewall(lab, state, tmp_path, network_toml):
+    (tmp_path / "network.toml").write_text(network_toml)
+    (state / "failsafe.nft").write_text(boot.FAILSAFE)
+    lab.ns(lab.fw, "sysctl", "-q", "-w", *[f"{key}=1" for key in boot.FORWARDING])
+    target = Recording(lab.fw)
+    status = boot.load_firewall(target, str(tmp_path / "network.toml"), str(state),
+                                str(tmp_path / "warning"))
+    warning = tmp_path / "warning"
+    return status, target, warning.read_text().strip() if warning.exists() else ""
+
+
+def open_ports(lab):
+    return {(side, port) for side, (namespace, address) in
+            {"management": (lab.client, FW_C_V4), "traffic": (lab.server, FW_S_V4)}.items()
+            for port in (22, 80, 443) if reaches(lab, namespace, address, port)}
+
+
+def test_a_valid_network_toml_opens_80_and_443_on_its_interface_only(
+        lab, state, tmp_path, listeners):
+    status, target, warning = boot_firewall(lab, state, tmp_path, VALID)
+    assert (status, warning) == (0, "")
+    assert open_ports(lab) == {("management", 80), ("management", 443)}
+    # off first; on only once the fail-closed table was live
+    assert target.forwarding == [(OFF, False), (ON, True)]
+    assert forwarding(lab) == ["1", "1"]
+
+
+def test_an_invalid_network_toml_leaves_the_console_only(lab, state, tmp_path, listeners):
+    status, _, warning = boot_firewall(lab, state, tmp_path, INVALID)
+    assert open_ports(lab) == set()
+    assert warning.startswith("the dashboard answers on no interface: network.toml has no "
+                              "valid management interface")
+    assert status == 0 and forwarding(lab) == ["1", "1"]     # the fail-closed table is live
+
+
+def test_a_refused_host_table_still_drops_the_dashboard_ports(
+        lab, state, tmp_path, listeners, owned):
+    own = owned
+    own("tusk_host")
+    status, _, warning = boot_firewall(lab, state, tmp_path, VALID)
+    assert open_ports(lab) == set()
+    assert "lockdown" in ruleset(lab)
+    assert warning.startswith("table inet tusk_host was refused: nothing reaches the box but "
+                              "the console")
+    assert status == 1
+
+
+def test_forwarding_stays_off_when_no_forward_ruleset_loads(lab, state, tmp_path, owned):
+    owned("tusk")                          # the policy and the fail-closed table: refused
+    status, target, warning = boot_firewall(lab, state, tmp_path, VALID)
+    assert forwarding(lab) == ["0", "0"] and not forwards(lab)
+    assert [value for value, _ in target.forwarding] == [OFF]
+    assert warning == "no forward ruleset could be loaded: nothing is forwarded"
+    assert status == 1

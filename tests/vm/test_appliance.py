@@ -164,7 +164,7 @@ def test_live_boot_brings_every_service_up(step, work):
     # no policy confirmed yet: the fail-closed ruleset; the host table guards the box
     ruleset = ok(step.vm, "nft list ruleset")
     assert "fail closed" in ruleset and "policy drop" in ruleset
-    assert 'iifname "ens3" tcp dport { 22, 80, 443 } accept' in ruleset
+    assert 'iifname "ens3" tcp dport { 80, 443 } accept' in ruleset
     step.facts["initial"] = ok(step.vm, "cat /etc/tusk/initial-admin").split()[1]
     close_shell(step.vm)
 

@@ -7,9 +7,11 @@ data      (tusk-data.service, before local-fs.target) mounts the persistent data
           new data partition gets the default configuration and a new secret key.
 firewall  (tusk-firewall.service, before network-pre.target: no interface is up yet)
           loads table inet tusk_host - the firewall's own input: the management interface
-          may reach the dashboard, the others nothing - and the last confirmed policy. If
-          there is none, or the kernel refuses it, the fail-closed ruleset (forward: drop)
-          is loaded instead, so the box never forwards what no confirmed policy allowed.
+          may reach the dashboard, the others nothing; without a valid management
+          interface, none (the console only) - and the last confirmed policy. If there is
+          none, or the kernel refuses it, the fail-closed ruleset (forward: drop) is
+          loaded instead, so the box never forwards what no confirmed policy allowed.
+          Forwarding is off until then, and stays off if neither loads.
 setup     (tusk-setup.service, after tusk-db.service) creates the database role and
           database, migrates the schema, creates the admin with a one-time password on a
           new box (kept in /etc/tusk/initial-admin for the console menu) and the
@@ -39,8 +41,13 @@ STATE = f"{DATA}/tusk"
 PGDATA = f"{DATA}/pgsql"
 TLS = f"{DATA}/tls"
 WEB_USER = "tusk"
-# Ports the management interface answers on: HTTPS (and HTTP, which redirects), SSH.
-MGMT_TCP_PORTS = (22, 80, 443)
+# Ports the management interface answers on: HTTPS, and HTTP, which redirects. No SSH:
+# no SSH server ships (the console and the dashboard are the ways in, and one daemon
+# fewer is one fewer to keep safe), so port 22 stays closed.
+MGMT_TCP_PORTS = (80, 443)
+FORWARDING = ("net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding")
+# What tusk-firewall wants the console menu to say (the dashboard answers nowhere...).
+FIREWALL_WARNING = "/run/tusk-firewall.warning"
 
 FAILSAFE = """# Written by tusk-boot: no confirmed policy could be loaded, so nothing is forwarded.
 table inet tusk
@@ -49,6 +56,21 @@ table inet tusk {
 \tchain forward {
 \t\ttype filter hook forward priority filter; policy drop;
 \t\tcounter comment "tusk: fail closed - no confirmed policy loaded"
+\t}
+}
+"""
+# Loaded only when the kernel refuses table inet tusk_host even without a management
+# interface: the box's own input is then dropped on every interface (the console still
+# works). Minimal on purpose - no conntrack, no sets - so that what made the host table
+# fail is unlikely to make this fail too. A host table that loads removes it.
+LOCKDOWN = """# Written by tusk-boot: table inet tusk_host was refused; nothing may reach the box.
+table inet tusk_lockdown
+delete table inet tusk_lockdown
+table inet tusk_lockdown {
+\tchain input {
+\t\ttype filter hook input priority filter - 1; policy drop;
+\t\tiif "lo" accept
+\t\tcounter comment "tusk: lockdown - the host table was refused"
 \t}
 }
 """
@@ -133,8 +155,8 @@ def lay_out():
 
 def management(path=f"{ETC}/network.toml"):
     """network.toml's [management] (checked by tusk-net's own rules), or None: then the
-    reason is logged and the box's services answer on every interface until the console
-    menu assigns one."""
+    reason is logged and the dashboard answers on no interface (the console only) until
+    the console menu assigns one."""
     try:
         return network.load(path).management
     except network.NetworkError as error:
@@ -143,11 +165,22 @@ def management(path=f"{ETC}/network.toml"):
 
 
 def host_ruleset(mgmt):
-    """table inet tusk_host: what may reach the firewall itself. Forwarded traffic is the
-    policy's business (table inet tusk); this table has no forward chain."""
-    where = f'iifname "{mgmt}" ' if mgmt else ""
-    ports = ", ".join(str(p) for p in MGMT_TCP_PORTS)
-    return f"""table inet tusk_host
+    """table inet tusk_host: what may reach the firewall itself - the management ports on
+    the management interface only; with no management interface (None), on none: the
+    console is then the only way in. Forwarded traffic is the policy's business (table
+    inet tusk); this table has no forward chain. Loading it also removes the lockdown
+    table, in the same transaction."""
+    management = ""
+    if mgmt:
+        where = f'iifname "{mgmt}" '
+        ports = ", ".join(str(p) for p in MGMT_TCP_PORTS)
+        management = (f'\t\t{where}tcp dport {{ {ports} }} accept comment "tusk: management"\n'
+                      f'\t\t{where}udp sport 67 udp dport 68 accept comment "tusk: DHCP replies"\n'
+                      f'\t\t{where}udp sport 547 udp dport 546 accept '
+                      'comment "tusk: DHCPv6 replies"\n')
+    return f"""table inet tusk_lockdown
+delete table inet tusk_lockdown
+table inet tusk_host
 delete table inet tusk_host
 table inet tusk_host {{
 \tchain input {{
@@ -156,43 +189,96 @@ table inet tusk_host {{
 \t\tct state established,related accept
 \t\tct state invalid drop
 \t\tmeta l4proto {{ icmp, ipv6-icmp }} accept
-\t\t{where}tcp dport {{ {ports} }} accept comment "tusk: management"
-\t\t{where}udp sport 67 udp dport 68 accept comment "tusk: DHCP replies"
-\t\t{where}udp sport 547 udp dport 546 accept comment "tusk: DHCPv6 replies"
-\t\tcounter comment "tusk: not for the firewall itself"
+{management}\t\tcounter comment "tusk: not for the firewall itself"
 \t}}
 }}
 """
 
 
-def cmd_firewall(args):
+def set_forwarding(target, on):
+    """IPv4 and IPv6 forwarding, in target's network namespace. Off (sysctl.d) from early
+    boot until a forward ruleset is loaded: the kernel must not forward what no table
+    has judged."""
+    value = int(on)
+    result = target.run(["sysctl", "-q", "-w"] + [f"{key}={value}" for key in FORWARDING])
+    if not result.ok:
+        log(f"setting forwarding to {value} failed: {result.stderr.strip()}")
+    return result.ok
+
+
+def load_host_table(target, mgmt):
+    """table inet tusk_host for mgmt (an interface or None); refused, for no interface;
+    refused again, LOCKDOWN. Returns (whether the kernel refused a table, what the console
+    must say: '' when management answers where network.toml says)."""
+    unset = "" if mgmt else ("the dashboard answers on no interface: network.toml has no "
+                             "valid management interface (option 1 assigns one; reboot to "
+                             "apply)")
+    host = target.nft_load(host_ruleset(mgmt))
+    if host.ok:
+        return False, unset
+    log(f"table inet tusk_host refused: {host.stderr.strip()}")
+    if mgmt:
+        log("trying again with the dashboard on no interface (the console only)")
+        host = target.nft_load(host_ruleset(None))
+        if host.ok:
+            return True, ("table inet tusk_host was refused for the management interface: "
+                          "the dashboard answers on no interface (journalctl -u tusk-firewall)")
+        log(f"table inet tusk_host refused again: {host.stderr.strip()}")
+    lockdown = target.nft_load(LOCKDOWN)
+    if lockdown.ok:
+        return True, ("table inet tusk_host was refused: nothing reaches the box but the "
+                      "console (lockdown table; journalctl -u tusk-firewall)")
+    log(f"even the lockdown table was refused: {lockdown.stderr.strip()}")
+    return True, ("no host table could be loaded: the box's own ports are not filtered "
+                  "(journalctl -u tusk-firewall)")
+
+
+def load_forward_ruleset(target, state_dir):
+    """The last confirmed policy, or else the fail-closed ruleset. Returns (whether the
+    kernel refused something, whether one of them is loaded)."""
     from policy.core.applier import Applier
     from policy.core.errors import PolicyError
-    failed = False
-    mgmt = management()
-    host = run(["nft", "-f", "-"], input=host_ruleset(mgmt and mgmt.interface), check=False,
-               capture_output=True)
-    if host.returncode != 0:
-        log(f"table inet tusk_host refused: {host.stderr.strip()}; trying without the "
-            "management interface")
-        host = run(["nft", "-f", "-"], input=host_ruleset(None), check=False,
-                   capture_output=True)
-        failed = host.returncode != 0
-        if failed:
-            log(f"table inet tusk_host refused again: {host.stderr.strip()}")
     try:
-        revision = Applier(f"{STATE}/policy").boot()
-        if revision is None:
-            log("no confirmed policy yet: nothing is forwarded (fail-closed ruleset)")
-        else:
-            log(f"policy revision {revision.id} loaded")
+        revision = Applier(state_dir, target.netns).boot()
     except PolicyError as error:
         log(f"{error}; loading the fail-closed ruleset instead")
-        result = run(["nft", "-f", "-"], input=FAILSAFE, check=False, capture_output=True)
-        if result.returncode != 0:
+        result = target.nft_load(FAILSAFE)
+        if not result.ok:
             log(f"even the fail-closed ruleset was refused: {result.stderr.strip()}")
-        failed = True
-    return 1 if failed else 0
+        return True, result.ok
+    if revision is None:
+        log("no confirmed policy yet: nothing is forwarded (fail-closed ruleset)")
+    else:
+        log(f"policy revision {revision.id} loaded")
+    return False, True
+
+
+def load_firewall(target, network_path, state_dir, warning_path):
+    """The boot step on target (Target(netns) in the tests): forwarding off, the host
+    table, the forward ruleset, then forwarding on - only if a forward ruleset is
+    loaded. warning_path gets what the console menu must say, and is removed when all
+    is as configured. Returns the exit status: 1 when the kernel refused anything."""
+    set_forwarding(target, False)
+    mgmt = management(network_path)
+    host_refused, warning = load_host_table(target, mgmt and mgmt.interface)
+    forward_refused, forward = load_forward_ruleset(target, state_dir)
+    if forward:
+        forward = set_forwarding(target, True)
+    else:
+        log("no forward ruleset is loaded: forwarding stays off")
+        warning = "; ".join(filter(None, [warning, "no forward ruleset could be loaded: "
+                                          "nothing is forwarded"]))
+    if warning:
+        log(f"WARNING: {warning}")
+        write_atomically(warning_path, warning + "\n", 0o644)
+    elif os.path.lexists(warning_path):
+        os.unlink(warning_path)
+    return 1 if host_refused or forward_refused or not forward else 0
+
+
+def cmd_firewall(args):
+    from policy.core.target import Target
+    return load_firewall(Target(), f"{ETC}/network.toml", f"{STATE}/policy", FIREWALL_WARNING)
 
 
 # -- setup -------------------------------------------------------------------------------
