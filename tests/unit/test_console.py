@@ -119,7 +119,8 @@ def test_header_and_menu_of_a_live_box(console):
         "Tusk dev — management: enp0s2 192.168.1.5 — dashboard: https://192.168.1.5/\n"
         "LIVE (not installed): data is lost at power-off; option 5 installs Tusk to a disk",
         " 1) Assign interfaces\n 2) Set management address\n 3) Reset admin password\n"
-        " 4) Show dashboard URL\n 5) Install to disk\n 6) Reboot\n 7) Power off\n 8) Shell",
+        " 4) Show dashboard URL\n 5) Install to disk\n 6) Reboot\n 7) Power off\n 8) Shell\n"
+        " 9) Unlock admin login\n10) Console password",
         PROMPT.strip()]
 
 
@@ -153,10 +154,10 @@ def test_a_box_without_data_says_so(box, console):
 
 def test_invalid_choices_name_what_was_wrong(console):
     terminal = console()
-    for typed in ("9", "reboot", "0"):
+    for typed in ("11", "reboot", "0"):
         terminal.type(typed)
         assert terminal.expect(PROMPT).startswith(
-            f"{typed}\n\n{typed!r} is not an option: enter a number from 1 to 8\n")
+            f"{typed}\n\n{typed!r} is not an option: enter a number from 1 to 10\n")
 
 
 def test_assign_interfaces_writes_network_toml_and_applies_it(box, console):
@@ -506,3 +507,101 @@ def test_a_bad_command_table_exits_2(box):
         assert terminal.wait() == 2
     finally:
         terminal.close()
+
+
+# -- the console password, unlock admin, tusk-firewall's warning ----------------------------
+
+SECRET = "correct-staple-42"
+
+
+def test_a_console_password_set_from_the_menu_guards_the_shell(box, console):
+    os.makedirs(box.path("/etc/tusk"))
+    terminal = console()
+    terminal.type("10")
+    terminal.expect("New console password (empty: none): ")
+    terminal.type("short")
+    assert "The console password must have at least 8 characters; nothing changed." in \
+        terminal.expect(PROMPT)
+    terminal.type("10")
+    terminal.expect("New console password (empty: none): ")
+    terminal.type(SECRET)
+    terminal.expect("The same again: ")
+    terminal.type(SECRET)
+    terminal.expect(f"Set ({box.path('/etc/tusk/console-password')}).")
+    terminal.expect(PROMPT)
+    assert SECRET not in terminal.output                  # typed, never echoed
+    stored = box.read("/etc/tusk/console-password")
+    assert stored.startswith("pbkdf2_sha256$600000$") and SECRET not in stored
+    assert os.stat(box.path("/etc/tusk/console-password")).st_mode & 0o777 == 0o600
+    terminal.type("8")
+    for wrong in ("guess1", "guess2", "guess3"):
+        terminal.expect("Console password: ")
+        terminal.type(wrong)
+        terminal.expect("Wrong password.")
+    assert "The shell: 3 wrong passwords, back to the menu.\n" in terminal.expect(PROMPT)
+    assert "A shell" not in terminal.output
+    terminal.type("8")
+    terminal.expect("Console password: ")
+    terminal.type(SECRET)
+    terminal.expect("A shell: type exit to return to the menu.\n")
+    terminal.type("echo shell-$((6 * 7))")
+    terminal.expect("shell-42")
+    terminal.type("exit")
+    terminal.expect(PROMPT)
+
+
+def test_changing_or_clearing_the_console_password_needs_it(box, console):
+    from appliance import consolepw
+    box.write("/etc/tusk/console-password", consolepw.make(SECRET) + "\n")
+    terminal = console()
+    terminal.type("10")
+    for wrong in ("a", "b", "c"):
+        terminal.expect("Console password: ")
+        terminal.type(wrong)
+    assert "Changing the console password: 3 wrong passwords" in terminal.expect(PROMPT)
+    terminal.type("3")                                    # reset admin password: guarded too
+    terminal.expect("Console password: ")
+    terminal.press(b"\x03")
+    terminal.expect("(interrupted: back to the menu)")
+    terminal.expect(PROMPT)
+    assert not [c for c in box.commands() if c[0] == "manage"]
+    terminal.type("10")
+    terminal.expect("Console password: ")
+    terminal.type(SECRET)
+    terminal.expect("New console password (empty: none): ")
+    terminal.type("")
+    terminal.expect("Remove the console password? [y/N]: ")
+    terminal.type("y")
+    terminal.expect("Removed: the shell opens without a password.")
+    assert not os.path.exists(box.path("/etc/tusk/console-password"))
+
+
+def test_a_damaged_console_password_file_keeps_the_shell_closed(box, console):
+    box.write("/etc/tusk/console-password", "md5$1$salt$hash\n")
+    terminal = console()
+    terminal.type("8")
+    assert terminal.expect(PROMPT).startswith(
+        "8\nThe shell is closed: the console password file is damaged "
+        f"({box.path('/etc/tusk/console-password')}: algorithm 'md5' is not pbkdf2_sha256); "
+        "clear it on the dashboard's System page.\n")
+
+
+def test_unlock_admin_runs_tusk_admin_unlock(box, console):
+    box.behave({"ip": {"stdout": ip_json()},
+                "manage": {"stdout": "unlocked 'admin': 5 failed logins forgotten\n"}})
+    terminal = console()
+    terminal.type("9")
+    assert terminal.expect(PROMPT).startswith(
+        "9\nUnlocking the web UI user 'admin' (its failed logins are forgotten)...\n"
+        "unlocked 'admin': 5 failed logins forgotten\n")
+    manage = [call for call in box.calls() if call["name"] == "manage"]
+    assert [(call["argv"], call["tusk_config"]) for call in manage] == [
+        (["tusk_admin", "--unlock", "admin"], box.path("/etc/tusk/tusk.toml"))]
+
+
+def test_the_firewalls_warning_is_shown_under_the_header(box, console):
+    box.write("/run/tusk-firewall.warning", "the dashboard answers on no interface: "
+              "network.toml has no valid management interface\n")
+    terminal = console()
+    assert "\nWARNING: the dashboard answers on no interface: network.toml has no valid " \
+           "management interface\n\n 1) Assign interfaces" in terminal.output

@@ -11,6 +11,15 @@ the box anyway.
  5) Install to disk            live system only: tusk-install
  6) Reboot   7) Power off      after a y/N question
  8) Shell                      /bin/sh -l; exit returns to the menu
+ 9) Unlock admin login         manage.py tusk_admin --unlock admin: forgets its failed
+                               logins (the dashboard's login throttling)
+10) Console password           set, change or clear it
+
+The console password (optional; appliance/consolepw.py) is asked before the shell, before
+changing it and before resetting the admin password - 3 tries, then back to the menu.
+Typed input is not echoed. It can also be set or cleared on the dashboard's System page.
+tusk-firewall's warnings (/run/tusk-firewall.warning: the dashboard answers on no
+interface, nothing is forwarded) are shown under the header.
 
 Input that is not an answer gets a message naming what was wrong, then the menu again.
 Ctrl-C returns to the menu, end of input (Ctrl-D) leaves (systemd starts the menu anew).
@@ -24,11 +33,13 @@ import os
 import re
 import signal
 import sys
+import termios
 
-from appliance import network
-from appliance.boot import is_mounted
+from appliance import consolepw, network
+from appliance.boot import FIREWALL_WARNING, is_mounted
 from appliance.commands import WEBUI, CommandError, Runner, ignore
 from appliance.netcli import current_config, interface_addresses
+from tusk.files import write_atomically
 
 VERSION_FILE = "/usr/lib/tusk/version"
 TUSK_CONFIG = "/etc/tusk/tusk.toml"
@@ -37,6 +48,7 @@ PROC_MOUNTS = "/proc/mounts"
 DATA = "/data"
 ADMIN = "admin"
 NONE_WORDS = ("none", "-")
+PASSWORD_TRIES = 3
 
 
 class Refused(Exception):
@@ -57,6 +69,8 @@ class Console:
             "6": ("Reboot", self.reboot),
             "7": ("Power off", self.power_off),
             "8": ("Shell", self.shell),
+            "9": ("Unlock admin login", self.unlock_admin),
+            "10": ("Console password", self.console_password),
         }
 
     # -- talking ----------------------------------------------------------------------
@@ -73,6 +87,21 @@ class Console:
         if not line:
             raise EOFError
         return line.strip()
+
+    def ask_secret(self, prompt):
+        """ask() without echo on a terminal (the console, the tests' pty)."""
+        if not self.stdin.isatty():
+            return self.ask(prompt)
+        fd = self.stdin.fileno()
+        before = termios.tcgetattr(fd)
+        quiet = list(before)
+        quiet[3] &= ~termios.ECHO
+        termios.tcsetattr(fd, termios.TCSAFLUSH, quiet)
+        try:
+            return self.ask(prompt)
+        finally:
+            termios.tcsetattr(fd, termios.TCSAFLUSH, before)
+            self.say()
 
     def confirm(self, question):
         answer = self.ask(f"{question} [y/N]: ").lower()
@@ -113,10 +142,13 @@ class Console:
         elif live is None:
             self.say(f"WARNING: {DATA} is not mounted: settings are not kept "
                      "(see `systemctl status tusk-data`)")
+        warning = network.read_text(self.runner.path(FIREWALL_WARNING))
+        if warning:
+            self.say(f"WARNING: {warning}")
         self.say()
         for key, (title, _) in self.actions.items():
             if key != "5" or live:
-                self.say(f" {key}) {title}")
+                self.say(f"{key:>2}) {title}")
         self.say()
 
     def header(self):
@@ -271,15 +303,14 @@ class Console:
     # -- 3 and 4: the dashboard ---------------------------------------------------------
 
     def reset_admin_password(self):
+        if not self.password_given("Resetting the admin password"):
+            return
         if not self.confirm(f"Reset the password of the web UI user {ADMIN!r}? (its "
                             "current password stops working)"):
             self.say("Nothing changed.")
             return
-        config = (not self.runner.root and os.environ.get("TUSK_CONFIG")) or \
-            self.runner.path(TUSK_CONFIG)
-        env = dict(os.environ, TUSK_CONFIG=config, DJANGO_SETTINGS_MODULE="tusk.settings")
         self.say("Resetting (this takes a few seconds)...")
-        result = self.runner.run("manage", "tusk_admin", ADMIN, env=env, cwd=WEBUI)
+        result = self.manage("tusk_admin", ADMIN)
         found = re.search(r"one-time password: (\S+)", result.stdout)
         if result.returncode != 0 or not found:
             detail = (result.stderr.strip() or result.stdout.strip()).splitlines()[-5:]
@@ -293,6 +324,75 @@ class Console:
         self.say(f"\nUser {ADMIN!r}, one-time password: {found.group(1)}")
         self.say("Log in with it on the dashboard; it then asks for a new password.")
         self.show_urls()
+
+    def manage(self, *argv):
+        env = dict(os.environ, TUSK_CONFIG=self.tusk_config(),
+                   DJANGO_SETTINGS_MODULE="tusk.settings")
+        return self.runner.run("manage", *argv, env=env, cwd=WEBUI)
+
+    def tusk_config(self):
+        return (not self.runner.root and os.environ.get("TUSK_CONFIG")) or \
+            self.runner.path(TUSK_CONFIG)
+
+    def unlock_admin(self):
+        self.say(f"Unlocking the web UI user {ADMIN!r} (its failed logins are forgotten)...")
+        result = self.manage("tusk_admin", "--unlock", ADMIN)
+        if result.returncode != 0:
+            detail = (result.stderr.strip() or result.stdout.strip()).splitlines()[-5:]
+            self.say(f"Unlocking failed (exit {result.returncode}):")
+            for line in detail:
+                self.say(f"  {line}")
+            return
+        self.say(result.stdout.strip())
+
+    # -- 10 and 8: the console password ---------------------------------------------------
+
+    def password_path(self):
+        return consolepw.path_beside(self.tusk_config())
+
+    def password_given(self, what):
+        """True when there is no console password or it was typed; after PASSWORD_TRIES
+        wrong ones, or a damaged file (then nothing opens), False: back to the menu."""
+        try:
+            encoded = consolepw.stored(self.password_path())
+        except ValueError as problem:
+            self.say(f"{what} is closed: the console password file is damaged ({problem}); "
+                     "clear it on the dashboard's System page.")
+            return False
+        if encoded is None:
+            return True
+        for _ in range(PASSWORD_TRIES):
+            if consolepw.verify(self.ask_secret("Console password: "), encoded):
+                return True
+            self.say("Wrong password.")
+        self.say(f"{what}: {PASSWORD_TRIES} wrong passwords, back to the menu.")
+        return False
+
+    def console_password(self):
+        path = self.password_path()
+        if not self.password_given("Changing the console password"):
+            return
+        self.say("The console password is asked before the shell, before changing it and "
+                 "before resetting the admin password.")
+        first = self.ask_secret("New console password (empty: none): ")
+        if not first:
+            if os.path.lexists(path) and self.confirm("Remove the console password?"):
+                os.unlink(path)
+                self.say("Removed: the shell opens without a password.")
+            else:
+                self.say("Nothing changed.")
+            return
+        if len(first) < consolepw.MIN_LENGTH:
+            raise Refused(f"The console password must have at least {consolepw.MIN_LENGTH} "
+                          "characters; nothing changed.")
+        if self.ask_secret("The same again: ") != first:
+            raise Refused("The two passwords differ; nothing changed.")
+        try:
+            write_atomically(path, consolepw.make(first) + "\n", 0o600)
+        except OSError as error:
+            raise Refused(f"Writing {path} failed ({error.strerror}); nothing changed.") \
+                from None
+        self.say(f"Set ({path}).")
 
     def show_dashboard_url(self):
         self.show_urls()
@@ -340,6 +440,8 @@ class Console:
             self.say("Not powered off.")
 
     def shell(self):
+        if not self.password_given("The shell"):
+            return
         self.say("A shell: type exit to return to the menu.")
         self.run_program("shell")
 

@@ -5,7 +5,7 @@ from . import registry
 from .models import Job
 
 # Pages a finished job may lead back to (?next=...): URL names only, never URLs
-NEXT = {"policy_status", "policy_history", "dashboard", "tuning", "diag"}
+NEXT = {"policy_status", "policy_history", "dashboard", "tuning", "diag", "system"}
 
 
 def job(request, pk):

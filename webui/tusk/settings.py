@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "diag.apps.DiagConfig",
     "selftest.apps.SelftestConfig",
     "backup.apps.BackupConfig",
+    "system.apps.SystemConfig",
 ]
 
 # The login and role checks come before CSRF's: its check reads request.POST, which would

@@ -10,4 +10,5 @@ urlpatterns = [
     path("diag/", include("diag.urls")),
     path("selftest/", include("selftest.urls")),
     path("backup/", include("backup.urls")),
+    path("system/", include("system.urls")),
 ]
