@@ -129,8 +129,8 @@ def test_the_default_profile_is_throughput_and_all_shipped_ones_load():
     shipped = profiles.available([profiles.SHIPPED_DIR])
     assert {"throughput", "latency", "conservative"} <= set(shipped)
     assert profiles.DEFAULT_PROFILE == "throughput"
-    for path in shipped.values():
-        profiles.load(path, [profiles.SHIPPED_DIR])
+    for name in shipped:
+        profiles.load(name, [profiles.SHIPPED_DIR])
 
 
 def test_boot_applies_the_last_profile_the_default_first_and_nothing_after_rollback(tmp_path):

@@ -18,9 +18,9 @@ from tuning.core.errors import Code
 HERE = Path(__file__).parent
 
 BROKEN = {
-    "syntax": ("[main\nsummary = x\n", Code.PROFILE, "not a valid profile"),
+    "syntax": ("[main\nsummary = x\n", Code.PROFILE, "line 1: no [section] header before it"),
     "duplicate key": ("[link]\n# a\ntxqueuelen = 1\n# b\ntxqueuelen = 2\n", Code.PROFILE,
-                      "option 'txqueuelen' in section 'link' already exists"),
+                      "line 5: a key given twice in its section"),
     "unknown section": ("[irqs]\naffinity = spread\n", Code.PROFILE, "[irqs]: unknown section"),
     "unknown key": ("[rings]\nrx_max = 4096\n", Code.PROFILE,
                     "[rings] rx_max: unknown key (known: rx, tx)"),
@@ -33,6 +33,19 @@ BROKEN = {
     "not a power of two": ("[rps]\nsock_flow_entries = 30000\n", Code.VALUE,
                            "[rps] sock_flow_entries: 30000 is not a power of two"),
     "bad sysctl name": ("[sysctl]\nnet/core/x = 1\n", Code.PROFILE, "[sysctl] net/core/x: unknown key"),
+    "sysctl outside the allow-list": (
+        "[sysctl]\n# harmless, but not the network's\nkernel.printk_ratelimit = 9\n",
+        Code.PROFILE, "[sysctl] kernel.printk_ratelimit: not a sysctl a profile may set "
+        "(allowed: net.core., net.ipv4., net.ipv6., net.netfilter.)"),
+    "forwarding": ("[sysctl]\n# on\nnet.ipv6.conf.*.forwarding = 1\n", Code.PROFILE,
+                   "[sysctl] net.ipv6.conf.*.forwarding: not a sysctl a profile may set: "
+                   "forwarding is the boot step's"),
+    "BPF JIT hardening": ("[sysctl]\n# no\nnet.core.bpf_jit_harden = 0\n", Code.PROFILE,
+                          "[sysctl] net.core.bpf_jit_harden: not a sysctl a profile may set"),
+    "text before the first section": ("summary = x\n[main]\n", Code.PROFILE,
+                                      "line 1: no [section] header before it"),
+    "a line that is no key": ("[main]\nsummary = x\njust words\n", Code.PROFILE,
+                              "line 3: not a [section], key = value or # comment"),
     "unknown include": ("[main]\ninclude = turbo\n", Code.PROFILE, "no profile 'turbo'"),
     "include cycle": ("[main]\ninclude = broken\n", Code.PROFILE, "includes itself"),
 }
@@ -85,9 +98,37 @@ def test_what_the_machine_cannot_do_is_refused_and_nothing_is_written(tmp_path, 
 def test_every_problem_of_a_profile_is_reported_at_once(tmp_path, tree):
     text = "[rings]\nrx = lots\ntx = 0\n[irq]\naffinity = everywhere\n"
     (tmp_path / "many.conf").write_text(text)
-    result = tune(tree, "--no-policy", "plan", str(tmp_path / "many.conf"))
+    result = tune(tree, "--no-policy", "--profile-dir", str(tmp_path), "plan", "many")
     assert result.returncode == Code.VALUE
     assert len(result.stderr.strip().splitlines()) == 3, result.stderr
+
+
+@pytest.mark.parametrize("profile", ["/etc/passwd", "../profiles/throughput", "--root=/"])
+def test_a_profile_is_a_name_never_a_path(tmp_path, tree, profile):
+    """tusk-tune is run by the agent with a job's profile: only a name in the profile
+    directories is looked up, never a file elsewhere (nor an option)."""
+    before = snapshot(tree)
+    result = tune(tree, "--no-policy", "plan", "--", profile)
+    assert result.returncode == 2, result.stdout
+    assert f"argument profile: {profile!r} is not a profile name" in result.stderr
+    assert snapshot(tree) == before
+
+
+def test_an_unreadable_profile_is_named_without_its_content(tmp_path, tree):
+    """A root-only file in a profile directory (a link, a stray file): the error says
+    which file, which line and what is wrong with it, never what the line holds."""
+    secret = tmp_path / "profiles" / "shadow.conf"
+    secret.parent.mkdir()
+    secret.write_text("root:tusk-secret-line:19000:0:99999:7:::\n[main]\n")
+    secret.chmod(0o600)
+    result = tune(tree, "--no-policy", "--profile-dir", str(secret.parent), "plan", "shadow")
+    assert result.returncode == Code.PROFILE, result.stdout
+    assert result.stderr == (f"error[PROFILE]: {secret}: line 1: no [section] header "
+                             "before it\n")
+    secret.write_bytes(b"[main]\nsummary = \xff tusk-secret-line\n")
+    result = tune(tree, "--no-policy", "--profile-dir", str(secret.parent), "plan", "shadow")
+    assert result.returncode == Code.PROFILE, result.stdout
+    assert "tusk-secret" not in result.stderr and "not UTF-8 text" in result.stderr
 
 
 def test_unknown_profile_namespace_and_empty_state(tmp_path, tree):
@@ -144,7 +185,7 @@ def test_a_missing_ethtool_is_named_with_its_package(tmp_path):
         (bin_dir / "ip").symlink_to(shutil.which("ip"))
         result = subprocess.run(
             [sys.executable, str(TUNE), "--no-policy", "--netns", namespace, "--state-dir",
-             str(tmp_path / "state"), "plan", str(tmp_path / "dummy.conf")],
+             str(tmp_path / "state"), "--profile-dir", str(tmp_path), "plan", "dummy"],
             capture_output=True, text=True, env={**os.environ, "PATH": str(bin_dir)})
     finally:
         subprocess.run(["ip", "netns", "del", namespace])

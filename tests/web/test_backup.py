@@ -19,6 +19,7 @@ from django.test import Client
 from accounts.models import AuditEntry, Profile
 from backup import document as backups
 from backup.models import PendingRestore
+from jobs import queue
 from jobs.models import Job
 from policy import draft as drafts
 from policy.core.normalise import parse_yaml
@@ -38,8 +39,13 @@ OTHER_POLICY = """zones:
 classes:
   - {name: nothing-else, from: inside, to: outside, action: drop}
 """
-MINE = "[main]\nsummary = forwarding, as the lab wants it\ninclude = forwarder\n"
-FORWARDING = ("net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding")
+MINE = "[main]\nsummary = the forwarder's, as the lab wants it\ninclude = forwarder\n"
+# what the forwarder profile sets in the namespace (0: no second routing lookup)
+RP_FILTER = ("net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter")
+# a profile setting a host-wide sysctl outside the network's (harmless, but the same
+# path as kernel.core_pattern: code run as root)
+PRINTK = "/proc/sys/kernel/printk_ratelimit"
+EVIL = "[main]\nsummary = evil\n[sysctl]\n# more messages\nkernel.printk_ratelimit = 12\n"
 
 
 @pytest.fixture(autouse=True)
@@ -110,7 +116,7 @@ def netns_run(netns, *argv):
 
 
 def sysctls(netns):
-    return [netns_run(netns, "sysctl", "-n", name).strip() for name in FORWARDING]
+    return [netns_run(netns, "sysctl", "-n", name).strip() for name in RP_FILTER]
 
 
 def job_of(response):
@@ -135,13 +141,13 @@ def live_table(netns):
 
 def test_backup_change_everything_restore_and_it_is_all_back(agent, netns, admin_client,
                                                             admin_user, isolated, tmp_path):
-    for name in FORWARDING:
-        netns_run(netns, "sysctl", "-qw", f"{name}=0")
+    for name in RP_FILTER:
+        netns_run(netns, "sysctl", "-qw", f"{name}=1")
     drafts.import_text(POLICY, admin_user)
     apply_and_confirm(admin_client)
     (isolated / "mine.conf").write_text(MINE)
     job, _ = job_of(admin_client.post("/tuning/apply/", {"profile": "mine"}))
-    assert sysctls(netns) == ["1", "1"]
+    assert sysctls(netns) == ["0", "0"]
     make_user("bob", "viewer")
     make_user("carol", "admin", must_change=True)
     get_user_model().objects.filter(username="carol").update(is_active=False)
@@ -168,7 +174,7 @@ def test_backup_change_everything_restore_and_it_is_all_back(agent, netns, admin
     apply_and_confirm(admin_client)
     assert "nothing-else" in live_table(netns)
     job_of(admin_client.post("/tuning/rollback/"))
-    assert sysctls(netns) == ["0", "0"]
+    assert sysctls(netns) == ["1", "1"]
     (isolated / "mine.conf").unlink()
     get_user_model().objects.filter(username="bob").delete()
     make_user("dave", "admin")
@@ -199,7 +205,7 @@ def test_backup_change_everything_restore_and_it_is_all_back(agent, netns, admin
     assert tuning.state == "succeeded", tuning.error
     assert tuning.result["written"] == ["mine"] and tuning.result["profile"] == "mine"
     assert (isolated / "mine.conf").read_text() == MINE
-    assert sysctls(netns) == ["1", "1"]
+    assert sysctls(netns) == ["0", "0"]
     assert (tmp_path / "tuning" / "boot-profile").read_text().strip() == "mine"
 
     after = backups.contents()
@@ -302,6 +308,25 @@ def test_a_tuning_profile_to_restore_is_queued_for_the_agent(admin_client, isola
     assert not (isolated / "mine.conf").exists()  # the agent writes it, not the web process
 
 
+def test_a_forged_restore_job_with_an_outside_sysctl_writes_and_runs_nothing(agent, isolated):
+    """The agent checks a backup.tuning job's profiles again, with the upload's own check:
+    a row written straight into the database gets no further than a forged upload."""
+    before = Path(PRINTK).read_text()
+    try:
+        job = wait(queue.enqueue("backup.tuning", {"profiles": {"evil": EVIL},
+                                                   "profile": "evil", "apply": True}), 60)
+        assert Path(PRINTK).read_text() == before
+        assert list(isolated.iterdir()) == []
+        assert job.state == "failed"
+        assert job.error == ("tuning.profiles.evil: evil.conf [sysctl] kernel.printk_ratelimit: "
+                             "not a sysctl a profile may set (allowed: net.core., net.ipv4., "
+                             "net.ipv6., net.netfilter.)"), job.error
+        job = wait(queue.enqueue("backup.tuning", {"profiles": {}, "profile": "/etc/passwd",
+                                                   "apply": True}), 60)
+        assert job.state == "failed" and "is not a profile name" in job.error, job.error
+    finally:
+        Path(PRINTK).write_text(before)
+
 
 def test_a_restore_that_fails_half_way_leaves_nothing_changed(admin_client, admin_user):
     """The database itself refuses the job row queued after the draft and the users were
@@ -373,6 +398,11 @@ BAD_FIELDS = [
      "whole number"),
     (_set(["tuning", "profiles"], {"../../etc/evil": "[main]\n"}),
      "tuning.profiles.'../../etc/evil': not a profile name"),
+    (_set(["tuning", "profiles"], {"mine": EVIL}),
+     "tuning.profiles.mine: mine.conf [sysctl] kernel.printk_ratelimit: not a sysctl a profile "
+     "may set (allowed: net.core., net.ipv4., net.ipv6., net.netfilter.)"),
+    (_set(["tuning", "profiles"], {"mine": "[main]\ninclude = /etc/shadow\n"}),
+     "tuning.profiles.mine: mine.conf [main] include: '/etc/shadow' is not a profile name"),
     (_set(["tuning", "profiles"], {"mine": 5}),
      "tuning.profiles.mine: expected the profile's text, got a number"),
     (_set(["created"], "yesterday"), "created: 'yesterday' is not a date and time (ISO 8601)"),

@@ -1,5 +1,5 @@
 """The Tuning page and its jobs: the real agent runs tusk-tune in the test's network
-namespace, where it sees the veth pair and that namespace's own forwarding sysctls
+namespace, where it sees the veth pair and that namespace's own rp_filter sysctls
 (the host's are never written); the NIC table is checked on a fake machine's plan."""
 import json
 import os
@@ -17,7 +17,8 @@ from tuning.models import TuningReport
 from tuskweb import wait
 
 ROOT = Path(__file__).resolve().parents[2]
-FORWARDING = ("net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding")
+# what the forwarder profile sets in the namespace (0: no second routing lookup)
+RP_FILTER = ("net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter")
 
 
 def sysctl(netns, name, value=None):
@@ -39,8 +40,8 @@ def page(client):
 
 
 def test_plan_apply_verify_and_roll_back_in_the_namespace(agent, netns, admin_client):
-    for name in FORWARDING:
-        sysctl(netns, name, 0)
+    for name in RP_FILTER:
+        sysctl(netns, name, 1)
 
     job = press(admin_client, "verify")  # nothing applied yet: a clean failure, shown
     assert job.state == "failed" and "nothing applied in this boot" in job.error
@@ -50,20 +51,20 @@ def test_plan_apply_verify_and_roll_back_in_the_namespace(agent, netns, admin_cl
     assert job.state == "succeeded", job.error
     assert job.result == {"profile": "forwarder", "writes": 2, "warnings": 0}
     shown = page(admin_client)
-    assert '<tr data-label="/proc/sys/net/ipv4/ip_forward"><td><code>/proc/sys/net/ipv4/' \
-        'ip_forward</code></td><td>0 → 1</td>' in shown
-    assert 'data-label="/proc/sys/net/ipv6/conf/all/forwarding"' in shown
+    assert '<tr data-label="/proc/sys/net/ipv4/conf/all/rp_filter"><td><code>/proc/sys/net/' \
+        'ipv4/conf/all/rp_filter</code></td><td>1 → 0</td>' in shown
+    assert 'data-label="/proc/sys/net/ipv4/conf/default/rp_filter"' in shown
     assert "not tuned unless a profile names them: eth1, eth2" in shown
     assert '<option value="forwarder" selected>' in shown
-    assert [sysctl(netns, name) for name in FORWARDING] == ["0", "0"]  # a plan writes nothing
+    assert [sysctl(netns, name) for name in RP_FILTER] == ["1", "1"]  # a plan writes nothing
 
     job = press(admin_client, "apply", profile="forwarder")
     assert job.state == "succeeded", job.error
     assert job.result == {"profile": "forwarder", "written": 2, "skipped": 0, "left": 0}
-    assert [sysctl(netns, name) for name in FORWARDING] == ["1", "1"]
+    assert [sysctl(netns, name) for name in RP_FILTER] == ["0", "0"]
     shown = page(admin_client)
     assert "Nothing to write: every value is as the profile wants it." in shown
-    assert "2 values set." in shown and "0 → 1" in shown.split('id="apply-result"')[1]
+    assert "2 values set." in shown and "1 → 0" in shown.split('id="apply-result"')[1]
 
     job = press(admin_client, "verify")
     assert job.state == "succeeded", job.error
@@ -74,25 +75,27 @@ def test_plan_apply_verify_and_roll_back_in_the_namespace(agent, netns, admin_cl
     job = press(admin_client, "rollback")
     assert job.state == "succeeded", job.error
     assert job.result == {"profile": "forwarder", "restored": 2, "skipped": 0, "left": 2}
-    assert [sysctl(netns, name) for name in FORWARDING] == ["0", "0"]
+    assert [sysctl(netns, name) for name in RP_FILTER] == ["1", "1"]
     shown = page(admin_client)
-    assert "1 → 0" in shown.split('id="rollback-result"')[1]
+    assert "0 → 1" in shown.split('id="rollback-result"')[1]
     assert "before the last apply or rollback: verify again" in shown
-    assert 'data-label="/proc/sys/net/ipv4/ip_forward"' in shown.split('id="writes"')[1]
+    assert 'data-label="/proc/sys/net/ipv4/conf/all/rp_filter"' in shown.split('id="writes"')[1]
     assert set(TuningReport.objects.values_list("kind", flat=True)) == {
         "plan", "apply", "verify", "rollback"}
 
 
 def test_verify_reports_a_value_changed_behind_its_back(agent, netns, admin_client):
-    sysctl(netns, "net.ipv4.ip_forward", 0)
+    for name in RP_FILTER:
+        sysctl(netns, name, 1)
     assert press(admin_client, "apply", profile="forwarder").state == "succeeded"
-    sysctl(netns, "net.ipv4.ip_forward", 0)
+    sysctl(netns, "net.ipv4.conf.all.rp_filter", 1)
     job = press(admin_client, "verify")
     assert job.state == "succeeded", job.error  # drift is a finding, not a failure
     assert job.result["drift"] == 1
     shown = page(admin_client)
     assert "1 of the 2 values apply set (profile forwarder) changed since" in shown
-    assert "<td><code>/proc/sys/net/ipv4/ip_forward</code></td><td>1</td><td>0</td>" in shown
+    assert "<td><code>/proc/sys/net/ipv4/conf/all/rp_filter</code></td><td>0</td><td>1</td>" \
+        in shown
     press(admin_client, "rollback")
 
 
@@ -137,6 +140,21 @@ def test_a_broken_operator_profile_is_refused_with_its_error(admin_client, tmp_p
     response = admin_client.post("/tuning/apply/", {"profile": "mine"})
     assert response.status_code == 400
     assert "[rings] rx" in str(response.context["form"].errors["profile"])
+    assert not Job.objects.exists()
+
+
+def test_an_operator_profile_setting_a_kernel_sysctl_is_refused(admin_client, tmp_path,
+                                                                monkeypatch):
+    """The same allow-list as tusk-tune's own (the web process loads profiles with its
+    parser): what a profile may not set is named before any job is queued."""
+    (tmp_path / "mine.conf").write_text("[sysctl]\n# more messages\n"
+                                        "kernel.printk_ratelimit = 12\n")
+    monkeypatch.setattr(profiles, "OPERATOR_DIR", str(tmp_path))
+    response = admin_client.post("/tuning/apply/", {"profile": "mine"})
+    assert response.status_code == 400
+    assert (f"{tmp_path / 'mine.conf'} [sysctl] kernel.printk_ratelimit: not a sysctl a "
+            "profile may set (allowed: net.core., net.ipv4., net.ipv6., net.netfilter.)") in \
+        str(response.context["form"].errors["profile"])
     assert not Job.objects.exists()
 
 

@@ -15,7 +15,15 @@ from .document import tuning_problems
 
 @handler("backup.tuning", "Restore tuning")
 def restore_tuning(run):
-    found, name = run.args.get("profiles") or {}, run.args["profile"]
+    """The job row is the web process's word only: its profiles are checked again with
+    the upload's own check (names, sizes, tusk-tune's parser and its sysctl allow-list)
+    before a file is written; each file's name is a checked profile name, written
+    beside (never through) whatever is at that path."""
+    found, name = run.args.get("profiles"), run.args.get("profile")
+    if not isinstance(found, dict):
+        raise JobFailed("tuning.profiles: expected {name: the profile's text}")
+    if not isinstance(name, str):
+        raise JobFailed("tuning.boot_profile: expected a profile's name")
     problems = tuning_problems(found, name)
     if problems:
         raise JobFailed("; ".join(f"{path}: {message}" for path, message in problems))
@@ -25,6 +33,7 @@ def restore_tuning(run):
         try:
             os.makedirs(directory, mode=0o755, exist_ok=True)
             for profile, text in sorted(found.items()):
+                # a temporary file renamed over the path: a link there is replaced
                 write_atomically(os.path.join(directory, f"{profile}.conf"), text, 0o644)
         except OSError as error:
             raise JobFailed(f"cannot write into {directory}: {error.strerror}") from None

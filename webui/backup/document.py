@@ -32,7 +32,7 @@ from django.utils import timezone
 from accounts.models import Role
 from accounts.roles import role_of
 from policy import draft as drafts
-from policy.core.errors import PolicyError
+from policy.core.errors import PolicyError, quoted
 from policy.core.normalise import load_policy, load_policy_text
 from policy.models import Revision, TargetState
 from tuning.core import profile as profiles
@@ -209,11 +209,6 @@ def _kind(value):
             float: "a number"}.get(type(value), type(value).__name__)
 
 
-def _short(value):
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _join(path, key):
     return f"{path}.{key}" if path else key
 
@@ -277,11 +272,11 @@ class _Checker:
             return False
         if document.get("format") != FORMAT:
             self.problem("format", f"not a Tusk backup: expected {FORMAT!r}, got "
-                                   f"{_short(document.get('format'))}")
+                                   f"{quoted(document.get('format'))}")
             return False
         version = document.get("version")
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            self.problem("version", f"expected a whole number, got {_short(version)}")
+            self.problem("version", f"expected a whole number, got {quoted(version)}")
             return False
         if version != VERSION:
             self.problem("version", f"version {version} is not readable here: this Tusk reads "
@@ -390,7 +385,7 @@ class _Checker:
         except ValueError:
             algorithm = value.split("$", 1)[0] if "$" in value else ""
             self.problem(f"{path}.password_hash", (
-                f"hashed with \"{_short(algorithm)[1:-1]}\", which this Tusk does not know"
+                f"hashed with \"{quoted(algorithm)[1:-1]}\", which this Tusk does not know"
                 if algorithm else "not a password hash (a backup holds hashes, never passwords)"))
             return
         try:
@@ -410,7 +405,7 @@ def tuning_problems(found, boot):
         for name, text in found.items():
             path = f"tuning.profiles.{name}"
             if not profiles.NAME.match(name):
-                problems.append((f"tuning.profiles.{_short(name)}", "not a profile name "
+                problems.append((f"tuning.profiles.{quoted(name)}", "not a profile name "
                                  "(letters, digits and . _ -, at most 64)"))
             elif not isinstance(text, str):
                 problems.append((path, f"expected the profile's text, got {_kind(text)}"))
@@ -430,7 +425,7 @@ def tuning_problems(found, boot):
                     problems.append((path, f"{place}: {message}" if place else message))
         if boot is not None and boot != NO_PROFILE:
             if not profiles.NAME.match(boot):
-                problems.append(("tuning.boot_profile", f"{_short(boot)} is not a profile name"))
+                problems.append(("tuning.boot_profile", f"{quoted(boot)} is not a profile name"))
             elif boot not in profiles.available(dirs):
                 known = ", ".join([NO_PROFILE, *profiles.available(dirs)])
                 problems.append(("tuning.boot_profile", f"no profile {boot!r} in the backup or "

@@ -15,6 +15,7 @@ from django.utils import timezone
 from jobs.registry import JobFailed, handler
 
 from .core.profile import DEFAULT_PROFILE
+from .forms import ProfileForm
 from .models import TuningReport
 
 TUSK_TUNE = settings.BASE_DIR / "bin" / "tusk-tune"
@@ -47,29 +48,40 @@ def _tusk_tune(run, command, *argv, ok=(0,)):
                      or f"tusk-tune {command} exited with status {done.returncode}")
     with transaction.atomic():
         TuningReport.objects.update_or_create(kind=command, defaults={
-            "profile": result["profile"] if result else (argv[0] if argv else ""),
+            "profile": result["profile"] if result else (argv[-1] if argv else ""),
             "result": result, "error": error, "job": run.job, "finished_at": timezone.now()})
     if error:
         raise JobFailed(error)
     return result
 
 
+def _profile(run):
+    """The job's profile, checked as the Tuning page's form checks it: one of the
+    profiles there are, by name. A job row is the web process's word only; anything
+    else fails the job before tusk-tune runs."""
+    form = ProfileForm({"profile": run.args.get("profile")})
+    if not form.is_valid():
+        raise JobFailed("; ".join(f"{field}: {' '.join(errors)}"
+                                  for field, errors in form.errors.items()))
+    return form.cleaned_data["profile"]
+
+
 @handler("tuning.plan", "Plan tuning", retry_safe=True)
 def plan(run):
-    profile = run.args["profile"]
+    profile = _profile(run)
     run.progress(10, f"planning profile {profile}")
-    planned = _tusk_tune(run, "plan", profile)
+    planned = _tusk_tune(run, "plan", "--", profile)
     return {"profile": profile, "writes": len(planned["writes"]),
             "warnings": len(planned["warnings"])}
 
 
 @handler("tuning.apply", "Apply tuning")
 def apply(run):
-    profile = run.args["profile"]
+    profile = _profile(run)
     run.progress(10, f"applying profile {profile}")
-    applied = _tusk_tune(run, "apply", profile)
+    applied = _tusk_tune(run, "apply", "--", profile)
     run.progress(80, "planning again: what is left to do")
-    left = _tusk_tune(run, "plan", profile)
+    left = _tusk_tune(run, "plan", "--", profile)
     return {"profile": profile, "written": len(applied["written"]),
             "skipped": len(applied["skipped"]), "left": len(left["writes"])}
 
@@ -89,6 +101,6 @@ def rollback(run):
     # an apply stopped half-way saved the old values but not its profile's name
     profile = restored["profile"] or DEFAULT_PROFILE
     run.progress(80, "planning again: what is left to do")
-    left = _tusk_tune(run, "plan", profile)
+    left = _tusk_tune(run, "plan", "--", profile)
     return {"profile": profile, "restored": len(restored["written"]),
             "skipped": len(restored["skipped"]), "left": len(left["writes"])}

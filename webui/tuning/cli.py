@@ -125,6 +125,14 @@ def cmd_rollback(args):
     out(args, result.as_dict(), text)
 
 
+def profile_argument(value):
+    """The agent passes a job's profile here: a name, or tusk-tune stops at once."""
+    try:
+        return profiles.profile_name(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def parser():
     top = argparse.ArgumentParser(prog="tusk-tune", description=__doc__.splitlines()[0])
     top.add_argument("--root", help="a fake tree of /sys and /proc to read and write instead "
@@ -145,7 +153,9 @@ def parser():
     for name, func, helptext in (("plan", cmd_plan, "print every write: old -> new, why"),
                                  ("apply", cmd_apply, "save the old values, then write")):
         command = sub.add_parser(name, help=helptext)
-        command.add_argument("profile", nargs="?", default=profiles.DEFAULT_PROFILE)
+        command.add_argument("profile", nargs="?", default=profiles.DEFAULT_PROFILE,
+                             type=profile_argument, help="a profile's name (never a path: "
+                             "--profile-dir adds a directory to search)")
         command.set_defaults(func=func)
     sub.add_parser("verify", help="report values that drifted from what apply set"
                    ).set_defaults(func=cmd_verify)

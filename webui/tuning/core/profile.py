@@ -7,6 +7,11 @@ which is searched first, so a file there may also replace a shipped one by name.
 Every key is checked against SCHEMA here, before anything is detected or written;
 the values that depend on the machine (an MTU above a NIC's maximum) are checked by
 the planner, also before any write.
+
+tusk-tune runs as root, from a job any admin (or a forged job row) can queue and from a
+restored backup: a profile is looked up by name in the profile directories only, never
+opened as a path, and [sysctl] takes only the network stack's sysctls (SYSCTL_PREFIXES),
+not kernel.core_pattern or kernel.modprobe, which run a program as root.
 """
 import configparser
 import os
@@ -23,6 +28,26 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SYSCTL = re.compile(r"^[a-z0-9_]+(\.([a-z0-9_]+|\*))+$")
 IFACE = re.compile(r"^[^\s/:]{1,15}$")
 MAX_INCLUDE_DEPTH = 8
+NAME_RULE = "letters, digits and . _ -, at most 64, starting with a letter or digit"
+# The sysctls a profile may set: the network stack's, which is what a firewall tunes.
+SYSCTL_PREFIXES = (
+    "net.core.",        # softirq budget and backlog, the RPS flow table, socket buffers
+    "net.ipv4.",        # rp_filter per interface, the box's own TCP
+    "net.ipv6.",        # the same for IPv6
+    "net.netfilter.",   # the conntrack table's size and timeouts
+)
+# ... except these, which are not tuning. Forwarding is switched on by the boot step
+# (tusk-boot firewall) once a forward ruleset is loaded, and must stay off otherwise: a
+# profile applied at boot or from a job must not turn it on with no ruleset in place.
+SYSCTL_REFUSED = (
+    (re.compile(r"^net\.ipv4\.ip_forward$|^net\.ipv[46]\.conf\.[^.]+\.forwarding$"),
+     "forwarding is the boot step's: tusk-boot firewall turns it on once a forward "
+     "ruleset is loaded"),
+    (re.compile(r"^net\.core\.bpf_"), "the BPF JIT's hardening is the kernel's "
+     "security, not a network tune"),
+    (re.compile(r"^net\.ipv4\.ip_unprivileged_port_start$"), "it would let unprivileged "
+     "users (the web process) listen on the ports below 1024"),
+)
 
 
 def keyword_or_int(keywords, low, high, power_of_two=False):
@@ -58,8 +83,8 @@ def text(value):
 
 
 def profile_name(value):
-    if not NAME.match(value):
-        raise ValueError(f"'{value}' is not a profile name")
+    if not isinstance(value, str) or not NAME.match(value):
+        raise ValueError(f"{value!r} is not a profile name ({NAME_RULE})")
     return value
 
 
@@ -143,7 +168,7 @@ def catalogue(dirs=None):
     found = {}
     for name, path in available(dirs).items():
         try:
-            loaded = load(path, dirs)
+            loaded = load(name, dirs)
         except TuneError as error:
             found[name] = {"path": path, "error": str(error)}
         else:
@@ -151,24 +176,27 @@ def catalogue(dirs=None):
     return found
 
 
-def find(name_or_path, dirs=None):
-    if "/" in name_or_path or name_or_path.endswith(".conf"):
-        return name_or_path
-    if not NAME.match(name_or_path):
-        raise TuneError(Code.PROFILE, "", f"'{name_or_path}' is not a profile name")
+def find(name, dirs=None):
+    """The file of the profile called name: the first dirs/<name>.conf. A name only,
+    never a path: whoever names a profile (a job row, a backup, an include) must not
+    make root read a file elsewhere."""
+    try:
+        profile_name(name)
+    except ValueError as error:
+        raise TuneError(Code.PROFILE, "", str(error)) from None
     for directory in dirs or search_dirs():
-        path = os.path.join(directory, name_or_path + ".conf")
+        path = os.path.join(directory, name + ".conf")
         if os.path.isfile(path):
             return path
     names = ", ".join(available(dirs)) or "none"
-    raise TuneError(Code.PROFILE, "", f"no profile '{name_or_path}' (there are: {names}; "
+    raise TuneError(Code.PROFILE, "", f"no profile '{name}' (there are: {names}; "
                     f"searched {', '.join(dirs or search_dirs())})")
 
 
-def load(name_or_path, dirs=None):
-    """A profile by name (searched in dirs) or path -> Profile, includes merged.
+def load(name, dirs=None):
+    """The profile called name (searched in dirs) -> Profile, includes merged.
     Raises TuneError naming file, section and key for every problem found."""
-    path = find(name_or_path, dirs)
+    path = find(name, dirs)
     chain, files = [], []
     while path:
         if path in files:
@@ -188,7 +216,6 @@ def load(name_or_path, dirs=None):
             for key, setting in keys.items():
                 target[key] = setting
     main = chain[0].get("main", {})
-    name = os.path.basename(files[0])[:-5] if files[0].endswith(".conf") else files[0]
     summary = main["summary"].value if "summary" in main else ""
     merged.get("main", {}).pop("include", None)
     return Profile(name, files[0], summary,
@@ -206,9 +233,10 @@ def parse_file(path):
             parser.read_file(handle, source=path)
     except OSError as error:
         raise TuneError(Code.PROFILE, path, f"cannot read it: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise TuneError(Code.PROFILE, path, "not UTF-8 text") from None
     except configparser.Error as error:
-        message = " ".join(str(error).split())
-        raise TuneError(Code.PROFILE, path, f"not a valid profile: {message}") from None
+        raise TuneError(Code.PROFILE, path, syntax_problem(error)) from None
     problems, sections, why = [], {}, comments(path)
     for section in parser.sections():
         keys = sections[section] = {}
@@ -220,7 +248,14 @@ def parse_file(path):
             continue
         for key, raw in parser.items(section):
             place = f"{path} [{section}] {key}"
-            check = schema.get(key) if schema != "sysctl" else sysctl_check(key)
+            if schema == "sysctl":
+                refused = sysctl_refused(key)
+                if refused:
+                    problems.append((Code.PROFILE, place, refused))
+                    continue
+                check = sysctl_check(key)
+            else:
+                check = schema.get(key)
             if check is None:
                 problems.append((Code.PROFILE, place, "unknown key (known: "
                                  + ", ".join(schema) + ")"))
@@ -243,9 +278,35 @@ def section_schema(section):
     return SCHEMA.get(section)
 
 
-def sysctl_check(key):
+def syntax_problem(error):
+    """configparser's error as its line and what is wrong, in words of our own: its
+    messages quote the line, which is not ours to show (a job's error once showed the
+    first line of a root-only file)."""
+    kinds = ((configparser.MissingSectionHeaderError, "no [section] header before it"),
+             (configparser.DuplicateSectionError, "a section given twice"),
+             (configparser.DuplicateOptionError, "a key given twice in its section"),
+             (configparser.ParsingError, "not a [section], key = value or # comment"))
+    for kind, what in kinds:
+        if isinstance(error, kind):
+            line = getattr(error, "lineno", None) or error.errors[0][0]
+            return f"line {line}: {what}"
+    return "not a valid profile"
+
+
+def sysctl_refused(key):
+    """Why [sysctl] does not take key, or None."""
     if not SYSCTL.match(key):
-        return None
+        return "unknown key: not a sysctl name (net.core.netdev_budget, " \
+            "net.ipv4.conf.*.rp_filter)"
+    if not key.startswith(SYSCTL_PREFIXES):
+        return f"not a sysctl a profile may set (allowed: {', '.join(SYSCTL_PREFIXES)})"
+    for pattern, why in SYSCTL_REFUSED:
+        if pattern.match(key):
+            return f"not a sysctl a profile may set: {why}"
+    return None
+
+
+def sysctl_check(key):
     if key in AUTO_SYSCTLS:
         return lambda value: value if value == "auto" else sysctl_value(value)
     return sysctl_value

@@ -104,6 +104,8 @@ def flow(ctx, profile, iface):
 
 
 def set_up(ctx, iface):
+    # forwarding is the boot step's (tusk-boot firewall), which no profile may set
+    Path("/proc/sys/net/ipv4/ip_forward").write_text("1")
     ctx.run("ip", "link", "set", "lo", "up")
     ctx.run("ip", "addr", "add", f"{FW}/24", "dev", iface)
     ctx.run("ip", "link", "set", iface, "up")
