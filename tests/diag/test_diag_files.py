@@ -3,6 +3,7 @@ files, and on damaged ones stops at the damage with a message that says where an
 why - a partial report, never a crash. The CLI's exit statuses and messages."""
 import io
 import json
+import os
 import subprocess
 import sys
 import tracemalloc
@@ -152,6 +153,24 @@ def test_cli_text_report(tmp_path):
     assert "    server SYN/ACK: MSS 1460, no wscale, SACK-permitted, no timestamps" in lines
     assert cli("analyze").returncode == 2
     assert cli("analyze", "--flows", "0", path).returncode == 2
+
+
+def test_cli_reads_inherited_descriptors_under_the_names_given(tmp_path, sim):
+    """How the agent's sandbox, which may open no file itself, hands files over."""
+    path = write_pcap(tmp_path / "x.pcap", sim.packets)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        done = subprocess.run([sys.executable, TUSK, "diag", "analyze", "--json", "--fd",
+                               f"{fd}=capture-7.pcap"], pass_fds=[fd], capture_output=True,
+                              text=True, timeout=60)
+    finally:
+        os.close(fd)
+    assert done.returncode == 0, done.stderr
+    [entry] = json.loads(done.stdout)["files"]
+    assert (entry["name"], entry["packets"]) == ("capture-7.pcap", len(sim.packets))
+    bad = cli("analyze", "--fd", "capture-7.pcap")
+    assert bad.returncode == 2 and "expected N=NAME" in bad.stderr
+    assert "name at least one FILE (or --fd)" in cli("analyze", "--json").stderr
 
 
 def test_reader_reads_from_any_path_like(tmp_path, sim):

@@ -1,9 +1,14 @@
 """The web tier: Django against a real PostgreSQL cluster of the tests' own
 (tools/pg-cluster up tusk-test 5440, started here - nothing runs in CI beforehand),
 and the real agent. A missing server package fails with what to install."""
+import dataclasses
+import importlib.machinery
+import importlib.util
 import os
+import pwd
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,11 +65,36 @@ def netns():
     subprocess.run(["ip", "netns", "del", name], check=False)
 
 
+@pytest.fixture(scope="session")
+def analysis_user(system_users):
+    """tusk-analyze can run this interpreter and import the analyser, as in make run: the
+    lab's own code (tools/tusk-lab) grants it the way there."""
+    loader = importlib.machinery.SourceFileLoader("tusk_lab", str(ROOT / "tools" / "tusk-lab"))
+    lab = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(lab)
+    problem = lab.reach_interpreter(sys.executable, lab.ANALYZE_USER, lab.ANALYZE_PROBE)
+    if problem:
+        pytest.fail(problem)
+    return lab.ANALYZE_USER
+
+
 @pytest.fixture
-def agent_config(tmp_path, netns):
+def agent_config(tmp_path, netns, system_users, settings):
+    """The agent's configuration file, laid out as on the appliance: the secret key and
+    the capture directory in the web user's group (0640, 2770); the web process of the
+    test (settings.TUSK) shares the capture directory."""
     db = settings.DATABASES["default"]
     config = tmp_path / "tusk.toml"
-    (tmp_path / "secret").write_text("agent-test-secret\n")
+    web = pwd.getpwnam("tusk").pw_gid
+    secret = tmp_path / "secret"
+    secret.write_text("agent-test-secret\n")
+    os.chown(secret, 0, web)
+    os.chmod(secret, 0o640)
+    captures = tmp_path / "captures"
+    captures.mkdir()
+    os.chown(captures, 0, web)
+    os.chmod(captures, 0o2770)
+    settings.TUSK = dataclasses.replace(settings.TUSK, capture_dir=str(captures))
     config.write_text(f"""[web]
 secret_key_file = "secret"
 allowed_hosts = ["localhost"]
@@ -77,7 +107,8 @@ port = {db['PORT']}
 netns = "{netns}"
 state_dir = "{tmp_path / 'policy'}"
 tuning_state_dir = "{tmp_path / 'tuning'}"
-capture_dir = "{tmp_path / 'captures'}"
+capture_dir = "{captures}"
+capture_spool_dir = "{tmp_path / 'capture-spool'}"
 capture_quota_mb = 50
 sample_interval = 0.5
 live_check_interval = 1
@@ -86,7 +117,7 @@ live_check_interval = 1
 
 
 @pytest.fixture
-def agent(transactional_db, agent_config):
+def agent(transactional_db, agent_config, analysis_user):
     process = AgentProcess(agent_config).start()
     yield process
     process.stop()

@@ -1,17 +1,20 @@
 """Captures and reports through the web UI with the real agent: dumpcap runs in the
 test's namespace, which routes between two peer namespaces of its own (traffic only
 ever between them), and the analyser runs as an agent job."""
-import dataclasses
 import os
+import pwd
 import re
+import stat
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from accounts.models import AuditEntry
 from dashboard.models import Sample
+from diag.files import Directory
 from diag.models import Capture, Report
 from jobs import queue
 from jobs.models import Job
@@ -99,6 +102,12 @@ def traffic(peers, seconds=3):
                             stderr=subprocess.DEVNULL)
 
 
+def stored(cap):
+    """The capture's files in the capture directory (named from its id)."""
+    with Directory(settings.TUSK.capture_dir) as shared:
+        return [Path(settings.TUSK.capture_dir) / name for name in shared.names(cap.pk)]
+
+
 def capinfos(path):
     return sh("capinfos", "-c", "-I", str(path)).stdout
 
@@ -122,7 +131,12 @@ def test_capture_both_sides_to_a_packet_limit_download_and_report(agent, netns, 
     client.wait(30)
     assert (cap.state, cap.reason, cap.packets) == ("done", "packets", 2000), cap.error
     assert packet_sockets(netns) == []
-    info = capinfos(cap.files[0])
+    [path] = stored(cap)
+    assert path.name == f"capture-{cap.pk}.pcapng"
+    found = os.stat(path)      # the agent's, readable by the web user's group only
+    assert (found.st_uid, found.st_gid, stat.S_IMODE(found.st_mode)) == \
+        (0, pwd.getpwnam("tusk").pw_gid, 0o640)
+    info = capinfos(path)
     assert "Number of packets:   2000" in info
     assert "Name = eth1" in info and "Name = eth3" in info
 
@@ -132,7 +146,7 @@ def test_capture_both_sides_to_a_packet_limit_download_and_report(agent, netns, 
     assert response["Content-Disposition"] == \
         f'attachment; filename="tusk-capture-{cap.pk}-{stamp}.pcapng"'
     body = b"".join(response.streaming_content)
-    assert body[:4] == b"\x0a\x0d\x0d\x0a" and body == Path(cap.files[0]).read_bytes()
+    assert body[:4] == b"\x0a\x0d\x0d\x0a" and body == path.read_bytes()
 
     assert admin_client.post(f"/diag/{cap.pk}/analyze/").status_code == 302
     job = wait(Job.objects.filter(kind="diag.analyze").first(), 120)
@@ -165,7 +179,7 @@ def test_captures_stop_at_their_duration_and_on_request(agent, netns, router, ad
     cap = finished(cap, 30)
     assert (cap.state, cap.reason) == ("done", "request")
     assert time.monotonic() - began < 15
-    assert "Name = eth1" in capinfos(cap.files[0])     # a complete, readable file
+    assert "Name = eth1" in capinfos(stored(cap)[0])   # a complete, readable file
     assert AuditEntry.objects.filter(action="capture stop", target=f"capture {cap.pk}").exists()
 
 
@@ -194,17 +208,17 @@ def test_quota_deletes_the_oldest_captures_first(agent, netns, router, admin_cli
     sampled("eth1", "eth3")
     olds = []
     for size in (30, 15):   # MB, sparse files: the quota counts their length
-        path = tmp_path / "captures" / f"old-{size}.pcapng"
-        path.parent.mkdir(exist_ok=True)
-        with open(path, "wb") as handle:
+        old = Capture.objects.create(spec={"interfaces": ["eth1"]}, state="done",
+                                     bytes=size * 1_000_000)
+        with open(tmp_path / "captures" / f"capture-{old.pk}.pcapng", "wb") as handle:
             handle.truncate(size * 1_000_000)
-        olds.append(Capture.objects.create(spec={"interfaces": ["eth1"]}, state="done",
-                                           files=[str(path)], bytes=size * 1_000_000))
+        olds.append(old)
+    gone = stored(olds[0])
     start(admin_client, max_mb=20, max_seconds=1)
     cap = finished(latest())
     assert cap.state == "done", cap.error
     assert not Capture.objects.filter(pk=olds[0].pk).exists()
-    assert not os.path.exists(olds[0].files[0])
+    assert gone and not any(path.exists() for path in gone)
     assert Capture.objects.filter(pk=olds[1].pk).exists()      # 15 + 20 <= 50: kept
     assert cap.job.result["deleted"] == [olds[0].pk]
     assert AuditEntry.objects.filter(action="capture deleted", target=f"capture {olds[0].pk}",
@@ -215,7 +229,7 @@ def test_quota_deletes_the_oldest_captures_first(agent, netns, router, admin_cli
     assert not Capture.objects.filter(pk=olds[1].pk).exists()
     start(admin_client, interfaces=["eth3"], max_mb=10, max_seconds=1)
     refused = finished(latest())
-    assert (refused.state, refused.files) == ("failed", [])
+    assert (refused.state, stored(refused)) == ("failed", [])
     assert "the storage quota (50 MB) is held by running captures" in refused.error
     assert Capture.objects.filter(pk=cap.pk).exists()      # nothing deleted in vain
     admin_client.post(f"/diag/{holder.pk}/stop/")
@@ -224,9 +238,8 @@ def test_quota_deletes_the_oldest_captures_first(agent, netns, router, admin_cli
 
 def test_viewers_see_but_cannot_capture_stop_delete_or_download(agent, netns, router,
                                                                 viewer_client, tmp_path):
-    path = tmp_path / "x.pcapng"
-    path.write_bytes(b"\x0a\x0d\x0d\x0a")
-    cap = Capture.objects.create(spec={"interfaces": ["eth1"]}, state="done", files=[str(path)])
+    cap = Capture.objects.create(spec={"interfaces": ["eth1"]}, state="done")
+    (tmp_path / "captures" / f"capture-{cap.pk}.pcapng").write_bytes(b"\x0a\x0d\x0d\x0a")
     assert start(viewer_client).status_code == 403
     for action in ("stop", "delete", "analyze"):
         assert viewer_client.post(f"/diag/{cap.pk}/{action}/").status_code == 403
@@ -252,7 +265,7 @@ def test_ordinary_jobs_run_while_every_capture_slot_is_busy(agent, netns, router
         admin_client.post(f"/diag/{cap.pk}/stop/")
     for cap in caps:
         assert finished(cap, 30).reason == "request"
-    assert caps[4].files == [] and caps[4].started_at is None
+    assert stored(caps[4]) == [] and caps[4].started_at is None
 
 
 def test_an_uploaded_pcap_is_analysed_and_junk_is_refused(agent, admin_client, tmp_path):
@@ -289,13 +302,14 @@ def test_a_ring_buffer_keeps_the_newest_files_and_downloads_as_one_pcapng(agent,
     cap = finished(cap)
     client.wait(30)
     assert (cap.state, cap.reason) == ("done", "duration"), cap.error
-    assert len(cap.files) == 2                       # older files were overwritten
-    assert all(os.path.getsize(f) <= 2_100_000 for f in cap.files)
+    files = stored(cap)                          # older files were overwritten
+    assert [f.name for f in files] == [f"capture-{cap.pk}-1.pcapng", f"capture-{cap.pk}-2.pcapng"]
+    assert all(os.path.getsize(f) <= 2_100_000 for f in files)
     body = b"".join(admin_client.get(f"/diag/{cap.pk}/download/").streaming_content)
-    assert body == b"".join(Path(f).read_bytes() for f in cap.files)
+    assert body == b"".join(f.read_bytes() for f in files)
     joined = tmp_path / "joined.pcapng"
     joined.write_bytes(body)
-    assert packets(joined) == sum(packets(f) for f in cap.files) > 0   # one valid file
+    assert packets(joined) == sum(packets(f) for f in files) > 0   # one valid file
 
 
 def test_a_killed_agent_leaves_a_complete_file_and_a_failed_capture(agent, netns, router,
@@ -319,12 +333,12 @@ def test_a_killed_agent_leaves_a_complete_file_and_a_failed_capture(agent, netns
     assert cap.state == "failed" and "the agent stopped during this capture" in cap.error
     assert "the agent" in cap.job.error and "stopped while running this job" in cap.job.error
     body = b"".join(admin_client.get(f"/diag/{cap.pk}/download/").streaming_content)
-    assert body == Path(cap.files[0]).read_bytes() and packets(cap.files[0]) > 100
+    [path] = stored(cap)
+    assert body == path.read_bytes() and packets(path) > 100
     assert cap.bytes == len(body)
 
 
-def test_uploads_keep_to_their_size_limit_and_the_quota(agent, admin_client, tmp_path,
-                                                        settings):
+def test_uploads_keep_to_their_size_limit_and_the_quota(agent, admin_client, tmp_path):
     big = tmp_path / "big.pcap"
     with open(big, "wb") as handle:
         handle.write(bytes.fromhex("d4c3b2a1"))
@@ -337,12 +351,10 @@ def test_uploads_keep_to_their_size_limit_and_the_quota(agent, admin_client, tmp
     assert 'data-field="file"' in response.content.decode()
     assert not Capture.objects.exists() and not Job.objects.exists()
 
-    settings.TUSK = dataclasses.replace(settings.TUSK, capture_dir=str(tmp_path / "captures"))
-    old = tmp_path / "captures" / "old.pcapng"
-    old.parent.mkdir()
+    gone = Capture.objects.create(spec={"interfaces": ["eth1"]}, state="done")
+    old = tmp_path / "captures" / f"capture-{gone.pk}.pcapng"
     with open(old, "wb") as handle:
         handle.truncate(48_000_000)
-    gone = Capture.objects.create(spec={"interfaces": ["eth1"]}, state="done", files=[str(old)])
     sim = Sim(segments=2000, rtt=0.01, bandwidth=1e9).run()
     path = write_pcap(tmp_path / "flow.pcap", [p for p in sim.packets if p[1] == "outside"])
     assert 2_000_000 < os.path.getsize(path) < 5_000_000
@@ -350,9 +362,8 @@ def test_uploads_keep_to_their_size_limit_and_the_quota(agent, admin_client, tmp
         assert admin_client.post("/diag/upload/", {"file": handle}).status_code == 302
     assert not Capture.objects.filter(pk=gone.pk).exists() and not old.exists()
     upload = latest()
-    stored = tmp_path / "captures" / "uploads" / f"upload-{upload.pk}-flow.pcap"
-    assert upload.files == [str(stored)]
-    assert Path(upload.files[0]).read_bytes() == Path(path).read_bytes()
+    assert stored(upload) == [tmp_path / "captures" / f"upload-{upload.pk}.pcap"]
+    assert stored(upload)[0].read_bytes() == Path(path).read_bytes()
     assert AuditEntry.objects.filter(action="capture deleted", username="alice").exists()
 
 

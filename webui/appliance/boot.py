@@ -131,6 +131,7 @@ def lay_out():
         (f"{STATE}/policy", 0, 0, 0o700),
         (f"{STATE}/tuning", 0, 0, 0o700),
         (f"{STATE}/captures", 0, web, 0o2770),
+        (f"{STATE}/capture-spool", 0, 0, 0o700),   # dumpcap's, until the agent moves them
         (PGDATA, postgres.pw_uid, postgres.pw_gid, 0o700),
         (TLS, 0, 0, 0o700),
     ]

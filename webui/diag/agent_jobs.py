@@ -3,14 +3,17 @@
 diag.capture runs dumpcap (diag/core/capture.py) in the agent's target (the lab's
 namespace with --netns) on the agent's pool for long-running jobs, so captures never
 hold the workers policy and tuning jobs need. Before it starts, the oldest finished
-captures are deleted until this one's byte limit fits the quota.
+captures are deleted until this one's byte limit fits the quota. dumpcap writes into the
+agent's root-only spool; the finished files are moved into the capture directory, which
+the web user can write, under names from the capture's id (diag/files.py).
 
-diag.analyze runs `tusk diag analyze --json` in a process of its own with a memory
-limit and a timeout, as an unprivileged user when the agent is root: it parses
-untrusted input (uploaded files). The report is kept in Report.result.
+diag.analyze runs `tusk diag analyze --json` on the capture's files, which the agent
+opens and hands over as descriptors, in a sandbox: user tusk-analyze with no other
+group, no network, no new privileges, memory, CPU and file limits and a timeout - it
+parses untrusted input (uploads). When the sandbox cannot run, the job fails saying
+why; it never runs as root instead. The report is kept in Report.result.
 """
 import json
-import logging
 import os
 import pwd
 import resource
@@ -21,27 +24,38 @@ from django.conf import settings
 from django.utils import timezone
 
 from jobs.registry import JobFailed, handler
+from tusk.children import confined
 
-from . import storage
+from . import files, storage
 from .core import capture as core
 from .models import Capture, Report
 
 TUSK = settings.BASE_DIR / "bin" / "tusk"
 ANALYZE_MEMORY = 1 << 30      # bytes of address space for one analysis
 ANALYZE_TIMEOUT = 1800        # seconds
-ANALYZE_USER = "nobody"
+ANALYZE_USER = "tusk-analyze"
+ANALYZE_LIMITS = {resource.RLIMIT_AS: ANALYZE_MEMORY, resource.RLIMIT_CPU: ANALYZE_TIMEOUT,
+                  resource.RLIMIT_NOFILE: 64, resource.RLIMIT_FSIZE: 0}   # writes no file
 ACTIVE = (Capture.State.QUEUED, Capture.State.RUNNING)
 
-log = logging.getLogger("tusk.agent")
+
+def _spool_path(config, pk, fmt):
+    return os.path.join(config.capture_spool_dir, files.capture_name(pk, fmt))
 
 
-def share(path, directory):
-    """A finished file: readable by the web user (the capture directory's group)."""
-    try:
-        os.chown(path, -1, os.stat(directory).st_gid)
-        os.chmod(path, 0o640)
-    except OSError:
-        pass
+def _publish(config, pk, spooled):
+    """Moves dumpcap's files of capture pk (spool paths, oldest first) into the capture
+    directory: capture-<pk>.<fmt>, or ring files capture-<pk>-<n>.<fmt>. UnsafeFile
+    when a name there is taken (nothing is moved then)."""
+    moves = []
+    for number, path in enumerate(spooled, 1):
+        name = os.path.basename(path)
+        fmt = name.rsplit(".", 1)[1]
+        single = name == files.capture_name(pk, fmt)
+        moves.append((name, files.capture_name(pk, fmt, None if single else number)))
+    with files.Directory(config.capture_dir) as shared, \
+            files.spool(config.capture_spool_dir, shared) as source:
+        return files.publish(source, shared, moves)
 
 
 def _finish(cap, **fields):
@@ -50,15 +64,18 @@ def _finish(cap, **fields):
 
 def capture_abandoned(job, config):
     """At agent start, for a capture job its dead predecessor was running: the capture
-    failed, and what it wrote is kept (dumpcap closed the file when the agent died)."""
+    failed, and what it wrote is kept (dumpcap closed the file when the agent died).
+    Only the spool's files of the capture's id are looked at, never a path of the row."""
     for cap in Capture.objects.filter(job=job, state__in=ACTIVE):
-        files = [f for path in cap.files for f in core.files_of(path)]
-        for name in files:
-            share(name, config.capture_dir)
-        _finish(cap, state=Capture.State.FAILED, reason="error", files=files,
-                bytes=sum(os.path.getsize(f) for f in files),
-                error="the agent stopped during this capture"
-                      + ("; the file holds what was captured until then" if files else ""))
+        spooled = [f for fmt in files.FORMATS
+                   for f in core.files_of(_spool_path(config, cap.pk, fmt))]
+        size, error = core.size_of(spooled), "the agent stopped during this capture"
+        try:
+            kept = _publish(config, cap.pk, spooled) if spooled else []
+        except files.UnsafeFile as exc:
+            kept, error = [], f"{error}; {exc}"
+        _finish(cap, state=Capture.State.FAILED, reason="error", bytes=size if kept else 0,
+                error=error + ("; the file holds what was captured until then" if kept else ""))
 
 
 @handler("diag.capture", "Packet capture", long_running=True, abandoned=capture_abandoned)
@@ -83,20 +100,23 @@ def _capture(run, cap):
         _finish(cap, state=Capture.State.DONE, reason="request")
         return {"capture": cap.pk, "packets": 0, "bytes": 0, "reason": "request", "files": 0,
                 "deleted": []}
-    directory = config.capture_dir
-    os.makedirs(directory, exist_ok=True)
+    try:   # both usable before anything is deleted or captured
+        with files.Directory(config.capture_dir) as shared, \
+                files.spool(config.capture_spool_dir, shared):
+            pass
+    except files.UnsafeFile as exc:
+        _finish(cap, state=Capture.State.FAILED, reason="error", error=str(exc))
+        raise JobFailed(f"capture {cap.pk}: {exc}")
     quota = config.capture_quota_mb * 1_000_000
-    deleted, fits = storage.make_room(quota, spec.max_bytes, exclude=cap.pk)
+    deleted, fits = storage.make_room(config.capture_dir, quota, spec.max_bytes,
+                                      exclude=cap.pk)
     if not fits:
         error = (f"the storage quota ({config.capture_quota_mb} MB) is held by running "
                  f"captures: this one may need {spec.max_mb} MB - wait for them or stop one")
         _finish(cap, state=Capture.State.FAILED, reason="error", error=error)
         raise JobFailed(f"capture {cap.pk}: {error}")
-    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
-    path = os.path.join(directory, f"capture-{cap.pk}-{stamp}.{spec.format}")
     started = timezone.now()
-    Capture.objects.filter(pk=cap.pk).update(state=Capture.State.RUNNING, files=[path],
-                                             started_at=started)
+    Capture.objects.filter(pk=cap.pk).update(state=Capture.State.RUNNING, started_at=started)
 
     def progress(packets, size):
         elapsed = (timezone.now() - started).total_seconds()
@@ -111,78 +131,79 @@ def _capture(run, cap):
             pk=cap.pk, stop_requested=True).exists()
 
     run.progress(0, f"capturing on {', '.join(spec.interfaces)}")
-    result = core.run(spec, path, netns=config.netns or None, progress=progress,
-                      should_stop=should_stop)
-    for name in result.files:
-        share(name, directory)
+    result = core.run(spec, _spool_path(config, cap.pk, spec.format),
+                      netns=config.netns or None, progress=progress, should_stop=should_stop)
+    try:
+        kept = _publish(config, cap.pk, result.files)
+    except files.UnsafeFile as exc:
+        kept, result.reason = [], "error"
+        result.error = "; ".join(filter(None, (result.error, str(exc))))
     failed = result.reason == "error"
     _finish(cap, state=Capture.State.FAILED if failed else Capture.State.DONE,
-            reason=result.reason, error=result.error, files=result.files,
-            packets=result.packets, bytes=result.bytes)
+            reason=result.reason, error=result.error, packets=result.packets,
+            bytes=result.bytes if kept else 0)
     if failed:
         raise JobFailed(f"capture {cap.pk}: {result.error}")
     return {"capture": cap.pk, "packets": result.packets, "bytes": result.bytes,
-            "reason": result.reason, "files": len(result.files), "deleted": deleted}
+            "reason": result.reason, "files": len(kept), "deleted": deleted}
 
 
-def _limits(ids):
-    """preexec_fn of the analysis: a memory cap, and no root for untrusted input."""
-    def apply():
-        resource.setrlimit(resource.RLIMIT_AS, (ANALYZE_MEMORY, ANALYZE_MEMORY))
-        if ids is not None:
-            os.setgroups([])
-            os.setgid(ids[1])
-            os.setuid(ids[0])
-    return apply
-
-
-# What the analysis needs, tried as the unprivileged user before it is run as that user
-PROBE = ("import sys; sys.path.insert(0, sys.argv[1]); import diag.cli; "
-         "[open(f, 'rb').close() for f in sys.argv[2:]]")
-
-
-def _analysis_ids(files):
-    """(uid, gid) to analyse as, or (None, why not). The user is `nobody`; the group
-    is the capture directory's (that is how nobody may read the files, and it grants
-    no more than the web user's group already has). Root is kept - with the memory
-    limit still - only when that user cannot run this interpreter, import the
-    analyser or read the files: e.g. a development checkout with Python under /root."""
+def sandboxed(config, argv, pass_fds=(), timeout=ANALYZE_TIMEOUT):
+    """`python -B argv...` in the analysis sandbox (tusk.children.confined) as user
+    ANALYZE_USER, its stdout and stderr captured; the descriptors pass_fds are inherited.
+    JobFailed naming what is missing when the sandbox cannot run: there is no fallback."""
+    python = config.analysis_python or sys.executable
     if os.geteuid() != 0:
-        return None, "the agent is not root"
+        raise JobFailed(f"the analysis runs only as user {ANALYZE_USER}, which needs the "
+                        "agent to run as root")
     try:
-        uid = pwd.getpwnam(ANALYZE_USER).pw_uid
+        user = pwd.getpwnam(ANALYZE_USER)
     except KeyError:
-        return None, f"there is no user {ANALYZE_USER}"
-    ids = (uid, os.stat(files[0]).st_gid)
+        raise JobFailed(f"there is no user {ANALYZE_USER}: the analysis runs only as that "
+                        "user (the image has it; tools/tusk-lab creates it)") from None
     try:
-        probe = subprocess.run([sys.executable, "-c", PROBE, str(settings.BASE_DIR), *files],
-                               capture_output=True, text=True, timeout=60,
-                               preexec_fn=_limits(ids), cwd="/")
+        return subprocess.run([python, "-B", *argv], capture_output=True, text=True,
+                              timeout=timeout, pass_fds=pass_fds, cwd="/",
+                              env={"PATH": "/usr/bin:/bin"},
+                              preexec_fn=confined(user.pw_uid, user.pw_gid, ANALYZE_LIMITS))
     except subprocess.TimeoutExpired:
-        return None, f"a trial run as {ANALYZE_USER} did not finish"
-    except OSError as exc:   # exec refused: the interpreter is out of its reach
-        return None, f"as {ANALYZE_USER}: {sys.executable}: {exc.strerror}"
-    if probe.returncode != 0:
-        lines = probe.stderr.strip().splitlines()
-        return None, f"as {ANALYZE_USER}: {lines[-1] if lines else probe.returncode}"
-    return ids, ""
+        raise
+    except OSError as exc:   # exec refused: the interpreter is out of that user's reach
+        raise JobFailed(f"user {ANALYZE_USER} cannot run {python}: {exc.strerror} - the "
+                        "analysis runs only as that user, never as root: let it reach the "
+                        "interpreter (tools/tusk-lab grants search permission on the way)") \
+            from None
+    except subprocess.SubprocessError as exc:   # the sandbox's own set-up failed
+        raise JobFailed(f"the analysis sandbox could not be set up ({exc}): nothing ran")
 
 
 @handler("diag.analyze", "Analyse a capture", retry_safe=True, long_running=True)
 def analyze(run):
     cap = Capture.objects.get(pk=run.args["capture"])
-    files = cap.existing_files()
-    if not files:
-        raise JobFailed(f"capture {cap.pk} has no file left to analyse (deleted by the quota?)")
-    run.progress(5, f"analysing {len(files)} file(s)")
-    ids, why = _analysis_ids(files)
-    if ids is None:
-        log.warning("job %s: analysing as the agent's user: %s", run.job.pk, why)
-    call = [sys.executable, str(TUSK), "diag", "analyze", "--json", *files]
+    opened = []
+    try:
+        with files.Directory(run.config.capture_dir) as shared:
+            for name in shared.names(cap.pk):
+                opened.append((shared.open(name), name))
+        if not opened:
+            raise JobFailed(f"capture {cap.pk} has no file left to analyse in "
+                            f"{run.config.capture_dir} (deleted by the quota?)")
+        run.progress(5, f"analysing {len(opened)} file(s)")
+        return _analyze(run, cap, opened)
+    except files.UnsafeFile as exc:
+        raise JobFailed(f"capture {cap.pk}: {exc}: not analysed") from None
+    finally:
+        for fd, _ in opened:
+            os.close(fd)
+
+
+def _analyze(run, cap, opened):
+    call = [str(TUSK), "diag", "analyze", "--json"]
+    for fd, name in opened:
+        call += ["--fd", f"{fd}={name}"]
     error, result = "", None
     try:
-        done = subprocess.run(call, capture_output=True, text=True, timeout=ANALYZE_TIMEOUT,
-                              preexec_fn=_limits(ids), cwd="/")
+        done = sandboxed(run.config, call, pass_fds=[fd for fd, _ in opened])
     except subprocess.TimeoutExpired:
         error = f"the analysis did not finish in {ANALYZE_TIMEOUT} s and was stopped"
     else:
@@ -192,13 +213,12 @@ def analyze(run):
             except ValueError:
                 error = "the analyser printed no report"
         elif done.returncode < 0 or "MemoryError" in done.stderr:
-            error = (f"the analysis ran out of its {ANALYZE_MEMORY >> 20} MiB or was killed "
-                     f"(status {done.returncode})")
+            error = (f"the analysis ran out of its {ANALYZE_MEMORY >> 20} MiB or CPU time, or "
+                     f"was killed (status {done.returncode})")
         else:
             error = done.stderr.strip() or f"the analyser exited with status {done.returncode}"
     report = Report.objects.create(capture=cap, job=run.job, result=result, error=error)
     if error:
         raise JobFailed(error)
     return {"report": report.pk, "flows": len(result["flows"]), "packets": result["packets"],
-            "user": ANALYZE_USER if ids else f"the agent's ({why})"}
-
+            "user": ANALYZE_USER}

@@ -1,4 +1,4 @@
-"""tusk diag: `tusk diag analyze [--json] FILE...` - the single-flow health report
+"""tusk diag: `tusk diag analyze [--json] [--fd N=NAME] FILE...` - the single-flow health report
 of pcap/pcapng files, on the appliance or on a laptop (it needs only Python and
 dpkt, not Django or a database).
 
@@ -20,9 +20,12 @@ def main(argv):
     parser = argparse.ArgumentParser(prog="tusk diag")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("analyze", help="TCP health report of pcap/pcapng files")
-    p.add_argument("files", nargs="+", metavar="FILE",
+    p.add_argument("files", nargs="*", metavar="FILE",
                    help="captures; two files (or one with two interfaces) of both sides of "
                         "the firewall also show what it changed")
+    p.add_argument("--fd", action="append", default=[], type=_descriptor, metavar="N=NAME",
+                   help="also read the open file descriptor N, reported as NAME (how the "
+                        "agent's sandbox, which may open no file itself, is given them)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--flows", type=int, default=None, metavar="N",
                    help=f"report the N biggest connections (default {MAX_FLOWS}; text: 10)")
@@ -30,8 +33,12 @@ def main(argv):
     limit = args.flows if args.flows is not None else (MAX_FLOWS if args.json else 10)
     if limit < 1:
         parser.error("--flows: must be at least 1")
+    if not args.files and not args.fd:
+        parser.error("name at least one FILE (or --fd)")
+    sources = args.files + [fd for fd, _ in args.fd]
     try:
-        report = analyze(args.files, limit=limit)
+        report = analyze(sources, names=args.files + [name for _, name in args.fd],
+                         limit=limit)
     except CaptureError as exc:
         print(f"tusk diag: {exc}", file=sys.stderr)
         return UNREADABLE
@@ -41,6 +48,13 @@ def main(argv):
     else:
         sys.stdout.write(text(report))
     return 0
+
+
+def _descriptor(value):
+    number, _, name = value.partition("=")
+    if not number.isdigit() or not name:
+        raise argparse.ArgumentTypeError(f"{value!r}: expected N=NAME, N a descriptor number")
+    return int(number), name
 
 
 def text(report):

@@ -1,8 +1,6 @@
 """Captures the agent took and the reports of the analyser. Files live under
-[agent] capture_dir; a row names them (the download view takes paths only from
-here, never from a request)."""
-import os
-
+[agent] capture_dir, named from the capture's id (diag/files.py): a row holds no path,
+so a forged row cannot point anyone at another file."""
 from django.db import models
 
 from jobs.models import JobSubject
@@ -18,7 +16,6 @@ class Capture(JobSubject):
     spec = models.JSONField(default=dict)                  # diag.core.capture.Spec.as_dict()
     stop_requested = models.BooleanField(default=False)
     reason = models.CharField(max_length=16, blank=True)   # packets, bytes, duration, request...
-    files = models.JSONField(default=list)                 # absolute paths, oldest first
     packets = models.BigIntegerField(default=0)
     bytes = models.BigIntegerField(default=0)
 
@@ -30,16 +27,6 @@ class Capture(JobSubject):
         if self.source == self.Source.UPLOAD:
             return "pcapng" if self.name.lower().endswith(".pcapng") else "pcap"
         return self.spec.get("format", "pcapng")
-
-    def existing_files(self):
-        return [f for f in self.files if os.path.exists(f)]
-
-    def delete_files(self):
-        for path in self.files:
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
 
 
 class Report(models.Model):

@@ -1,6 +1,7 @@
 """The Diagnostics page: captures (start, live progress, stop, download, delete),
 uploads, and the health report of either. The agent captures and analyses; the web
-process queues jobs, serves files named by Capture rows and renders reports."""
+process queues jobs, serves the files named from a capture's id (diag/files.py: never a
+path from a row, never through a link) and renders reports."""
 import os
 import re
 
@@ -18,6 +19,7 @@ from jobs import queue
 from jobs.models import Job
 
 from . import charts, storage
+from .files import Directory, UnsafeFile, upload_name
 from .forms import CaptureForm, UploadForm
 from .models import Capture, Report
 
@@ -31,13 +33,24 @@ def interfaces():
     return sorted(name for name in (sample.interfaces if sample else {}) if name != "lo")
 
 
+def _stored():
+    """{capture id: [(file name, bytes)]} of the capture directory."""
+    try:
+        with Directory(settings.TUSK.capture_dir) as shared:
+            return shared.listing()
+    except UnsafeFile:   # not there yet: nothing stored
+        return {}
+
+
 def _page(request, form=None, upload=None, status=200):
     captures = list(Capture.objects.select_related("job").prefetch_related("reports")[:100])
+    stored = _stored()
     analysing = set(Job.objects.filter(kind="diag.analyze", state__in=(
         Job.State.QUEUED, Job.State.RUNNING)).values_list("args__capture", flat=True))
     for cap in captures:
         cap.report = next(iter(cap.reports.all()), None)
         cap.analysing = cap.pk in analysing
+        cap.stored = stored.get(cap.pk, [])
     context = {
         "form": form or CaptureForm(interfaces=interfaces()),
         "upload": upload or UploadForm(), "captures": captures,
@@ -81,7 +94,8 @@ def delete(request, pk):
     cap = get_object_or_404(Capture, pk=pk)
     if cap.active:
         return HttpResponseForbidden("Stop the capture before deleting it.")
-    cap.delete_files()
+    with Directory(settings.TUSK.capture_dir) as shared:
+        shared.delete(cap.pk)
     with transaction.atomic():
         audit.record(request, "capture delete", f"capture {pk}")
         cap.delete()
@@ -96,26 +110,24 @@ def upload(request):
     incoming = form.cleaned_data["file"]
     name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(incoming.name))[:100] or "upload"
     quota = settings.TUSK.capture_quota_mb
-    _, fits = storage.make_room(quota * 1_000_000, incoming.size,
+    _, fits = storage.make_room(settings.TUSK.capture_dir, quota * 1_000_000, incoming.size,
                                 username=request.user.get_username())
     if not fits:
         form.add_error("file", f"the storage quota ({quota} MB) is held by running captures: "
                                "wait for them or stop one")
         return _page(request, upload=form, status=400)
     # the web user creates it in capture_dir, whose setgid group it inherits
-    directory = os.path.join(settings.TUSK.capture_dir, "uploads")
-    os.makedirs(directory, exist_ok=True)
-    with transaction.atomic():
+    with transaction.atomic(), Directory(settings.TUSK.capture_dir) as shared:
         cap = Capture.objects.create(source=Capture.Source.UPLOAD, name=name,
                                      state=Capture.State.DONE, created_by=request.user,
                                      started_at=timezone.now(), finished_at=timezone.now())
-        path = os.path.join(directory, f"upload-{cap.pk}-{name}")
-        with open(path, "wb") as out:   # a leftover of a lost database is replaced
+        stored = upload_name(cap.pk, cap.format)
+        shared.delete_name(stored)   # a leftover of a lost database is replaced
+        with open(shared.create(stored), "wb") as out:
             for chunk in incoming.chunks():
                 out.write(chunk)
-        os.chmod(path, 0o640)
-        cap.files, cap.bytes = [path], os.path.getsize(path)
-        cap.save(update_fields=["files", "bytes"])
+            cap.bytes = out.tell()
+        cap.save(update_fields=["bytes"])
         queue.enqueue("diag.analyze", {"capture": cap.pk}, request.user)
         audit.record(request, "capture upload", f"capture {cap.pk}", name=name, bytes=cap.bytes)
     return redirect("diag")
@@ -124,7 +136,7 @@ def upload(request):
 @require_POST
 def analyze(request, pk):
     cap = get_object_or_404(Capture, pk=pk)
-    if cap.active or not cap.existing_files():
+    if cap.active or not _stored().get(cap.pk):
         return HttpResponseForbidden("Nothing to analyse yet.")
     with transaction.atomic():
         queue.enqueue("diag.analyze", {"capture": cap.pk}, request.user)
@@ -132,9 +144,9 @@ def analyze(request, pk):
     return redirect("diag")
 
 
-def _concatenated(paths):
-    for path in paths:
-        with open(path, "rb") as handle:
+def _concatenated(handles):
+    for handle in handles:
+        with handle:
             while chunk := handle.read(1 << 20):
                 yield chunk
 
@@ -145,27 +157,32 @@ def download(request, pk):
     if not is_admin(request.user):
         return HttpResponseForbidden("Your role (viewer) cannot download packets.")
     cap = get_object_or_404(Capture, pk=pk)
-    files = cap.existing_files()
-    if cap.active or not files:
-        raise Http404("no file to download")
-    fmt = cap.format
+    with Directory(settings.TUSK.capture_dir) as shared:
+        names = [] if cap.active else shared.names(cap.pk)
+        if not names:
+            raise Http404("no file to download")
+        fmt = names[0].rsplit(".", 1)[1]
+        part = None
+        if len(names) > 1 and fmt == "pcap":
+            part = request.GET.get("part", "")
+            if not part.isdigit() or not 1 <= int(part) <= len(names):
+                raise Http404("choose a part")
+            names = [names[int(part) - 1]]
+        try:
+            handles = [open(shared.open(name), "rb") for name in names]
+        except UnsafeFile:   # swapped for a link since it was listed
+            raise Http404("no file to download") from None
     stamp = (cap.started_at or cap.created_at).strftime("%Y%m%dT%H%M%SZ")
     base = (f"tusk-upload-{cap.pk}-{cap.name}" if cap.source == Capture.Source.UPLOAD
             else f"tusk-capture-{cap.pk}-{stamp}")
     if cap.source == Capture.Source.UPLOAD:
         base = base.rsplit(".", 1)[0]
-    if len(files) > 1 and fmt == "pcap":
-        part = request.GET.get("part", "")
-        if not part.isdigit() or not 1 <= int(part) <= len(files):
-            raise Http404("choose a part")
-        return FileResponse(open(files[int(part) - 1], "rb"), as_attachment=True,
-                            filename=f"{base}-part{part}.pcap", content_type=CONTENT_TYPES[fmt])
-    if len(files) == 1:
-        return FileResponse(open(files[0], "rb"), as_attachment=True,
-                            filename=f"{base}.{fmt}", content_type=CONTENT_TYPES[fmt])
-    response = StreamingHttpResponse(_concatenated(files), content_type=CONTENT_TYPES[fmt])
+    if len(handles) == 1:
+        return FileResponse(handles[0], as_attachment=True, content_type=CONTENT_TYPES[fmt],
+                            filename=f"{base}-part{part}.pcap" if part else f"{base}.{fmt}")
+    response = StreamingHttpResponse(_concatenated(handles), content_type=CONTENT_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{base}.{fmt}"'
-    response["Content-Length"] = str(sum(os.path.getsize(f) for f in files))
+    response["Content-Length"] = str(sum(os.fstat(h.fileno()).st_size for h in handles))
     return response
 
 

@@ -23,6 +23,11 @@
     tuning_state_dir = "/var/lib/tusk/tuning"   # tusk-tune's state: what rollback restores
     capture_dir = "/var/lib/tusk/captures"  # packet captures and uploaded pcaps; group of
                           # the web user, mode 2770: the agent writes, the web reads/deletes
+    capture_spool_dir = "/var/lib/tusk/capture-spool"  # root only (0700): dumpcap writes
+                          # here, the agent moves finished files to capture_dir (the same
+                          # file system: a link, never a copy)
+    analysis_python = ""  # the Python the capture analysis runs as user tusk-analyze (it
+                          # must reach it); empty: the agent's own
     capture_quota_mb = 2048   # all captures together; the oldest go first
     sample_interval = 2   # seconds between statistics samples
     live_check_interval = 15  # seconds between comparisons of the live ruleset with
@@ -70,6 +75,8 @@ class Config:
     state_dir: str
     tuning_state_dir: str
     capture_dir: str
+    capture_spool_dir: str
+    analysis_python: str
     capture_quota_mb: int
     sample_interval: float
     web_url: str
@@ -88,7 +95,9 @@ _SCHEMA = {
                  "port": (int, 5432), "password_file": (str, "")},
     "agent": {"netns": (str, ""), "state_dir": (str, "/var/lib/tusk/policy"),
               "tuning_state_dir": (str, "/var/lib/tusk/tuning"),
-              "capture_dir": (str, "/var/lib/tusk/captures"), "capture_quota_mb": (int, 2048),
+              "capture_dir": (str, "/var/lib/tusk/captures"),
+              "capture_spool_dir": (str, "/var/lib/tusk/capture-spool"),
+              "analysis_python": (str, ""), "capture_quota_mb": (int, 2048),
               "sample_interval": ((int, float), 2), "web_url": (str, ""),
               "live_check_interval": ((int, float), 15)},
     "selftest": {"client_netns": (str, ""), "server_netns": (str, ""),
@@ -184,6 +193,8 @@ def load(path=None):
         state_dir=values[("agent", "state_dir")],
         tuning_state_dir=values[("agent", "tuning_state_dir")],
         capture_dir=values[("agent", "capture_dir")],
+        capture_spool_dir=values[("agent", "capture_spool_dir")],
+        analysis_python=values[("agent", "analysis_python")],
         capture_quota_mb=quota,
         sample_interval=float(interval),
         web_url=values[("agent", "web_url")],
