@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts" / "browser"
@@ -71,10 +72,25 @@ def browser():
         browser.close()
 
 
+# Every page reports what its Content-Security-Policy blocked (the event fires for each
+# refused inline script or style, eval, or resource from elsewhere); none is allowed.
+RECORD_CSP_VIOLATIONS = """
+window.cspViolations = [];
+document.addEventListener("securitypolicyviolation", event => window.cspViolations.push(
+    `${event.violatedDirective} blocked ${event.blockedURI || "inline"} in ${event.sourceFile}`
+    + `:${event.lineNumber}: ${event.sample}`));
+"""
+
+
 @pytest.fixture
 def page(browser, request):
+    """A fresh browser context; at the end, no Content-Security-Policy violation may have
+    been logged on any page it showed (htmx swaps included)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_init_script(RECORD_CSP_VIOLATIONS)
     page = context.new_page()
+    page.csp_console = []
+    page.on("console", lambda message: page.csp_console.append(message.text))
     page.set_default_timeout(15000)
     yield page
     report = getattr(request.node, "report_call", None)
@@ -82,7 +98,45 @@ def page(browser, request):
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", request.node.name)
         page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
         (ARTIFACTS / f"{name}.html").write_text(page.content())
+    console = [m for m in page.csp_console if "Content Security Policy" in m]
     context.close()
+    assert console == [], "Content-Security-Policy violations:\n" + "\n".join(console)
+
+
+NEW_PASSWORD = "elephants never forget 42"
+
+
+@pytest.fixture(scope="session")
+def admin_password(tusk, browser):
+    """The first login, as a new user makes it: the one-time password, then one's own."""
+    url, one_time = tusk
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(url + "/")
+    expect(page).to_have_url(re.compile(r"/accounts/login/"))
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", one_time)
+    page.click("button[type=submit]")
+    expect(page).to_have_url(re.compile(r"/accounts/password/"))
+    expect(page.locator("text=Choose your own password")).to_be_visible()
+    page.fill("#id_old_password", one_time)
+    page.fill("#id_new_password1", NEW_PASSWORD)
+    page.fill("#id_new_password2", NEW_PASSWORD)
+    page.click("button[type=submit]")
+    expect(page.locator("h1")).to_have_text("Dashboard")
+    context.close()
+    return NEW_PASSWORD
+
+
+@pytest.fixture
+def admin(page, tusk, admin_password):
+    url, _ = tusk
+    page.goto(url + "/accounts/login/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", admin_password)
+    page.click("button[type=submit]")
+    expect(page.locator("h1")).to_have_text("Dashboard")
+    return page
 
 
 @pytest.hookimpl(hookwrapper=True)

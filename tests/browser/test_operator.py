@@ -12,45 +12,10 @@ from playwright.sync_api import expect
 
 from tuskweb import BROWSER_LAB as LAB_NAME
 
-NEW_PASSWORD = "elephants never forget 42"
-
 
 def live_ruleset():
     return subprocess.run(["ip", "netns", "exec", f"{LAB_NAME}-fw", "nft", "list", "table",
                            "inet", "tusk"], capture_output=True, text=True, check=True).stdout
-
-
-@pytest.fixture(scope="session")
-def admin_password(tusk, browser):
-    """The first login, as a new user makes it: the one-time password, then one's own."""
-    url, one_time = tusk
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(url + "/")
-    expect(page).to_have_url(re.compile(r"/accounts/login/"))
-    page.fill("#id_username", "admin")
-    page.fill("#id_password", one_time)
-    page.click("button[type=submit]")
-    expect(page).to_have_url(re.compile(r"/accounts/password/"))
-    expect(page.locator("text=Choose your own password")).to_be_visible()
-    page.fill("#id_old_password", one_time)
-    page.fill("#id_new_password1", NEW_PASSWORD)
-    page.fill("#id_new_password2", NEW_PASSWORD)
-    page.click("button[type=submit]")
-    expect(page.locator("h1")).to_have_text("Dashboard")
-    context.close()
-    return NEW_PASSWORD
-
-
-@pytest.fixture
-def admin(page, tusk, admin_password):
-    url, _ = tusk
-    page.goto(url + "/accounts/login/")
-    page.fill("#id_username", "admin")
-    page.fill("#id_password", admin_password)
-    page.click("button[type=submit]")
-    expect(page.locator("h1")).to_have_text("Dashboard")
-    return page
 
 
 def submit(page):

@@ -92,7 +92,7 @@ capture_dir = "{self.dir / 'captures'}"
             for name, proc in self.procs:
                 assert proc.poll() is None, f"{name} exited: {self.log(name)}"
             try:
-                if Client(self, "127.0.0.1").get("/healthz/")[0] == 200:
+                if Client(self, "127.0.0.1", tls=False).get("/healthz/")[0] == 200:
                     return self
             except OSError:
                 pass
@@ -130,9 +130,10 @@ def edge(django_db_setup, system_users):
 
 class Client:
     """One client of the edge at a loopback source address (nginx's TCP peer), keeping
-    its cookies; plain HTTP to the loopback listener or HTTPS to the 443 one."""
+    its cookies; HTTPS to the 443 listener, or plain HTTP to the loopback one (where
+    Django answers /healthz/ only and redirects the rest to HTTPS)."""
 
-    def __init__(self, edge, source, tls=False):
+    def __init__(self, edge, source, tls=True):
         self.edge, self.source, self.tls = edge, source, tls
         self.cookies = {}
 
@@ -166,10 +167,10 @@ class Client:
             self.get("/accounts/login/")
         body = fields if isinstance(fields, bytes) else urllib.parse.urlencode(
             dict(fields, csrfmiddlewaretoken=self.cookies["csrftoken"])).encode()
-        # Django sees these requests as HTTPS (X-Forwarded-Proto), so it checks the Referer
-        port = self.edge.https if self.tls else self.edge.http
+        # over HTTPS Django checks the Referer
         return self.request("POST", path, body, dict(
-            {"Content-Type": content_type, "Referer": f"https://127.0.0.1:{port}{path}",
+            {"Content-Type": content_type,
+             "Referer": f"https://127.0.0.1:{self.edge.https}{path}",
              "X-CSRFToken": self.cookies["csrftoken"]}, **(headers or {})))
 
     def login(self, username, password, headers=None):
@@ -262,7 +263,7 @@ def test_an_anonymous_large_upload_is_refused_before_its_body(edge):
 def test_a_viewer_or_an_admin_who_must_change_the_password_cannot_send_a_large_body(edge):
     for name, role, must_change in (("victor", "viewer", False), ("adam", "admin", True)):
         user_with_real_hash(name, role, must_change)
-        client = Client(edge, "127.0.0.6", tls=True)
+        client = Client(edge, "127.0.0.6")
         assert client.login(name, PASSWORD) == 302
         spooled, status = send_large_body(edge, "127.0.0.6", client.cookies)
         assert spooled == [], f"nginx spooled the body of {name} ({role})"
@@ -279,7 +280,7 @@ def tiny_pcap():
 @pytest.mark.django_db(transaction=True)
 def test_an_admin_still_uploads_a_pcap_through_nginx(edge):
     user_with_real_hash("alice", "admin")
-    client = Client(edge, "127.0.0.7", tls=True)
+    client = Client(edge, "127.0.0.7")
     assert client.login("alice", PASSWORD) == 302
     token = client.cookies["csrftoken"]
     body = (f"--tusk\r\nContent-Disposition: form-data; name=\"csrfmiddlewaretoken\"\r\n\r\n"
@@ -316,7 +317,7 @@ def test_requests_in_progress_per_address_are_limited(edge):
                 answers.append(None)
         assert answers.count(None) == 16
         assert answers[16:] == ["HTTP/1.1 429 Too Many Requests"] * 4
-        assert Client(edge, "127.0.0.9").get("/healthz/")[0] == 200
+        assert Client(edge, "127.0.0.9", tls=False).get("/healthz/")[0] == 200
     finally:
         for conn in held:
             conn.close()
@@ -345,7 +346,7 @@ def test_nginx_workers_run_as_their_own_user_without_database_or_secret_key(edge
 @pytest.mark.django_db(transaction=True)
 def test_pages_carry_the_security_headers(edge):
     user_with_real_hash("alice", "admin")
-    client = Client(edge, "127.0.0.10", tls=True)
+    client = Client(edge, "127.0.0.10")
     login_page = client.get("/accounts/login/")
     assert client.login("alice", PASSWORD) == 302
     for status, headers, _ in (login_page, client.get("/"), client.get("/policy/")):
