@@ -117,6 +117,7 @@ from django.test import Client
 response = Client().get("/healthz/", secure=True, headers={"host": "localhost"})
 print(settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE)
 print(response["Strict-Transport-Security"])
+print(Client().get("/accounts/login/", headers={"host": "localhost"}).status_code)
 print(Client().get("/healthz/", headers={"host": "localhost"}).status_code)
 """
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "webui",
@@ -124,7 +125,8 @@ print(Client().get("/healthz/", headers={"host": "localhost"}).status_code)
                                      DJANGO_SETTINGS_MODULE="tusk.settings"),
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    secure, hsts, plain = result.stdout.split("\n")[:3]
+    secure, hsts, plain, health = result.stdout.split("\n")[:4]
     assert secure == "True True"
     assert hsts.startswith("max-age=31536000")
     assert plain == "301"  # plain HTTP is sent to HTTPS
+    assert health == "200"  # but for the agent's check on nginx's loopback listener
