@@ -165,6 +165,11 @@ def test_live_boot_brings_every_service_up(step, work):
     ruleset = ok(step.vm, "nft list ruleset")
     assert "fail closed" in ruleset and "policy drop" in ruleset
     assert 'iifname "ens3" tcp dport { 80, 443 } accept' in ruleset
+    # forwarding went on only once a forward ruleset (here the fail-closed one) loaded
+    assert ok(step.vm, "sysctl -n net.ipv4.ip_forward").strip() == "1"
+    # nginx's master is root, its workers tusk-nginx: no database role, no web files
+    nginx = ok(step.vm, "id -u tusk-nginx").strip()
+    assert set(ok(step.vm, "ps -o uid= -C nginx").split()) == {"0", nginx}
     step.facts["initial"] = ok(step.vm, "cat /etc/tusk/initial-admin").split()[1]
     close_shell(step.vm)
 
