@@ -1,7 +1,7 @@
 """The device configuration file: every problem names the file, section and key."""
 import pytest
 
-from tusk import config
+from tusklib import config
 
 GOOD = """[web]
 secret_key_file = "secret"

@@ -379,7 +379,7 @@ LAB = '[selftest]\nclient_netns = "c"\nserver_netns = "s"\nserver_address = "10.
 
 
 def _load(tmp_path, text):
-    from tusk import config
+    from tusklib import config
     (tmp_path / "secret").write_text("s3cret\n")
     (tmp_path / "tusk.toml").write_text(text)
     return config.load(str(tmp_path / "tusk.toml"))
@@ -403,6 +403,6 @@ def test_the_selftest_section_defaults_to_hardware_mode_and_reads_lab_mode(tmp_p
     ("[selftest]\nhost = 1\n", "[selftest] host: unknown key"),
 ])
 def test_selftest_configuration_problems_are_named(tmp_path, extra, message):
-    from tusk import config
+    from tusklib import config
     with pytest.raises(config.ConfigError, match=re.escape(message)):
         _load(tmp_path, CONFIG + extra)

@@ -20,7 +20,7 @@ from diag.models import Capture, Report
 from jobs import queue
 from simflow import Sim, write_pcap
 from test_captures import finished, latest, router, running, sampled, start  # noqa: F401
-from tusk import config as tusk_config
+from tusklib import config as tusk_config
 from tuskweb import wait
 
 CONTENT = b"root only\n"

@@ -30,7 +30,7 @@ import subprocess
 import sys
 
 from appliance import network
-from tusk.files import write_atomically
+from tusklib.files import write_atomically
 
 DATA = "/data"
 DATA_LABEL = "TUSK_DATA"

@@ -39,7 +39,7 @@ from appliance import consolepw, network
 from appliance.boot import FIREWALL_WARNING, is_mounted
 from appliance.commands import WEBUI, CommandError, Runner, ignore
 from appliance.netcli import current_config, interface_addresses
-from tusk.files import write_atomically
+from tusklib.files import write_atomically
 
 VERSION_FILE = "/usr/lib/tusk/version"
 TUSK_CONFIG = "/etc/tusk/tusk.toml"

@@ -18,7 +18,7 @@ import sys
 
 from appliance import network
 from appliance.commands import CommandError, Runner
-from tusk.files import write_atomically
+from tusklib.files import write_atomically
 
 NETWORKD = "systemd-networkd.service"
 

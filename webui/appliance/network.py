@@ -28,7 +28,7 @@ import tomllib
 from dataclasses import dataclass
 
 from policy.core.constants import IFNAME_MAX, IFNAME_PATTERN
-from tusk.files import write_atomically
+from tusklib.files import write_atomically
 
 DEFAULT_PATH = "/etc/tusk/network.toml"
 SYSFS_NET = "/sys/class/net"

@@ -5,7 +5,7 @@ page's own job code, which runs tusk-tune and keeps its report for that page."""
 import os
 
 from jobs.registry import JobFailed, handler
-from tusk.files import write_atomically
+from tusklib.files import write_atomically
 from tuning import agent_jobs as tuning_jobs
 from tuning.core import profile as profiles
 from tuning.core.applier import NO_PROFILE

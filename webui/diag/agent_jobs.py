@@ -24,7 +24,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from jobs.registry import JobFailed, handler
-from tusk.children import confined
+from tusklib.children import confined
 
 from . import files, storage
 from .core import capture as core
@@ -149,7 +149,7 @@ def _capture(run, cap):
 
 
 def sandboxed(config, argv, pass_fds=(), timeout=ANALYZE_TIMEOUT):
-    """`python -B argv...` in the analysis sandbox (tusk.children.confined) as user
+    """`python -B argv...` in the analysis sandbox (tusklib.children.confined) as user
     ANALYZE_USER, its stdout and stderr captured; the descriptors pass_fds are inherited.
     JobFailed naming what is missing when the sandbox cannot run: there is no fallback."""
     python = config.analysis_python or sys.executable

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from jobs.registry import JobFailed, handler
-from tusk.children import end_with_parent
+from tusklib.children import end_with_parent
 
 from .core import responder as core_responder
 from .core import table

@@ -8,7 +8,7 @@ import stat
 from accounts.models import AuditEntry
 from appliance import consolepw
 from jobs.registry import JobFailed, handler
-from tusk.files import write_atomically
+from tusklib.files import write_atomically
 
 
 def _safe_directory(directory):

@@ -1,5 +1,5 @@
 """Settings of the Tusk web UI: fixed here, per device in the configuration file
-(tusk/config.py: TUSK_CONFIG, default /etc/tusk/tusk.toml).
+(tusklib/config.py: TUSK_CONFIG, default /etc/tusk/tusk.toml).
 
 The policy engine's core and the `tusk policy` CLI do not load these settings.
 """
@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from . import config as tusk_config
+from tusklib import config as tusk_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

@@ -23,7 +23,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from tusk.children import end_with_parent
+from tusklib.children import end_with_parent
 
 DUMPCAP = "dumpcap"
 TCPDUMP = "tcpdump"

@@ -14,7 +14,7 @@ import os
 import time
 from datetime import datetime, timezone
 
-from tusk.files import write_atomically
+from tusklib.files import write_atomically
 
 from .errors import Code, PolicyError
 
