@@ -13,7 +13,6 @@ group, no network, no new privileges, memory, CPU and file limits and a timeout 
 parses untrusted input (uploads). When the sandbox cannot run, the job fails saying
 why; it never runs as root instead. The report is kept in Report.result.
 """
-import json
 import os
 import pwd
 import resource
@@ -24,7 +23,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from jobs.registry import JobFailed, handler
-from tusklib.children import confined
+from tusklib import children
 
 from . import files, storage
 from .core import capture as core
@@ -150,8 +149,9 @@ def _capture(run, cap):
 
 def sandboxed(config, argv, pass_fds=(), timeout=ANALYZE_TIMEOUT):
     """`python -B argv...` in the analysis sandbox (tusklib.children.confined) as user
-    ANALYZE_USER, its stdout and stderr captured; the descriptors pass_fds are inherited.
-    JobFailed naming what is missing when the sandbox cannot run: there is no fallback."""
+    ANALYZE_USER: what it printed, parsed as JSON (children.run_json, which raises
+    ChildFailed and TimeoutExpired); the descriptors pass_fds are inherited. JobFailed
+    naming what is missing when the sandbox cannot run: there is no fallback."""
     python = config.analysis_python or sys.executable
     if os.geteuid() != 0:
         raise JobFailed(f"the analysis runs only as user {ANALYZE_USER}, which needs the "
@@ -162,10 +162,10 @@ def sandboxed(config, argv, pass_fds=(), timeout=ANALYZE_TIMEOUT):
         raise JobFailed(f"there is no user {ANALYZE_USER}: the analysis runs only as that "
                         "user (the image has it; tools/tusk-lab creates it)") from None
     try:
-        return subprocess.run([python, "-B", *argv], capture_output=True, text=True,
-                              timeout=timeout, pass_fds=pass_fds, cwd="/",
-                              env={"PATH": "/usr/bin:/bin"},
-                              preexec_fn=confined(user.pw_uid, user.pw_gid, ANALYZE_LIMITS))
+        return children.run_json([python, "-B", *argv], timeout, pass_fds=pass_fds, cwd="/",
+                                 env={"PATH": "/usr/bin:/bin"},
+                                 preexec_fn=children.confined(user.pw_uid, user.pw_gid,
+                                                              ANALYZE_LIMITS))
     except subprocess.TimeoutExpired:
         raise
     except OSError as exc:   # exec refused: the interpreter is out of that user's reach
@@ -203,20 +203,17 @@ def _analyze(run, cap, opened):
         call += ["--fd", f"{fd}={name}"]
     error, result = "", None
     try:
-        done = sandboxed(run.config, call, pass_fds=[fd for fd, _ in opened])
+        result = sandboxed(run.config, call, pass_fds=[fd for fd, _ in opened])
     except subprocess.TimeoutExpired:
         error = f"the analysis did not finish in {ANALYZE_TIMEOUT} s and was stopped"
-    else:
-        if done.returncode == 0:
-            try:
-                result = json.loads(done.stdout)
-            except ValueError:
-                error = "the analyser printed no report"
-        elif done.returncode < 0 or "MemoryError" in done.stderr:
+    except children.ChildFailed as exc:
+        if exc.status == 0:
+            error = "the analyser printed no report"
+        elif exc.status < 0 or "MemoryError" in exc.stderr:
             error = (f"the analysis ran out of its {ANALYZE_MEMORY >> 20} MiB or CPU time, or "
-                     f"was killed (status {done.returncode})")
+                     f"was killed (status {exc.status})")
         else:
-            error = done.stderr.strip() or f"the analyser exited with status {done.returncode}"
+            error = exc.stderr.strip() or f"the analyser {exc.reason}"
     report = Report.objects.create(capture=cap, job=run.job, result=result, error=error)
     if error:
         raise JobFailed(error)

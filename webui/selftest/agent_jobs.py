@@ -8,7 +8,7 @@ namespace, if it has one) asks the client host's responder to measure the paths 
 server host. Both children print progress and the summary as JSON lines, and die with
 the agent (PR_SET_PDEATHSIG); the responder is stopped on every way out of the job.
 """
-import json
+import contextlib
 import os
 import selectors
 import subprocess
@@ -19,7 +19,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from jobs.registry import JobFailed, handler
-from tusklib.children import end_with_parent
+from tusklib import children
 
 from .core import responder as core_responder
 from .core import table
@@ -93,59 +93,42 @@ def _start_responder(config):
         ["ip", "netns", "exec", config.selftest_server_netns, *LAB_PIN, sys.executable,
          core_responder.__file__, "--port", str(config.selftest_port), "--quiet"],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=end_with_parent(os.getpid()))
+        preexec_fn=children.end_with_parent(os.getpid()))
     with selectors.DefaultSelector() as selector:
         selector.register(proc.stdout, selectors.EVENT_READ)
         if selector.select(RESPONDER_START) and proc.stdout.readline().startswith("listening"):
             return proc
-    _stop(proc)
+    children.stop(proc)
     raise JobFailed(f"the responder did not start in {config.selftest_server_netns}: "
                     f"{proc.stderr.read().strip() or 'no answer'}")
 
 
-def _stop(proc):
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def _measure(run, argv, params):
     """Runs the measuring child to its end: its summary, progress reported on the way."""
-    proc = subprocess.Popen(argv, cwd=settings.BASE_DIR, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=end_with_parent(os.getpid()))
     deadline = time.monotonic() + params["max_seconds"] + SLACK
     result = None
+    messages = children.json_lines(argv, cwd=settings.BASE_DIR,
+                                   preexec_fn=children.end_with_parent(os.getpid()))
     try:
-        with selectors.DefaultSelector() as selector:
-            selector.register(proc.stdout, selectors.EVENT_READ)
-            while True:
+        with contextlib.closing(messages):   # stops the child when we give up on it
+            for message in messages:
                 if run.agent.stopping.is_set():
                     raise JobFailed("the agent stopped during this self-test")
                 if time.monotonic() > deadline:
-                    raise JobFailed(f"the measurement took longer than {params['max_seconds']}"
-                                    f" + {SLACK} s")
-                if not selector.select(0.5):
+                    raise JobFailed(f"the measurement took longer than "
+                                    f"{params['max_seconds']} + {SLACK} s")
+                if message is None:
                     continue
-                line = proc.stdout.readline()
-                if not line:
-                    break
-                message = json.loads(line)
                 if "progress" in message:
                     run.progress(min(99, message["progress"]), message["message"])
                 else:
                     result = message["result"]
-        proc.wait(10)
-        if proc.returncode != 0 or result is None:
-            raise JobFailed(proc.stderr.read().strip().removeprefix("error: ")
-                            or f"the measurement exited with status {proc.returncode}")
-        return result
-    finally:
-        _stop(proc)
+    except children.ChildFailed as exc:
+        raise JobFailed(exc.stderr.strip().removeprefix("error: ")
+                        or f"the measurement {exc.reason}") from None
+    if result is None:
+        raise JobFailed("the measurement printed no summary")
+    return result
 
 
 def _run(run, test):
@@ -159,7 +142,7 @@ def _run(run, test):
         result = _measure(run, argv, params)
     finally:
         if responder:
-            _stop(responder)
+            children.stop(responder)
     _finish(test, state=SelfTest.State.DONE, result=result)
     failures = sum(row["failures"] for paths in result["metrics"].values()
                    for row in paths.values())

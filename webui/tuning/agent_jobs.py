@@ -4,7 +4,6 @@ own can enter the lab's namespace (tusk-tune --netns runs itself again under `ip
 netns exec`, which mounts that namespace's /sys). What it prints with --json is kept
 in TuningReport for the Tuning page; apply and rollback plan again afterwards, so
 that the page shows what is left to do."""
-import json
 import subprocess
 import sys
 
@@ -13,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs.registry import JobFailed, handler
+from tusklib import children
 
 from .core.profile import DEFAULT_PROFILE
 from .forms import ProfileForm
@@ -33,19 +33,11 @@ def _tusk_tune(run, command, *argv, ok=(0,)):
         call += ["--netns", config.netns]
     result, error = None, ""
     try:
-        done = subprocess.run(call + [command, *argv], capture_output=True, text=True,
-                              timeout=TIMEOUT)
+        result = children.run_json(call + [command, *argv], TIMEOUT, ok=ok)
     except subprocess.TimeoutExpired:
         error = f"tusk-tune {command} did not finish in {TIMEOUT} s and was stopped"
-    else:
-        if done.returncode in ok:
-            try:
-                result = json.loads(done.stdout)
-            except ValueError:  # a crash: its traceback is on stderr
-                pass
-        if result is None:
-            error = (done.stderr.strip()
-                     or f"tusk-tune {command} exited with status {done.returncode}")
+    except children.ChildFailed as exc:   # a crash: its traceback is on stderr
+        error = exc.stderr.strip() or f"tusk-tune {command} {exc.reason}"
     with transaction.atomic():
         TuningReport.objects.update_or_create(kind=command, defaults={
             "profile": result["profile"] if result else (argv[-1] if argv else ""),
