@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 
 from django.db import transaction
 
+from .core.constants import FAMILY, TABLE
 from .core.revisions import PENDING, Store
 from .core.target import Target
 from .models import Revision, TargetState
@@ -19,7 +20,7 @@ def sha256(text):
 
 def listing(target):
     """The live tusk table without counter values, or None when it is not loaded."""
-    result = target.run(["nft", "-s", "list", "table", "inet", "tusk"])
+    result = target.run(["nft", "-s", "list", "table", FAMILY, TABLE])
     return result.stdout if result.ok else None
 
 

@@ -20,14 +20,14 @@ import time
 from contextlib import contextmanager
 
 from . import capabilities
-from .constants import CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN, POLICY_MAX_BYTES
+from .constants import CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN, FAMILY, POLICY_MAX_BYTES, TABLE
 from .errors import Code, PolicyError
 from .normalise import load_policy_text
 from .render import render
 from .revisions import CONFIRMED, Store
 from .target import Target
 
-EMPTY_RULESET = "table inet tusk\ndelete table inet tusk\n"
+EMPTY_RULESET = f"table {FAMILY} {TABLE}\ndelete table {FAMILY} {TABLE}\n"
 LOCK_WAIT_SECONDS = 30
 WATCHDOG_TICK = 0.2
 

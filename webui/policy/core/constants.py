@@ -2,6 +2,14 @@
 
 POLICY_VERSION = 1
 
+# The nftables tables Tusk owns, all of family inet (one table for IPv4 and IPv6): the
+# policy's (render.py), the firewall's own input and the lockdown table that stands in
+# for it when the kernel refuses it (render_boot.py, loaded by tusk-boot).
+FAMILY = "inet"
+TABLE = "tusk"
+HOST_TABLE = "tusk_host"
+LOCKDOWN_TABLE = "tusk_lockdown"
+
 # Object names become parts of nft chain/set names: keep them short, lower case and
 # free of characters nft would need quoted. 'tusk' prefixes keep them off nft keywords.
 NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"

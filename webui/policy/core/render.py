@@ -1,10 +1,11 @@
 """Stage 2 of 3: render. Pure and deterministic: the same policy gives the same bytes.
 
-The skeleton lives in ruleset.nft.in; this module emits the rule lines. Names follow
-one grammar - zone_<zone>, addr_<set>_v4|_v6, svc_<service>, class_<class> (for
-classes whose actions take more than one rule), tcp_profile_<n>, counter
-class_<class> - and every rule carries a comment naming
-the policy object it came from, so `nft list ruleset` explains itself.
+The skeleton lives in ruleset.nft.in (skeleton() fills in the table names of
+constants.py, for render_boot.py's tables too); this module emits the rule lines.
+Names follow one grammar - zone_<zone>, addr_<set>_v4|_v6, svc_<service>,
+class_<class> (for classes whose actions take more than one rule), tcp_profile_<n>,
+counter class_<class> - and every rule carries a comment naming the policy object it
+came from, so `nft list ruleset` explains itself.
 
 Address sets and port lists of more than one element become named interval sets
 (lookup cost independent of their size); a single element is written inline,
@@ -14,14 +15,28 @@ tiny sets cost seconds per apply.
 from importlib import resources
 
 from . import choices
-from .constants import CT_MARK_FASTPATH_BIT, CT_MARK_PROFILE_MASK, CT_MARK_TUSK_MASK
+from .constants import (
+    CT_MARK_FASTPATH_BIT, CT_MARK_PROFILE_MASK, CT_MARK_TUSK_MASK, FAMILY, HOST_TABLE,
+    LOCKDOWN_TABLE, TABLE,
+)
 from .intervals import address_text, merge, port_text
 
-TABLE = "inet tusk"
 FLOWTABLE = "fastpath"
 _FAMILY = {"ipv4": ("ip", "v4"), "ipv6": ("ip6", "v6")}
 _L4PROTO = {"icmpv6": "ipv6-icmp"}
-_SKELETON = resources.files(__package__).joinpath("ruleset.nft.in").read_text(encoding="utf-8")
+_TABLES = {"@table@": TABLE, "@host_table@": HOST_TABLE, "@lockdown_table@": LOCKDOWN_TABLE}
+
+
+def skeleton(name):
+    """The template `name` next to this module, its table markers replaced by the names in
+    constants.py. Done before any rule line goes in: an interface may be called @table@."""
+    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    for marker, table in _TABLES.items():
+        text = text.replace(marker, f"{FAMILY} {table}")
+    return text
+
+
+_SKELETON = skeleton("ruleset.nft.in")
 
 
 def render(policy):

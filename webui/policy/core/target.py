@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 
+from .constants import FAMILY, TABLE
 from .errors import Code, PolicyError
 
 
@@ -55,12 +56,12 @@ class Target:
 
     def tusk_table(self):
         """The live table inet tusk as nft lists it, or None when there is none."""
-        result = self.run(["nft", "list", "table", "inet", "tusk"])
+        result = self.run(["nft", "list", "table", FAMILY, TABLE])
         return result.stdout if result.ok else None
 
     def counters(self):
         """Named counters of table inet tusk -> {name: (packets, bytes)}."""
-        result = self.run(["nft", "-j", "list", "counters", "table", "inet", "tusk"])
+        result = self.run(["nft", "-j", "list", "counters", "table", FAMILY, TABLE])
         if not result.ok:
             return {}
         found = {}
