@@ -1,4 +1,5 @@
-# Tusk: `make run` starts Tusk in a lab of network namespaces, `make test` runs every test.
+# Tusk: `make run` starts Tusk in a lab of network namespaces, `make test` runs every test,
+# `make check` the fast tiers only (the edit-test loop).
 # Both install what they need (Debian packages, a Python >= 3.12 virtualenv) by themselves.
 
 SHELL := /bin/bash
@@ -8,7 +9,10 @@ LAB ?= tusk
 APT_PACKAGES := nftables iproute2 iputils-ping tcpdump wireshark-common iperf3 procps ethtool \
 	postgresql libpq-dev gcc nginx acl chromium
 HTMX := webui/build/vendor/htmx.org/htmx.min.js
-LAB_HTTP_PORT ?= 8000
+# empty: the first free (HTTP 8000, 8010, ...; PostgreSQL 5439, 5449, ...), so that
+# `make run LAB=b` works beside `make run`
+LAB_HTTP_PORT ?=
+LAB_PG_PORT ?=
 PYTEST_ARGS ?=
 
 KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev cpio
@@ -18,11 +22,12 @@ KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-de
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils ovmf debootstrap xorriso mtools dosfstools \
 	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd shellcheck
 
-.PHONY: help run test deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox kernel image check-image clean
+.PHONY: help run test check deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox kernel image check-image clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
 	@echo "make test          run every test tier (unit, golden, property, namespace, VM)"
+	@echo "make check         only the fast tiers (unit, diag, golden, tuning, property): minutes"
 	@echo "make vm-test       only the VM tier: Tusk's kernel under QEMU (scenarios, KUnit)"
 	@echo "make bench         the single-flow report: FWSM's table on Tusk -> docs/PERFORMANCE.md"
 	@echo "make bench-policy  compile/check/apply times and single-flow throughput"
@@ -61,9 +66,19 @@ venv: $(VENV)/.installed
 vm-deps:
 	@tools/ensure-apt $(KERNEL_APT_PACKAGES) $(VM_APT_PACKAGES)
 
+# After pytest, however it ended: nothing of the tests' may be left running (their
+# PostgreSQL cluster, labs, namespaces, agents, nginx, gunicorn).
 test: deps vm-deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test needs root: the namespace tests create network namespaces"; exit 1; }
-	cd tests && BUILDROOT="$(BUILDROOT)" ../$(PY) -m pytest $(PYTEST_ARGS)
+	cd tests && { BUILDROOT="$(BUILDROOT)" ../$(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
+	  ../$(PY) leftovers.py || status=1; exit $$status; }
+
+# The fast tiers, no namespaces, database or VM: for the edit-test loop. The lint step
+# goes here too (and into `make test`).
+CHECK_TIERS := unit diag golden tuning property
+check: deps
+	@[ "$$(id -u)" -eq 0 ] || { echo "make check needs root: nft -c runs in a scratch network namespace"; exit 1; }
+	cd tests && ../$(PY) -m pytest -q $(CHECK_TIERS) $(PYTEST_ARGS)
 
 vm-test: deps vm-deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make vm-test needs root (debootstrap, QEMU's 9p shares)"; exit 1; }
@@ -71,7 +86,8 @@ vm-test: deps vm-deps
 
 run: deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make run needs root: namespaces, nftables, PostgreSQL's cluster"; exit 1; }
-	$(PY) tools/tusk-lab --name $(LAB) --http-port $(LAB_HTTP_PORT)
+	$(PY) tools/tusk-lab --name $(LAB) $(if $(LAB_HTTP_PORT),--http-port $(LAB_HTTP_PORT)) \
+	  $(if $(LAB_PG_PORT),--pg-port $(LAB_PG_PORT))
 
 kernel:
 	@tools/ensure-apt $(KERNEL_APT_PACKAGES)

@@ -11,7 +11,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from lab.paths import ROOT
+
 TUSK_NET = os.path.join(ROOT, "webui", "bin", "tusk-net")
 TUSK_CONSOLE = os.path.join(ROOT, "webui", "bin", "tusk-console")
 

@@ -1,11 +1,13 @@
 """Shared fixtures. A missing tool fails the tier with what to install - never a skip."""
 import os
 import shutil
+import signal
 import subprocess
 
 import pytest
 
-from lab import Lab, ensure_system_users
+from lab.namespaces import Lab
+from lab.users import ensure_system_users
 
 TOOLS = {"nft": "nftables", "ip": "iproute2", "tcpdump": "tcpdump", "iperf3": "iperf3",
          "ping": "iputils-ping"}
@@ -17,6 +19,12 @@ def require(*tools):
         pytest.fail("missing: " + ", ".join(missing) + " - run `make test`, which installs them")
     if os.geteuid() != 0:
         pytest.fail("this tier needs root to create network namespaces")
+
+
+def pytest_sessionstart(session):
+    """SIGTERM ends the session as Ctrl-C does: fixtures tear down what they started (the
+    web tier's PostgreSQL cluster, the browser tier's lab), so nothing is left running."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,8 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from lab.paths import ROOT
+
 TUSK = os.path.join(ROOT, "webui", "bin", "tusk")
 
 

@@ -4,14 +4,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 from django.contrib.auth import get_user_model
+from kit import wait_until
+from lab.paths import BIN
 
-ROOT = Path(__file__).resolve().parents[1]
-# the browser tier's tools/tusk-lab: its own lab name and ports, apart from make run's
-BROWSER_LAB, BROWSER_HTTP_PORT, BROWSER_PG_PORT = "e2e", 8021, 5442
+# the web tier's netns fixture: the agent's namespace (it captures and routes there)
+AGENT_NETNS = f"tusk-agent-{os.getpid()}"
+# the web tier's peers fixture: peer-a - the agent's namespace - peer-b, and a direct link
+PEER_A, PEER_B, PEER_B_DIRECT, PEER_A_GATEWAY = "10.98.1.2", "10.98.2.2", "10.98.9.2", "10.98.1.1"
+# the browser tier's tools/tusk-lab: its own lab name, apart from make run's
+BROWSER_LAB = "e2e"
 
 
 def make_user(username, role, password="correct horse battery", must_change=False):
@@ -34,18 +37,15 @@ class AgentProcess:
         from jobs.models import AgentHeartbeat
         env = dict(os.environ, TUSK_CONFIG=str(self.config),
                    DJANGO_SETTINGS_MODULE="tusk.settings")
-        started = time.time()
-        self.proc = subprocess.Popen([sys.executable, str(ROOT / "webui" / "bin" / "tusk-agent")],
+        self.proc = subprocess.Popen([sys.executable, str(BIN / "tusk-agent")],
                                      env=env, stdout=open(self.log, "ab"),
                                      stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if AgentHeartbeat.objects.filter(agent__contains=f":{self.proc.pid}:").exists():
-                return self
+
+        def beating():
             assert self.proc.poll() is None, self.log.read_text()
-            time.sleep(0.1)
-        raise AssertionError(f"the agent did not start in {time.time() - started:.0f} s:\n"
-                             f"{self.log.read_text()}")
+            return AgentHeartbeat.objects.filter(agent__contains=f":{self.proc.pid}:").exists()
+        wait_until(beating, 30, f"the agent's first heartbeat (log {self.log})")
+        return self
 
     def kill(self):
         self.proc.send_signal(signal.SIGKILL)
@@ -59,10 +59,8 @@ class AgentProcess:
 
 def wait(job, seconds=30):
     """job once the agent has finished it."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    def done():
         job.refresh_from_db()
-        if job.done:
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"{job} not done after {seconds} s: {job.message}")
+        return job.done
+    wait_until(done, seconds, lambda: f"{job} done (so far: {job.message})")
+    return job

@@ -27,11 +27,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(HERE)
 ROOT = os.path.dirname(TESTS)
-sys.path[:0] = [TESTS, os.path.join(TESTS, "diag"), os.path.join(ROOT, "webui")]
+sys.path[:0] = [ROOT, TESTS, os.path.join(TESTS, "diag"), os.path.join(ROOT, "webui")]
 
 import dpkt  # noqa: E402
 from diag.core import capture  # noqa: E402
-from lab import SERVER_V4, Lab  # noqa: E402
+from lab.namespaces import SERVER_V4, Lab  # noqa: E402
 from simflow import bulk_pcap  # noqa: E402
 
 SECONDS = int(os.environ.get("BENCH_SECONDS", "5"))

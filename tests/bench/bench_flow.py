@@ -34,11 +34,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "netns"), str(ROOT / "tests" / "vm"),
-                str(ROOT / "tests" / "vm" / "guest"), str(ROOT / "webui")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "netns"),
+                str(ROOT / "tests" / "vm"), str(ROOT / "tests" / "vm" / "guest"),
+                str(ROOT / "webui")]
 
 import vm  # noqa: E402
-from lab import Lab  # noqa: E402
+from lab.namespaces import Lab  # noqa: E402
 from scenario import Context  # noqa: E402
 from scenarios.bench_flow import LOSS, NO_LOSS, ROWS, Bench  # noqa: E402
 
@@ -330,7 +331,7 @@ the median of the per-round ratios.
 ## Method
 
 - The lab is three network namespaces, client - fw - server, joined by veth pairs
-  (`tests/lab.py`); the flow is iperf3 (default TCP window autotuning, CUBIC, SACK,
+  (`lab/namespaces.py`); the flow is iperf3 (default TCP window autotuning, CUBIC, SACK,
   window scaling and timestamps on), client sending, port 5201, which the example
   policy puts in its class bulk-copy.
 - In the VM the whole lab runs on Tusk's kernel (Linux 6.12 + `kernel-patches/`)

@@ -36,9 +36,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(HERE)
 ROOT = os.path.dirname(TESTS)
 WEBUI = os.path.join(ROOT, "webui")
-sys.path[:0] = [TESTS, WEBUI]
+sys.path[:0] = [ROOT, TESTS, WEBUI]
 
-from lab import SERVER_BYPASS_V4, SERVER_V4, Lab  # noqa: E402
+from lab.namespaces import SERVER_BYPASS_V4, SERVER_V4, Lab  # noqa: E402
 from selftest.core import responder, table  # noqa: E402
 
 PORT = 8009

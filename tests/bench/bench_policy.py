@@ -23,12 +23,13 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(HERE), os.path.join(os.path.dirname(os.path.dirname(HERE)), "webui")]
+sys.path[:0] = [os.path.dirname(os.path.dirname(HERE)), os.path.dirname(HERE),
+                os.path.join(os.path.dirname(os.path.dirname(HERE)), "webui")]
 
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "vm"))
 
 import vm  # noqa: E402
-from lab import SERVER_V4, Lab  # noqa: E402
+from lab.namespaces import SERVER_V4, Lab  # noqa: E402
 from policy.core.normalise import load_policy  # noqa: E402
 from policy.core.render import render  # noqa: E402
 from policy.core.target import Target  # noqa: E402

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "vm"))
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent / "vm")]
 
 import vm  # noqa: E402
 

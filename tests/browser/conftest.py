@@ -10,22 +10,22 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-ROOT = Path(__file__).resolve().parents[2]
+from lab.paths import ROOT, TUSK_LAB
+
 ARTIFACTS = ROOT / "tests" / "artifacts" / "browser"
 CHROMIUM = "/usr/bin/chromium"
-from tuskweb import BROWSER_HTTP_PORT as HTTP_PORT  # noqa: E402
 from tuskweb import BROWSER_LAB as LAB_NAME  # noqa: E402
-from tuskweb import BROWSER_PG_PORT as PG_PORT  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def tusk():
-    """tools/tusk-lab, up until the session ends: (base URL, one-time admin password)."""
+    """tools/tusk-lab, up until the session ends, on ports it finds free beside any lab
+    of make run's: (base URL, one-time admin password). Torn down however the session
+    ends: a test may leave nothing running."""
     if os.geteuid() != 0:
         pytest.fail("the browser tier needs root (tools/tusk-lab: namespaces, PostgreSQL)")
     for tool, package in (("nginx", "nginx"), ("pg_createcluster", "postgresql"),
@@ -35,8 +35,7 @@ def tusk():
                         "which installs it")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log = open(ARTIFACTS / "tusk-lab.log", "w")
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "tusk-lab"), "--name",
-                             LAB_NAME, "--http-port", str(HTTP_PORT), "--pg-port", str(PG_PORT)],
+    proc = subprocess.Popen([sys.executable, str(TUSK_LAB), "--name", LAB_NAME],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     password, url = None, None
     deadline = time.monotonic() + 240
@@ -51,14 +50,15 @@ def tusk():
             break
         if time.monotonic() > deadline:
             break
-    if url is None or password is None:
-        proc.kill()
-        pytest.fail(f"tools/tusk-lab did not come up; see {ARTIFACTS / 'tusk-lab.log'}")
-    yield url, password
-    proc.send_signal(signal.SIGTERM)
-    rest, _ = proc.communicate(timeout=120)
-    log.write(rest)
-    log.close()
+    try:
+        if url is None or password is None:
+            pytest.fail(f"tools/tusk-lab did not come up; see {ARTIFACTS / 'tusk-lab.log'}")
+        yield url, password
+    finally:   # SIGTERM, never SIGKILL: tusk-lab tears down its namespaces and cluster
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=120)
+        log.write(rest)
+        log.close()
 
 
 @pytest.fixture(scope="session")

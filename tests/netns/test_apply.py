@@ -7,10 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
+from kit import wait_until
 from tuskcli import TUSK, run_tusk
 
 MINIMAL = """
@@ -51,15 +51,6 @@ def outcome(state, rev):
         return json.load(handle)["outcome"]
 
 
-def wait_for(predicate, seconds, what):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {seconds} s waiting for {what}")
-
-
 @pytest.fixture
 def fw(lab, tmp_path):
     lab.ns(lab.fw, "nft", "delete", "table", "inet", "tusk", check=False)
@@ -79,7 +70,8 @@ def test_apply_then_confirm_keeps_the_ruleset(lab, fw, tmp_path):
     assert "revision 1 applied" in result.stdout
     assert live(lab) == ["alpha"]
     fw("confirm")
-    time.sleep(TIMEOUT + 1.5)
+    # the watchdog, the only one that rolls back, ends within a tick of the confirm
+    wait_until(lambda: not _watchdogs(fw.state), 5, "the watchdog ending after the confirm")
     assert live(lab) == ["alpha"], "a confirmed revision must stay"
     assert outcome(fw.state, 1) == "confirmed"
     history = fw("history").stdout
@@ -91,9 +83,9 @@ def test_unconfirmed_apply_rolls_back_by_itself(lab, fw, tmp_path):
     fw("confirm")
     fw("apply", policy(tmp_path, "beta"), "--timeout", TIMEOUT)
     assert live(lab) == ["beta"]
-    wait_for(lambda: live(lab) == ["alpha"], TIMEOUT + 5, "rollback to alpha")
+    wait_until(lambda: live(lab) == ["alpha"], TIMEOUT + 5, "rollback to alpha")
     # the watchdog restores the ruleset first, then records the outcome
-    wait_for(lambda: outcome(fw.state, 2) != "pending", 5, "the outcome to be recorded")
+    wait_until(lambda: outcome(fw.state, 2) != "pending", 5, "the outcome to be recorded")
     assert outcome(fw.state, 2) == f"rolled back: not confirmed within {TIMEOUT} s"
     assert fw("confirm", check=False).returncode == 24   # NOT_PENDING
 
@@ -101,7 +93,7 @@ def test_unconfirmed_apply_rolls_back_by_itself(lab, fw, tmp_path):
 def test_first_apply_unconfirmed_removes_the_table(lab, fw, tmp_path):
     fw("apply", policy(tmp_path, "alpha"), "--timeout", TIMEOUT)
     assert live(lab) == ["alpha"]
-    wait_for(lambda: live(lab) is None, TIMEOUT + 5, "the table to go away")
+    wait_until(lambda: live(lab) is None, TIMEOUT + 5, "the table to go away")
 
 
 def test_rollback_survives_sigkill_of_the_applying_process(lab, fw, tmp_path):
@@ -111,14 +103,14 @@ def test_rollback_survives_sigkill_of_the_applying_process(lab, fw, tmp_path):
             "apply", "--wait", "--timeout", str(TIMEOUT), str(policy(tmp_path, "beta"))]
     applier = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                start_new_session=True)
-    wait_for(lambda: live(lab) == ["beta"], 10, "beta to be live")
+    wait_until(lambda: live(lab) == ["beta"], 10, "beta to be live")
     assert applier.poll() is None, "apply --wait must still be waiting for confirmation"
     os.killpg(applier.pid, signal.SIGKILL)
     applier.wait()
     assert applier.returncode == -signal.SIGKILL
     assert live(lab) == ["beta"]
-    wait_for(lambda: live(lab) == ["alpha"], TIMEOUT + 5, "rollback after SIGKILL")
-    wait_for(lambda: outcome(fw.state, 2) != "pending", 5, "the outcome to be recorded")
+    wait_until(lambda: live(lab) == ["alpha"], TIMEOUT + 5, "rollback after SIGKILL")
+    wait_until(lambda: outcome(fw.state, 2) != "pending", 5, "the outcome to be recorded")
     assert outcome(fw.state, 2).startswith("rolled back: not confirmed")
 
 
@@ -133,10 +125,10 @@ def test_recover_rolls_back_when_the_watchdog_died_too(lab, fw, tmp_path):
     fw("apply", policy(tmp_path, "alpha"))
     fw("confirm")
     fw("apply", policy(tmp_path, "beta"), "--timeout", TIMEOUT)
-    wait_for(lambda: _watchdogs(fw.state), 5, "the watchdog to start")
+    wait_until(lambda: _watchdogs(fw.state), 5, "the watchdog to start")
     for pid in _watchdogs(fw.state):
         os.kill(pid, signal.SIGKILL)
-    time.sleep(TIMEOUT + 1)
+    wait_until(lambda: not _watchdogs(fw.state), 5, "the killed watchdog gone")
     assert live(lab) == ["beta"], "nothing is left to roll back without the watchdog"
     assert fw("recover").stdout.strip() == "rolled back"
     assert live(lab) == ["alpha"]
@@ -147,9 +139,9 @@ def test_recover_rearms_a_watchdog_for_a_pending_revision(lab, fw, tmp_path):
     for pid in _watchdogs(fw.state):
         os.kill(pid, signal.SIGKILL)
     assert fw("recover").stdout.strip() == "watching"
-    wait_for(lambda: _watchdogs(fw.state), 5, "a new watchdog")
+    wait_until(lambda: _watchdogs(fw.state), 5, "a new watchdog")
     fw("confirm")
-    wait_for(lambda: not _watchdogs(fw.state), 5, "the watchdog to leave after confirm")
+    wait_until(lambda: not _watchdogs(fw.state), 5, "the watchdog to leave after confirm")
 
 
 def test_rollback_now_restores_the_confirmed_revision(lab, fw, tmp_path):
@@ -183,7 +175,7 @@ def test_applying_over_a_pending_apply_supersedes_it(lab, fw, tmp_path):
     fw("apply", policy(tmp_path, "gamma"), "--timeout", TIMEOUT)
     assert live(lab) == ["gamma"]
     assert outcome(fw.state, 2) == "superseded by 3"
-    wait_for(lambda: live(lab) == ["alpha"], TIMEOUT + 5, "rollback to the confirmed alpha")
+    wait_until(lambda: live(lab) == ["alpha"], TIMEOUT + 5, "rollback to the confirmed alpha")
 
 
 def test_a_refused_apply_leaves_the_previous_ruleset_in_place(lab, fw, tmp_path):

@@ -10,11 +10,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
-from lab import FW_C_V4, FW_S_V4, SERVER_V4
+from kit import wait_until
+from lab.namespaces import FW_C_V4, FW_S_V4, SERVER_V4
 from tuskcli import ROOT, run_tusk
 
 sys.path.insert(0, os.path.join(ROOT, "webui"))
@@ -106,10 +106,15 @@ def test_a_refused_revision_leaves_the_fail_closed_table(lab, state, tmp_path):
 
 
 def listen(lab, port):
-    return subprocess.Popen(["ip", "netns", "exec", lab.fw, sys.executable, "-c",
-                             "import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,"
-                             "socket.SO_REUSEADDR,1); s.bind(('0.0.0.0', int(sys.argv[1]))); "
-                             "s.listen(8)\nwhile True: s.accept()[0].close()", str(port)])
+    """A server accepting on port in fw, once it listens."""
+    server = subprocess.Popen(["ip", "netns", "exec", lab.fw, sys.executable, "-c",
+                               "import socket,sys; s=socket.socket(); s.setsockopt(socket."
+                               "SOL_SOCKET, socket.SO_REUSEADDR,1); s.bind(('0.0.0.0', "
+                               "int(sys.argv[1]))); s.listen(8)\nwhile True: "
+                               "s.accept()[0].close()", str(port)])
+    wait_until(lambda: lab.ns(lab.fw, "ss", "-Hltn", f"sport = :{port}").stdout, 10,
+               f"a listener on port {port} in {lab.fw}")
+    return server
 
 
 def reaches(lab, namespace, address, port):
@@ -126,7 +131,6 @@ def test_host_table_lets_only_the_management_interface_in(lab, state, nft_check,
     assert nft_check(text).returncode == 0
     server = listen(lab, 443)
     try:
-        time.sleep(0.5)
         lab.ns(lab.fw, "nft", "-f", "-", input=text)
         assert reaches(lab, lab.client, FW_C_V4, 443) == (mgmt is not None)
         assert not reaches(lab, lab.server, FW_S_V4, 443)
@@ -166,7 +170,6 @@ def forwarding(lab):
 @pytest.fixture
 def listeners(lab):
     servers = [listen(lab, port) for port in (22, 80, 443)]
-    time.sleep(0.5)
     yield
     for server in servers:
         server.kill()
@@ -186,10 +189,7 @@ def owned(lab):
         holder.stdin.write(f"add table inet {table} {{ flags owner; }}\n")
         holder.stdin.flush()
         holders.append(holder)
-        deadline = time.monotonic() + 5
-        while table not in ruleset(lab):
-            assert time.monotonic() < deadline, f"nft -i did not create {table}"
-            time.sleep(0.05)
+        wait_until(lambda: table in ruleset(lab), 5, f"nft -i creating {table}")
     yield own
     for holder in holders:
         holder.kill()

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from lab import SERVER_V4, SERVER_V6
+from lab.namespaces import SERVER_V4, SERVER_V6
 from pcaps import captures, tcp_exchange
 from tuskcli import TUSK
 

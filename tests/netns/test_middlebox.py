@@ -7,13 +7,12 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from lab import SERVER_BYPASS_V4, SERVER_V4
+from lab.namespaces import SERVER_BYPASS_V4, SERVER_V4
+from lab.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 WEBUI = ROOT / "webui"
 RESPONDER = WEBUI / "selftest" / "core" / "responder.py"
 PORT = 8009

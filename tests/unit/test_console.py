@@ -7,6 +7,7 @@ import os
 import pty
 import select
 import signal
+import subprocess
 import sys
 import time
 
@@ -14,6 +15,7 @@ import pytest
 
 from appliance import network
 from appliancetree import TUSK_CONSOLE, Appliance, Nic, ip_json
+from kit import wait_until
 
 PATH = "/etc/tusk/network.toml"
 PROMPT = "Enter an option: "
@@ -82,6 +84,22 @@ class Terminal:
             except ProcessLookupError:
                 pass
         os.close(self.fd)
+
+
+def runs_below(pid, command):
+    """Whether a descendant of pid runs command (its whole command line)."""
+    for found in subprocess.run(["pgrep", "-x", "-f", command], capture_output=True,
+                                text=True).stdout.split():
+        ancestor = int(found)
+        try:
+            while ancestor > 1:
+                with open(f"/proc/{ancestor}/stat") as stat:   # field 4: the parent's pid
+                    ancestor = int(stat.read().rsplit(")", 1)[1].split()[1])
+                if ancestor == pid:
+                    return True
+        except FileNotFoundError:      # it ended meanwhile
+            continue
+    return False
 
 
 @pytest.fixture
@@ -455,7 +473,7 @@ def test_shell_and_back_to_the_menu_ctrl_c_goes_to_the_shell(console):
     terminal.type("echo shell-$((6 * 7))")
     terminal.expect("shell-42")
     terminal.type("sleep 60; echo not-interrupted")
-    time.sleep(0.5)
+    wait_until(lambda: runs_below(terminal.pid, "sleep 60"), TIMEOUT, "the shell's sleep 60")
     terminal.press(b"\x03")           # interrupts the sleep, not the menu
     terminal.type("echo still-in-the-shell")
     terminal.expect("echo still-in-the-shell")   # the terminal's echo of what was typed

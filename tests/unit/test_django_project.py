@@ -4,7 +4,8 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from lab.paths import ROOT
+
 TEST_CONFIG = os.path.join(ROOT, "tests", "web", "tusk-test.toml")
 
 

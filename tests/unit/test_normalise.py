@@ -4,12 +4,12 @@ import os
 
 import pytest
 
+from lab.paths import ROOT
 from policy.core import choices
 from policy.core.errors import Code, PolicyError, Problem
 from policy.core.model import AddressSet, Interval, Mss, Policy, Service, TcpOptions
 from policy.core.normalise import load_policy, load_policy_file, load_policy_text
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "webui", "policy", "examples", "tusk.yaml")
 
 # A valid policy with three classes; with_class() appends a fourth, classes[3].

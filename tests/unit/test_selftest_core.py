@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kit import wait_until
 from selftest.core import control, responder, stats, table
 from selftest.core.responder import Measurer, ParamError, Responder, check_params, check_paths
 
@@ -164,10 +165,10 @@ def test_connections_beyond_the_limit_are_told_busy(serve, monkeypatch):
     port = serve()
     with socket.create_connection(("127.0.0.1", port), timeout=5) as held:
         held.sendall(b"PING\n")
-        time.sleep(0.2)
-        assert talk(port, b"PING\n") == b"ERR busy: too many connections\n"
-    time.sleep(0.2)   # the slot is free again
-    assert talk(port, b"TXN " + b"b" * responder.TOKEN_SIZE + b"\n").startswith(b"ACK ")
+        wait_until(lambda: talk(port, b"PING\n") == b"ERR busy: too many connections\n", 5,
+                   "the second connection told busy")
+    wait_until(lambda: talk(port, b"TXN " + b"b" * responder.TOKEN_SIZE + b"\n")
+               .startswith(b"ACK "), 5, "the slot free again")
 
 
 def test_control_runs_the_measurement_for_an_allowed_address(serve):

@@ -8,11 +8,11 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from lab.paths import ROOT
+
 BENCH = ROOT / "tests" / "bench" / "bench_flow.py"
 MBIT = re.compile(r"^\d+ \(\d+-\d+\)$")
 RATIO = re.compile(r"^\d+\.\d\d$")

@@ -3,7 +3,7 @@ applied and confirmed with the tusk CLI, ping both families, one iperf3 flow thr
 fw captured on both fw interfaces."""
 import json
 
-from lab import CLIENT_V4, SERVER_V4
+from lab.namespaces import CLIENT_V4, SERVER_V4
 from policy.core import choices
 from policy.core.normalise import load_policy_file
 

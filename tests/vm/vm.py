@@ -18,7 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from lab.paths import ROOT
+
 QEMU = "qemu-system-x86_64"
 GUEST_INIT = "/sbin/tusk-vm-init"
 P9 = "trans=virtio,version=9p2000.L,msize=512000"

@@ -1,22 +1,22 @@
 """The web tier: Django against a real PostgreSQL cluster of the tests' own
-(tools/pg-cluster up tusk-test 5440, started here - nothing runs in CI beforehand),
-and the real agent. A missing server package fails with what to install."""
+(tools/pg-cluster up tusk-test 5440, started here - nothing runs in CI beforehand, and
+stopped again when the session ends, however it ends), and the real agent. A missing
+server package fails with what to install."""
 import dataclasses
-import importlib.machinery
-import importlib.util
 import os
 import pwd
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from django.conf import settings
 
-from tuskweb import AgentProcess, make_user
+from lab.namespaces import Topology
+from lab.paths import PG_CLUSTER
+from lab.users import ANALYZE_PROBE, ANALYZE_USER, reach_interpreter
+from tuskweb import AGENT_NETNS, PEER_B_DIRECT, AgentProcess, make_user
 
-ROOT = Path(__file__).resolve().parents[2]
 CLUSTER, PORT = "tusk-test", "5440"
 
 
@@ -27,10 +27,15 @@ def django_db_modify_db_settings():
     if shutil.which("pg_createcluster") is None:
         pytest.fail("missing: pg_createcluster (Debian package postgresql) - run `make test`, "
                     "which installs it")
-    result = subprocess.run([str(ROOT / "tools" / "pg-cluster"), "up", CLUSTER, PORT],
-                            capture_output=True, text=True)
+    running = subprocess.run(["pg_lsclusters", "-h"], capture_output=True, text=True).stdout
+    # another session's cluster (two tiers run by hand at once) stays up for it
+    ours = not any(line.split()[1:4:2] == [CLUSTER, "online"] for line in running.splitlines())
+    result = subprocess.run([PG_CLUSTER, "up", CLUSTER, PORT], capture_output=True, text=True)
     if result.returncode != 0:
         pytest.fail(f"could not start PostgreSQL cluster {CLUSTER}: {result.stderr}")
+    yield
+    if ours:
+        subprocess.run([PG_CLUSTER, "down", CLUSTER, PORT], check=True)
 
 
 @pytest.fixture
@@ -57,7 +62,7 @@ def viewer_client(client, viewer_user):
 
 @pytest.fixture
 def netns():
-    name = f"tusk-agent-{os.getpid()}"
+    name = AGENT_NETNS
     subprocess.run(["ip", "netns", "add", name], check=True)
     subprocess.run(["ip", "-n", name, "link", "add", "eth1", "type", "veth", "peer", "name",
                     "eth2"], check=True)
@@ -65,17 +70,34 @@ def netns():
     subprocess.run(["ip", "netns", "del", name], check=False)
 
 
+@pytest.fixture
+def peers(netns):
+    """peer-a (PEER_A 10.98.1.2) - eth1 [netns] eth3 - peer-b (PEER_B 10.98.2.2), forwarding
+    on, and peer-a 10.98.9.1/30 - 10.98.9.2/30 peer-b directly (the self-test's baseline)."""
+    topology = Topology()
+    names = (topology.namespace(f"{netns}-a"), topology.namespace(f"{netns}-b"))
+    topology.ns(netns, "ip", "link", "del", "eth1")
+    for inner, peer, net in (("eth1", names[0], "1"), ("eth3", names[1], "2")):
+        topology.wire(netns, inner, peer, "eth0")
+        topology.address(netns, inner, f"10.98.{net}.1/24")
+        topology.address(peer, "eth0", f"10.98.{net}.2/24")
+        topology.route(peer, "default", f"10.98.{net}.1")
+    topology.wire(names[0], "bypass", names[1], "bypass")
+    topology.address(names[0], "bypass", "10.98.9.1/30")
+    topology.address(names[1], "bypass", f"{PEER_B_DIRECT}/30")
+    topology.forward(netns)
+    yield names
+    topology.down()
+
+
 @pytest.fixture(scope="session")
 def analysis_user(system_users):
     """tusk-analyze can run this interpreter and import the analyser, as in make run: the
-    lab's own code (tools/tusk-lab) grants it the way there."""
-    loader = importlib.machinery.SourceFileLoader("tusk_lab", str(ROOT / "tools" / "tusk-lab"))
-    lab = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
-    loader.exec_module(lab)
-    problem = lab.reach_interpreter(sys.executable, lab.ANALYZE_USER, lab.ANALYZE_PROBE)
+    lab's own code (lab/users.py) grants it the way there."""
+    problem = reach_interpreter(sys.executable, ANALYZE_USER, ANALYZE_PROBE)
     if problem:
         pytest.fail(problem)
-    return lab.ANALYZE_USER
+    return ANALYZE_USER
 
 
 @pytest.fixture

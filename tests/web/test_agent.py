@@ -8,6 +8,7 @@ import pytest
 
 from jobs import queue
 from jobs.models import Job
+from kit import wait_until
 from policy.models import Revision, TargetState
 from tuskweb import AgentProcess, wait
 
@@ -82,12 +83,8 @@ def test_the_agent_notices_a_ruleset_changed_behind_its_back(agent, netns):
     wait(queue.enqueue("policy.confirm"))
     subprocess.run(["ip", "netns", "exec", netns, "nft", "add", "rule", "inet", "tusk",
                     "forward", "accept"], check=True)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if TargetState.objects.get(pk=1).matches is False:
-            return
-        time.sleep(0.2)
-    raise AssertionError("the drift was not noticed")
+    wait_until(lambda: TargetState.objects.get(pk=1).matches is False, 10,
+               "the agent noticing the drift")
 
 
 def test_a_killed_agent_fails_the_job_it_was_running_and_runs_the_rest(agent, agent_config):
@@ -95,10 +92,7 @@ def test_a_killed_agent_fails_the_job_it_was_running_and_runs_the_rest(agent, ag
     lock = open(agent_config.parent / "policy" / "lock", "a")
     fcntl.flock(lock, fcntl.LOCK_EX)  # the apply blocks on the applier's lock
     job = queue.enqueue("policy.apply", {"policy_text": POLICY})
-    deadline = time.monotonic() + 20
-    while Job.objects.get(pk=job.pk).state != "running":
-        assert time.monotonic() < deadline, "the apply never started"
-        time.sleep(0.05)
+    wait_until(lambda: Job.objects.get(pk=job.pk).state == "running", 20, "the apply starting")
     agent.kill()
     fcntl.flock(lock, fcntl.LOCK_UN)
     ping = queue.enqueue("agent.ping")  # queued while no agent runs
@@ -122,10 +116,7 @@ def test_a_retry_safe_job_left_running_is_run_again(agent_config, transactional_
 
 def test_statistics_are_sampled_in_the_target_namespace(agent, netns):
     from dashboard.models import Sample
-    deadline = time.monotonic() + 10
-    while Sample.objects.count() < 2:
-        assert time.monotonic() < deadline, "no samples"
-        time.sleep(0.2)
+    wait_until(lambda: Sample.objects.count() >= 2, 10, "two samples")
     sample = Sample.objects.order_by("-taken").first()
     assert set(sample.interfaces) == {"eth1", "eth2"}
     assert sample.softirqs and all(len(v) == 2 for v in sample.softirqs.values())

@@ -23,10 +23,11 @@ from django.contrib.auth.hashers import make_password
 
 from accounts.models import AuditEntry, LoginFailure
 from diag.models import Capture
+from kit import wait_until
+from lab.edge import NGINX_USER, render_nginx_conf, self_signed_certificate, web_socket
+from lab.paths import ROOT
 from tuskweb import make_user
-from webedge import NGINX_USER, render_nginx_conf, self_signed_certificate, web_socket
 
-ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "correct horse battery"
 
 
@@ -87,17 +88,17 @@ capture_dir = "{self.dir / 'captures'}"
             {"80": self.redirect, "443": self.https, "127.0.0.1:8080": self.http}, crt, key))
         self.nginx = self.spawn("nginx", ["nginx", "-c", str(conf), "-p", str(self.dir),
                                           "-g", "daemon off;"])
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            for name, proc in self.procs:
-                assert proc.poll() is None, f"{name} exited: {self.log(name)}"
-            try:
-                if Client(self, "127.0.0.1", tls=False).get("/healthz/")[0] == 200:
-                    return self
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError(f"the edge did not answer: {self.log('nginx')}{self.log('gunicorn')}")
+        wait_until(self.answers, 30,
+                   lambda: f"the edge answering: {self.log('nginx')}{self.log('gunicorn')}")
+        return self
+
+    def answers(self):
+        for name, proc in self.procs:
+            assert proc.poll() is None, f"{name} exited: {self.log(name)}"
+        try:
+            return Client(self, "127.0.0.1", tls=False).get("/healthz/")[0] == 200
+        except OSError:
+            return False
 
     def spawn(self, name, argv, **kwargs):
         proc = subprocess.Popen(argv, stdout=open(self.dir / f"{name}.log", "ab"),

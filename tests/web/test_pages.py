@@ -2,16 +2,15 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 
 from accounts.models import AuditEntry, Profile
 from jobs.models import AgentHeartbeat, Job
+from lab.paths import ROOT
 from policy import draft as drafts
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_an_admin_creates_a_viewer_who_must_choose_a_password(admin_client, client):

@@ -7,18 +7,20 @@ flows between these namespaces."""
 import dataclasses
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from accounts.models import AuditEntry
 from jobs.models import Job
+from lab.paths import WEBUI
 from selftest.models import SelfTest
+from tuskweb import PEER_A as A
+from tuskweb import PEER_A_GATEWAY as ROUTER_A
+from tuskweb import PEER_B as B
+from tuskweb import PEER_B_DIRECT as DIRECT
 from tuskweb import wait
 
-ROOT = Path(__file__).resolve().parents[2]
-RESPONDER = ROOT / "webui" / "selftest" / "core" / "responder.py"
-A, B, DIRECT, ROUTER_A = "10.98.1.2", "10.98.2.2", "10.98.9.2", "10.98.1.1"
+RESPONDER = WEBUI / "selftest" / "core" / "responder.py"
 PORT = 8009
 METRICS = ("transaction", "feedback", "bulk")
 SMALL = {"transactions": 20, "pings": 20, "bulk": 2, "timeout": 2}
@@ -29,31 +31,9 @@ def sh(*argv, check=True):
 
 
 @pytest.fixture
-def hosts(netns):
-    """peer-a (10.98.1.2) - [netns] - peer-b (10.98.2.2), and peer-a 10.98.9.1/30 -
-    10.98.9.2/30 peer-b directly."""
-    peers = (f"{netns}-a", f"{netns}-b")
-    for peer in peers:
-        sh("ip", "netns", "add", peer)
-        sh("ip", "-n", peer, "link", "set", "lo", "up")
-    for inner, peer, net in (("eth1", peers[0], "1"), ("eth3", peers[1], "2")):
-        sh("ip", "-n", netns, "link", "del", inner, check=False)
-        sh("ip", "-n", netns, "link", "add", inner, "type", "veth", "peer", "name", "eth0",
-           "netns", peer)
-        sh("ip", "-n", netns, "addr", "add", f"10.98.{net}.1/24", "dev", inner)
-        sh("ip", "-n", netns, "link", "set", inner, "up")
-        sh("ip", "-n", peer, "addr", "add", f"10.98.{net}.2/24", "dev", "eth0")
-        sh("ip", "-n", peer, "link", "set", "eth0", "up")
-        sh("ip", "-n", peer, "route", "add", "default", "via", f"10.98.{net}.1")
-    sh("ip", "-n", peers[0], "link", "add", "bypass", "type", "veth", "peer", "name", "bypass",
-       "netns", peers[1])
-    for peer, address in ((peers[0], "10.98.9.1"), (peers[1], DIRECT)):
-        sh("ip", "-n", peer, "addr", "add", f"{address}/30", "dev", "bypass")
-        sh("ip", "-n", peer, "link", "set", "bypass", "up")
-    sh("ip", "netns", "exec", netns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-    yield peers
-    for peer in peers:
-        sh("ip", "netns", "del", peer, check=False)
+def hosts(peers):
+    """The web tier's peers (tests/web/conftest.py): client and server hosts."""
+    return peers
 
 
 @pytest.fixture

@@ -5,18 +5,17 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from django.utils import timezone
 
 from accounts.models import AuditEntry
 from jobs import queue
 from jobs.models import Job
+from lab.paths import ROOT
 from tuning.core import profile as profiles
 from tuning.models import TuningReport
 from tuskweb import wait
 
-ROOT = Path(__file__).resolve().parents[2]
 # what the forwarder profile sets in the namespace (0: no second routing lookup)
 RP_FILTER = ("net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter")
 

@@ -7,20 +7,19 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 from http.cookiejar import CookieJar
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.hashers import make_password
 
+from kit import wait_until
+from lab.paths import ROOT
 from tuskweb import AgentProcess, make_user, wait
 from jobs.models import Job
 from test_agent import POLICY
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port():
@@ -39,14 +38,15 @@ class Gunicorn:
             [sys.executable, "-m", "gunicorn", "--workers", "2", "--bind",
              f"127.0.0.1:{self.port}", "tusk.wsgi:application"], cwd=ROOT / "webui", env=env,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz/", timeout=1)
-                return self
-            except OSError:
-                time.sleep(0.2)
-        raise AssertionError("gunicorn did not start")
+        wait_until(self.answers, 30, "gunicorn answering /healthz/")
+        return self
+
+    def answers(self):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz/", timeout=1)
+            return True
+        except OSError:
+            return False
 
     def kill(self):
         os.killpg(self.proc.pid, signal.SIGKILL)

@@ -30,7 +30,8 @@ with open("/proc/uptime") as _uptime:
 
 GUEST = Path(__file__).resolve().parent
 TESTS = GUEST.parents[1]
-sys.path[:0] = [str(TESTS), str(TESTS / "netns"), str(TESTS.parent / "webui")]
+sys.path[:0] = [str(TESTS.parent), str(TESTS), str(TESTS / "netns"),
+                 str(TESTS.parent / "webui")]
 
 from scenario import Context  # noqa: E402  (needs the paths above)
 

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from lab import SERVER_V4, Lab
+from lab.namespaces import SERVER_V4, Lab
 from pcaps import Capture
 
 TUSK = Path(__file__).resolve().parents[3] / "webui" / "bin" / "tusk"

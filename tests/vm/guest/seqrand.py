@@ -11,7 +11,7 @@ import struct
 import threading
 
 import conntrack
-from lab import SERVER_V4
+from lab.namespaces import SERVER_V4
 from pcaps import ns_socket
 
 PORT_BOTH, PORT_PLAIN, PORT_INITIATOR = 5201, 5202, 5203

@@ -13,7 +13,7 @@ import subprocess
 import conntrack
 import seqrand
 from scenario import listening
-from lab import SERVER_V4
+from lab.namespaces import SERVER_V4
 
 TIME_LIMIT = 180
 SECONDS = 3

@@ -19,7 +19,7 @@ import subprocess
 import conntrack
 import seqrand
 from scenario import listening
-from lab import SERVER_V4
+from lab.namespaces import SERVER_V4
 from pcaps import netns
 
 TIME_LIMIT = 240

@@ -11,7 +11,7 @@ import os
 import socket
 
 import seqrand
-from lab import SERVER_V4, SERVER_V6
+from lab.namespaces import SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 180
 CLASSES = (("both", seqrand.PORT_BOTH), ("initiator", seqrand.PORT_INITIATOR),

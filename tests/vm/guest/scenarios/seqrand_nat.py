@@ -8,7 +8,7 @@ entries of each variant (<nat>-conntrack.json, with their NAT tuples), after- st
 """
 import conntrack
 import seqrand
-from lab import SERVER_V4
+from lab.namespaces import SERVER_V4
 
 TIME_LIMIT = 300
 SIZE = 4 * 1024 * 1024

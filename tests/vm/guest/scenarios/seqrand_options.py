@@ -14,7 +14,7 @@ import struct
 
 import seqrand
 from inet import checksum, tcp4_checksum
-from lab import CLIENT_V4, SERVER_V4
+from lab.namespaces import CLIENT_V4, SERVER_V4
 from pcaps import ns_socket
 
 TIME_LIMIT = 120

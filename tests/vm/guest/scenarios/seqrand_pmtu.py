@@ -16,7 +16,7 @@ route to the server afterwards), fw-<case>-*.pcap (ICMP on both fw interfaces),
 import socket
 
 import seqrand
-from lab import SERVER_V4, SERVER_V6
+from lab.namespaces import SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 300
 SIZE = 4 * 1024 * 1024

@@ -12,7 +12,7 @@ import socket
 import time
 
 import seqrand
-from lab import CLIENT_V4, SERVER_V4
+from lab.namespaces import CLIENT_V4, SERVER_V4
 
 TIME_LIMIT = 120
 SETTLE = 3          # seconds an endpoint gets to act on the reset

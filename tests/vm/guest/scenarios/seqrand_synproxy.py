@@ -10,7 +10,7 @@ import os
 
 import conntrack
 import seqrand
-from lab import SERVER_V4
+from lab.namespaces import SERVER_V4
 
 TIME_LIMIT = 120
 PORT = seqrand.PORT_BOTH

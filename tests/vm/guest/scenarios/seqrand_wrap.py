@@ -14,7 +14,7 @@ import time
 import conntrack
 import seqrand
 from scenario import listening
-from lab import SERVER_V4
+from lab.namespaces import SERVER_V4
 
 TIME_LIMIT = 420
 BYTES = "4400M"

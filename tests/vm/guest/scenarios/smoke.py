@@ -6,7 +6,7 @@ Saved for tests/vm/test_vm_smoke.py: fw-veth-c.pcap and fw-veth-s.pcap,
 iperf3-client.json and iperf3-server.json, the ruleset and counters after the flow,
 conntrack -S and /proc/net/stat/nf_conntrack.
 """
-from lab import SERVER_V4, SERVER_V6
+from lab.namespaces import SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 240
 EXAMPLE_POLICY = "/tusk/webui/policy/examples/tusk.yaml"

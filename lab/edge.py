@@ -11,11 +11,11 @@ import socket
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-IMAGE_NGINX_CONF = ROOT / "rootfs-overlay" / "usr" / "lib" / "tusk" / "nginx.conf"
+from lab.paths import IMAGE_NGINX_CONF
+from lab.users import NGINX_USER, WEB_USER
+
 IMAGE_SOCKET = "/run/tusk/web.sock"
 IMAGE_STATIC = "/usr/lib/tusk/webui/build/static/"
-WEB_USER, NGINX_USER = "tusk", "tusk-nginx"
 
 
 def render_nginx_conf(directory, socket_path, static, ports, certificate, key):

@@ -1,0 +1,165 @@
+"""A lab of network namespaces standing in for the networks: client - fw - server.
+
+    <prefix>-client  eth0 10.10.1.2/24 fd00:10:1::2/64
+    <prefix>-fw      veth-c 10.10.1.1/24 fd00:10:1::1/64 | veth-s 10.10.2.1/24 fd00:10:2::1/64
+    <prefix>-server  eth0 10.10.2.2/24 fd00:10:2::2/64
+
+With router_mtu, a router sits between fw and the server and sends towards the server
+with that MTU (path-MTU tests: the router, not fw, sends the "too big" errors):
+
+    <prefix>-fw      veth-s 10.10.3.1/24 fd00:10:3::1/64
+    <prefix>-router  eth0 10.10.3.2/24 fd00:10:3::2/64 | eth1 10.10.2.1/24 fd00:10:2::1/64
+    <prefix>-server  eth0 10.10.2.2/24 fd00:10:2::2/64 (unchanged: its gateway is the router)
+
+With bypass, a veth pair joins client and server directly on a subnet of its own, so
+that the same two stacks can talk without fw (the self-test's "direct" path; no other
+route changes):
+
+    <prefix>-client  bypass 10.10.9.1/30  ---  <prefix>-server  bypass 10.10.9.2/30
+
+Used by tools/tusk-lab (`make run`), the namespace, web and VM tests and the benchmarks;
+Topology, which Lab is built with, also wires the web tier's smaller labs. By hand:
+`python3 -m lab.namespaces up|down PREFIX [--bypass]` from the repository's top.
+Traffic only ever flows between these namespaces.
+"""
+import subprocess
+import sys
+
+CLIENT_V4, FW_C_V4, FW_S_V4, SERVER_V4 = "10.10.1.2", "10.10.1.1", "10.10.2.1", "10.10.2.2"
+CLIENT_V6, FW_C_V6, FW_S_V6, SERVER_V6 = "fd00:10:1::2", "fd00:10:1::1", "fd00:10:2::1", "fd00:10:2::2"
+# fw - router transit network, only with a router
+FW_R_V4, ROUTER_V4 = "10.10.3.1", "10.10.3.2"
+FW_R_V6, ROUTER_V6 = "fd00:10:3::1", "fd00:10:3::2"
+# client - server directly, only with bypass
+CLIENT_BYPASS_V4, SERVER_BYPASS_V4 = "10.10.9.1", "10.10.9.2"
+
+
+def sh(*argv, check=True, input=None):
+    return subprocess.run(argv, check=check, capture_output=True, text=True, input=input)
+
+
+class Topology:
+    """Network namespaces joined by veth pairs, with addresses, routes and forwarding.
+    down() removes the namespaces it added, and whatever still runs in them."""
+
+    def __init__(self):
+        self.added = []
+
+    def ns(self, name, *argv, check=True, input=None):
+        return sh("ip", "netns", "exec", name, *argv, check=check, input=input)
+
+    def popen(self, name, *argv, **kwargs):
+        return subprocess.Popen(["ip", "netns", "exec", name, *argv], **kwargs)
+
+    def namespace(self, name):
+        sh("ip", "netns", "add", name)
+        self.added.append(name)
+        self.ns(name, "ip", "link", "set", "lo", "up")
+        self.ns(name, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0")
+        self.ns(name, "sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0")
+        return name
+
+    def wire(self, a, a_interface, b, b_interface):
+        """A veth pair between namespaces a and b. Created under a temporary name: the
+        final one (eth0) may already exist where ip runs."""
+        sh("ip", "link", "add", "tusk-tmp0", "netns", a, "type", "veth",
+           "peer", "name", b_interface, "netns", b)
+        self.ns(a, "ip", "link", "set", "tusk-tmp0", "name", a_interface)
+
+    def address(self, ns, interface, *prefixes):
+        """Each address/length on interface (IPv6 without duplicate detection), then up."""
+        for prefix in prefixes:
+            family = ("-6",) if ":" in prefix else ()
+            nodad = ("nodad",) if family else ()
+            self.ns(ns, "ip", *family, "addr", "add", prefix, "dev", interface, *nodad)
+        self.ns(ns, "ip", "link", "set", interface, "up")
+
+    def route(self, ns, destination, via):
+        family = ("-6",) if ":" in via else ()
+        self.ns(ns, "ip", *family, "route", "add", destination, "via", via)
+
+    def forward(self, ns):
+        self.ns(ns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        self.ns(ns, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+
+    def mtu(self, ns, interface, mtu):
+        self.ns(ns, "ip", "link", "set", interface, "mtu", str(mtu))
+
+    def down(self):
+        remove(*reversed(self.added))
+        self.added.clear()
+
+
+def remove(*namespaces):
+    """The namespaces gone, with every process still in them (missing ones are fine)."""
+    for name in namespaces:
+        for pid in sh("ip", "netns", "pids", name, check=False).stdout.split():
+            sh("kill", "-9", pid, check=False)
+        sh("ip", "netns", "del", name, check=False)
+
+
+class Lab(Topology):
+    def __init__(self, prefix="tusk", router_mtu=None, bypass=False):
+        super().__init__()
+        self.prefix = prefix
+        self.bypass = bypass
+        self.client, self.fw, self.server = (f"{prefix}-client", f"{prefix}-fw", f"{prefix}-server")
+        self.router = f"{prefix}-router"
+        self.router_mtu = router_mtu
+
+    @property
+    def namespaces(self):
+        middle = (self.fw, self.router) if self.router_mtu else (self.fw,)
+        return (self.client, *middle, self.server)
+
+    def up(self):
+        self.down()
+        for name in self.namespaces:
+            self.namespace(name)
+        self.wire(self.client, "eth0", self.fw, "veth-c")
+        self.address(self.client, "eth0", f"{CLIENT_V4}/24", f"{CLIENT_V6}/64")
+        self.address(self.fw, "veth-c", f"{FW_C_V4}/24", f"{FW_C_V6}/64")
+        self.route(self.client, "default", FW_C_V4)
+        self.route(self.client, "default", FW_C_V6)
+        if self.router_mtu:
+            self.wire(self.router, "eth0", self.fw, "veth-s")
+            self.address(self.fw, "veth-s", f"{FW_R_V4}/24", f"{FW_R_V6}/64")
+            self.address(self.router, "eth0", f"{ROUTER_V4}/24", f"{ROUTER_V6}/64")
+            self.wire(self.server, "eth0", self.router, "eth1")
+            self.address(self.router, "eth1", f"{FW_S_V4}/24", f"{FW_S_V6}/64")
+            self.route(self.fw, "10.10.2.0/24", ROUTER_V4)
+            self.route(self.fw, "fd00:10:2::/64", ROUTER_V6)
+            self.route(self.router, "10.10.1.0/24", FW_R_V4)
+            self.route(self.router, "fd00:10:1::/64", FW_R_V6)
+            # Only the router's side: the server keeps MTU 1500 and advertises MSS 1460,
+            # so the client's full-size segments meet the narrow hop and need PMTUD.
+            self.mtu(self.router, "eth1", self.router_mtu)
+            self.forward(self.router)
+        else:
+            self.wire(self.server, "eth0", self.fw, "veth-s")
+            self.address(self.fw, "veth-s", f"{FW_S_V4}/24", f"{FW_S_V6}/64")
+        self.address(self.server, "eth0", f"{SERVER_V4}/24", f"{SERVER_V6}/64")
+        self.route(self.server, "default", FW_S_V4)
+        self.route(self.server, "default", FW_S_V6)
+        self.forward(self.fw)
+        if self.bypass:
+            self.wire(self.client, "bypass", self.server, "bypass")
+            self.address(self.client, "bypass", f"{CLIENT_BYPASS_V4}/30")
+            self.address(self.server, "bypass", f"{SERVER_BYPASS_V4}/30")
+        return self
+
+    def down(self):
+        """Also what an earlier run under this prefix left behind."""
+        remove(self.client, self.fw, self.router, self.server)
+        self.added.clear()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("up", "down") \
+            or sys.argv[3:] not in ([], ["--bypass"]):
+        print("usage: python3 -m lab.namespaces up|down PREFIX [--bypass]", file=sys.stderr)
+        sys.exit(2)
+    lab = Lab(sys.argv[2], bypass="--bypass" in sys.argv[3:])
+    getattr(lab, sys.argv[1])()
+    if sys.argv[1] == "up":
+        print(f"lab up: {lab.client} - {lab.fw} - {lab.server}")

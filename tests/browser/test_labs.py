@@ -1,0 +1,69 @@
+"""Labs side by side, as `make run LAB=a` beside `make run LAB=b`: while the browser
+tier's lab runs, a second tools/tusk-lab of another name comes up on ports of its own;
+one that asks for a port the first holds, or takes the first's name, ends at once with
+one line naming the port or the lab - no traceback - and leaves the first running."""
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+from lab.paths import TUSK_LAB
+from lab.ports import running_labs
+from tuskweb import BROWSER_LAB
+
+
+def healthy(url):
+    with urllib.request.urlopen(url + "/healthz/", timeout=5) as response:
+        return response.status == 200
+
+
+def refused(*argv):
+    """tusk-lab's exit status and its output's last line, for a start that must fail fast."""
+    done = subprocess.run([sys.executable, str(TUSK_LAB), *argv], capture_output=True,
+                          text=True, timeout=60)
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, lines[-1] if lines else ""
+
+
+@pytest.mark.parametrize("key, offset, option, name", [
+    ("http", 0, "--http-port", "HTTP"),
+    ("http", 2, "--http-port", "HTTP"),          # the first's redirect listener, PORT+2
+    ("postgresql", 0, "--pg-port", "PostgreSQL")])
+def test_a_port_the_running_lab_holds_is_refused_in_one_line(tusk, key, offset, option, name):
+    url, _ = tusk
+    first = running_labs()[BROWSER_LAB]
+    port = first[key] + offset
+    status, last = refused("--name", f"{BROWSER_LAB}x", "--no-traffic", option, str(port))
+    assert status == 1
+    assert last.startswith(f"tusk-lab: {name} port {port} is taken by lab {BROWSER_LAB} "
+                           f"(pid {first['pid']}): choose another"), last
+    assert healthy(url)
+
+
+def test_a_second_lab_of_the_same_name_is_refused_and_the_first_keeps_running(tusk):
+    url, _ = tusk
+    status, last = refused("--name", BROWSER_LAB, "--no-traffic")
+    assert (status, last) == (1, f"tusk-lab: lab {BROWSER_LAB} is already running (pid "
+                                 f"{running_labs()[BROWSER_LAB]['pid']}): stop it first, or "
+                                 "start another with another name (make run LAB=...)")
+    assert healthy(url)
+
+
+def test_a_second_lab_comes_up_beside_the_first(tusk):
+    url, _ = tusk
+    second = subprocess.Popen([sys.executable, str(TUSK_LAB), "--name", f"{BROWSER_LAB}2",
+                               "--no-traffic"], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        ready = next((line for line in second.stdout if line.startswith("READY ")), None)
+        assert ready, "the second lab did not come up"
+        other = ready.split()[1].rstrip("/")
+        assert other != url and healthy(other) and healthy(url)
+        labs = running_labs()
+        assert labs[f"{BROWSER_LAB}2"]["postgresql"] != labs[BROWSER_LAB]["postgresql"]
+    finally:
+        second.terminate()
+        second.communicate(timeout=120)
+    assert f"{BROWSER_LAB}2" not in running_labs() and healthy(url)
