@@ -54,7 +54,7 @@ def toml(management="", *traffic):
 def problems(text):
     with pytest.raises(network.NetworkError) as caught:
         network.parse(text, PATH)
-    return caught.value.problems
+    return [str(problem) for problem in caught.value.problems]
 
 
 # -- reading and rendering ---------------------------------------------------------------
@@ -293,7 +293,7 @@ def test_usable_gateways(address, gateway):
 
 def test_interfaces_the_machine_lacks_are_problems_when_asked():
     config = network.parse(DESIGN_EXAMPLE, PATH)
-    assert network.validate(config, PATH, present=["enp0s2", "enp0s4"]) == [
+    assert list(map(str, network.validate(config, PATH, present=["enp0s2", "enp0s4"]))) == [
         f"{T1} interface: 'enp0s3': this machine has no such interface (it has: enp0s2, "
         "enp0s4)"]
     assert network.validate(config, PATH, present=["enp0s2", "enp0s3"]) == []
@@ -302,7 +302,7 @@ def test_interfaces_the_machine_lacks_are_problems_when_asked():
 def test_load_names_a_missing_file(tmp_path):
     with pytest.raises(network.NetworkError) as caught:
         network.load(str(tmp_path / "network.toml"))
-    assert caught.value.problems == [
+    assert list(map(str, caught.value.problems)) == [
         f"{tmp_path}/network.toml: does not exist (`tusk-net apply` creates it with the first "
         "Ethernet interface on DHCP)"]
 
@@ -318,7 +318,7 @@ def test_write_checks_first_and_replaces_the_file_whole(tmp_path):
     bad = network.NetworkConfig(network.Management("eth0", "dhcp", "10.0.0.1"))
     with pytest.raises(network.NetworkError) as caught:
         network.write(bad, path)
-    assert caught.value.problems == [
+    assert list(map(str, caught.value.problems)) == [
         f"{path}: [management] gateway: only with a static address (address is \"dhcp\": "
         "DHCP gives the gateway); leave it \"\""]
     assert network.load(path) == good
@@ -358,7 +358,7 @@ def test_default_config_is_the_first_ethernet_interface_on_dhcp(tmp_path):
     assert network.default_config(["eth10", "eth9"]).management.interface == "eth9"
     with pytest.raises(network.NetworkError) as caught:
         network.default_config(network.detect_interfaces(str(tmp_path / "nothing")))
-    assert caught.value.problems == [
+    assert list(map(str, caught.value.problems)) == [
         "no Ethernet interface found: there is nothing to manage the box through (is the "
         "NIC's driver in the kernel?)"]
 
@@ -385,14 +385,14 @@ def test_check_exit_codes(box):
     bad = box.path("/tmp/bad.toml")
     box.write("/tmp/bad.toml", toml('interface = "eth/0"\naddress = "10.0.0.0/24"\n'))
     result = box.tusk_net("check", bad)
-    assert (result.returncode, result.stdout) == (1, "")
+    assert (result.returncode, result.stdout) == (network.Code.VALUE, "")
     assert result.stderr.splitlines() == [
-        f"{bad}: [management] interface: 'eth/0' contains '/', which Linux does not allow in "
-        "an interface name",
-        f"{bad}: [management] address: '10.0.0.0/24' is the network address of 10.0.0.0/24; "
-        "give the interface's own address, e.g. 10.0.0.1/24"]
+        f"error[VALUE]: {bad}: [management] interface: 'eth/0' contains '/', which Linux does "
+        "not allow in an interface name",
+        f"error[VALUE]: {bad}: [management] address: '10.0.0.0/24' is the network address of "
+        "10.0.0.0/24; give the interface's own address, e.g. 10.0.0.1/24"]
     result = box.tusk_net("check", box.path("/nowhere.toml"))
-    assert result.returncode == 1
+    assert result.returncode == network.Code.IO
     assert "nowhere.toml: does not exist" in result.stderr
 
 
@@ -468,8 +468,8 @@ def test_apply_of_an_invalid_file_changes_nothing(box):
     box.write("/run/systemd/network/10-tusk-enp0s3.network", "kept")
     result = box.tusk_net("apply")
     assert (result.returncode, result.stdout, result.stderr) == (
-        1, "", f"{box.path(PATH)}: [[traffic]] #1 interface: 'enp0s2' is already used by "
-               "[management]\n")
+        network.Code.VALUE, "", f"error[VALUE]: {box.path(PATH)}: [[traffic]] #1 interface: "
+                                "'enp0s2' is already used by [management]\n")
     assert box.network_files() == {"10-tusk-enp0s3.network": "kept"}
     assert box.commands() == []
 

@@ -82,8 +82,7 @@ def upload(client, document, name="backup.json"):
 
 
 def problems(response):
-    return [f"{path}: {message}" if path else message
-            for path, message in response.context["problems"]]
+    return [str(problem) for problem in response.context["problems"]]
 
 
 def restore(client, document, **fields):

@@ -186,7 +186,7 @@ class Console:
             return current_config(self.runner)[:2]
         except network.NetworkError as exc:
             raise Refused("The network configuration is not valid:\n  " +
-                          "\n  ".join(exc.problems) +
+                          "\n  ".join(map(str, exc.problems)) +
                           "\nOption 1 (assign interfaces) writes a new one.") from None
 
     def assign_interfaces(self):
@@ -280,7 +280,8 @@ class Console:
     def save_and_apply(self, config, path, present=None):
         problems = network.validate(config, path, present)
         if problems:
-            raise Refused("That configuration is not valid:\n  " + "\n  ".join(problems))
+            raise Refused("That configuration is not valid:\n  " +
+                          "\n  ".join(map(str, problems)))
         self.say("\nThe new configuration:")
         for line in network.summary(config):
             self.say(f"  {line}")

@@ -9,8 +9,9 @@
     tusk-net [--root DIR] mgmt-address  the management interface's addresses, one a line
 
 --root DIR prefixes every path (a test tree in place of /); the programs run come from
-the table in appliance/commands.py (TUSK_COMMANDS). Exit status: 0 ok, 1 an invalid
-configuration or a failed step (why on stderr), 2 usage.
+the table in appliance/commands.py (TUSK_COMMANDS). Exit status: 0 ok, 1 a failed step (why
+on stderr), 2 usage, 40-44 an invalid or unreadable configuration (the code of its first
+problem, network.Code; every problem on stderr as `error[CODE]: file: [section] key: why`).
 """
 import argparse
 import os
@@ -19,6 +20,7 @@ import sys
 from appliance import network
 from appliance.commands import CommandError, Runner
 from tusklib.files import write_atomically
+from tusklib.problems import report
 
 NETWORKD = "systemd-networkd.service"
 
@@ -150,10 +152,8 @@ def main(argv=None):
         return 2
     try:
         return args.func(runner, args)
-    except network.NetworkError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
-        return 1
+    except network.NetworkError as error:
+        return report(error)
     except (CommandError, OSError) as exc:
         complain(str(exc))
         return 1

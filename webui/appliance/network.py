@@ -12,8 +12,9 @@ systemd-networkd.
     address = ""              # "" = link up, no address; or "10.1.0.1/24"
 
 Every problem is reported with the file, the section and the key, and why; all of them
-at once (NetworkError.problems): first every unknown, missing or mistyped key, then -
-once every key is right - every bad value. The checks of one value (interface_problem,
+at once (NetworkError.problems, tusklib.problems' shape; the first code is tusk-net's
+exit status): first every unknown, missing or mistyped key, then - once every key is
+right - every bad value. The checks of one value (interface_problem,
 address_problem, ...) return the reason alone, so the console menu can say it about
 what the operator typed.
 
@@ -26,9 +27,11 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass
+from enum import IntEnum
 
 from policy.core.constants import IFNAME_MAX, IFNAME_PATTERN
 from tusklib.files import write_atomically
+from tusklib.problems import Problem, Problems
 
 DEFAULT_PATH = "/etc/tusk/network.toml"
 SYSFS_NET = "/sys/class/net"
@@ -40,12 +43,20 @@ ARPHRD_ETHER = "1"
 NOT_ETHERNET = {"wlan", "wwan", "bridge", "bond", "vlan", "team"}
 
 
-class NetworkError(Exception):
-    """One or more problems, each a line naming the file, the key and the reason."""
+class Code(IntEnum):
+    """Stable error codes; the numbers are tusk-net's exit statuses and never change."""
 
-    def __init__(self, problems):
-        self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
+    SYNTAX = 40      # not valid TOML
+    SCHEMA = 41      # an unknown, missing or mistyped section or key
+    VALUE = 42       # a value of the wrong form, or values that cannot hold together
+    INTERFACE = 43   # an interface the machine does not have, or none at all
+    IO = 44          # the file is missing or cannot be read
+
+
+class NetworkError(Problems):
+    """One or more problems, each naming the file, the section and key, and the reason."""
+
+    codes = Code
 
 
 @dataclass(frozen=True)
@@ -213,17 +224,18 @@ def _table(table, schema, where, problems):
     values, ok = {}, True
     for key in table:
         if key not in schema:
-            problems.append(f"{where} {key}: unknown key (known: {', '.join(schema)})")
+            problems.append(Problem(Code.SCHEMA, f"{where} {key}",
+                                    f"unknown key (known: {', '.join(schema)})"))
             ok = False
     for key, (kind, default) in schema.items():
         if key not in table:
             if default is None:
-                problems.append(f"{where} {key}: missing (required)")
+                problems.append(Problem(Code.SCHEMA, f"{where} {key}", "missing (required)"))
                 ok = False
             values[key] = default
         elif not isinstance(table[key], kind):
-            problems.append(f"{where} {key}: expected {_TYPE_NAMES[kind]}, got "
-                            f"{_toml_type(table[key])}")
+            problems.append(Problem(Code.SCHEMA, f"{where} {key}", f"expected "
+                                    f"{_TYPE_NAMES[kind]}, got {_toml_type(table[key])}"))
             ok = False
         else:
             values[key] = table[key]
@@ -240,34 +252,34 @@ def parse(text, path=DEFAULT_PATH):
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise NetworkError([f"{path}: not valid TOML: {exc}"]) from None
+        raise NetworkError(Code.SYNTAX, path, f"not valid TOML: {exc}") from None
     problems = []
     for section in data:
         if section not in ("management", "traffic"):
-            problems.append(f"{path}: [{section}]: unknown section (known: [management], "
-                            "[[traffic]])")
+            problems.append(Problem(Code.SCHEMA, f"{path}: [{section}]", "unknown section "
+                                    "(known: [management], [[traffic]])"))
     management = None
     if "management" not in data:
-        problems.append(f"{path}: [management]: missing (required: it names the interface "
-                        "the dashboard answers on)")
+        problems.append(Problem(Code.SCHEMA, f"{path}: [management]", "missing (required: "
+                                "it names the interface the dashboard answers on)"))
     elif not isinstance(data["management"], dict):
-        problems.append(f"{path}: [management]: must be a table")
+        problems.append(Problem(Code.SCHEMA, f"{path}: [management]", "must be a table"))
     else:
         values = _table(data["management"], _MANAGEMENT, f"{path}: [management]", problems)
         if values is not None:
             dns = values["dns"]
             bad = [d for d in dns if not isinstance(d, str)]
             if bad:
-                problems.append(f"{path}: [management] dns: expected a list of strings, "
-                                f"got {_toml_type(bad[0])} in it")
+                problems.append(Problem(Code.SCHEMA, f"{path}: [management] dns", "expected "
+                                        f"a list of strings, got {_toml_type(bad[0])} in it"))
             else:
                 management = Management(values["interface"], values["address"],
                                         values["gateway"], tuple(dns))
     traffic = []
     entries = data.get("traffic", [])
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        problems.append(f"{path}: [[traffic]]: must be an array of tables, each written "
-                        "[[traffic]] (with two brackets)")
+        problems.append(Problem(Code.SCHEMA, f"{path}: [[traffic]]", "must be an array of "
+                                "tables, each written [[traffic]] (with two brackets)"))
         entries = []
     for number, entry in enumerate(entries, 1):
         values = _table(entry, _TRAFFIC, f"{path}: [[traffic]] #{number}", problems)
@@ -285,11 +297,11 @@ def load(path=DEFAULT_PATH):
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
     except FileNotFoundError:
-        raise NetworkError([f"{path}: does not exist (`tusk-net apply` creates it with the "
-                            "first Ethernet interface on DHCP)"]) from None
+        raise NetworkError(Code.IO, path, "does not exist (`tusk-net apply` creates it with "
+                           "the first Ethernet interface on DHCP)") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise NetworkError([f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}"]) \
-            from None
+        raise NetworkError(Code.IO, path, "cannot read: "
+                           f"{getattr(exc, 'strerror', None) or exc}") from None
     return parse(text, path)
 
 
@@ -298,7 +310,7 @@ def _where(index):
 
 
 def validate(config, path=DEFAULT_PATH, present=None):
-    """Every problem of a configuration, as lines; empty when it is good. With present
+    """Every problem of a configuration (Problem); empty when it is good. With present
     (the names of the machine's interfaces), interfaces it lacks are problems too."""
     problems = []
     entries = [config.management] + list(config.traffic)
@@ -306,45 +318,49 @@ def validate(config, path=DEFAULT_PATH, present=None):
     static = []   # (where, ip_interface)
     for index, entry in enumerate(entries):
         where = f"{path}: {_where(index)}"
-        reason = interface_problem(entry.interface)
+        code, reason = Code.VALUE, interface_problem(entry.interface)
         if reason is None and entry.interface in seen:
             reason = f"{entry.interface!r} is already used by {_where(seen[entry.interface])}"
         if reason is None and present is not None and entry.interface not in present:
-            reason = (f"{entry.interface!r}: this machine has no such interface (it has: "
-                      f"{', '.join(present) or 'none'})")
+            code, reason = Code.INTERFACE, (
+                f"{entry.interface!r}: this machine has no such interface (it has: "
+                f"{', '.join(present) or 'none'})")
         if reason:
-            problems.append(f"{where} interface: {reason}")
+            problems.append(Problem(code, f"{where} interface", reason))
         seen.setdefault(entry.interface, index)
         reason = address_problem(entry.address, management=index == 0)
         if reason:
-            problems.append(f"{where} address: {reason}")
+            problems.append(Problem(Code.VALUE, f"{where} address", reason))
         elif entry.address not in ("", "dhcp"):
             static.append((index, ipaddress.ip_interface(entry.address)))
     mgmt, where = config.management, f"{path}: [management]"
     if mgmt.dhcp:
         if mgmt.gateway:
-            problems.append(f"{where} gateway: only with a static address (address is "
-                            "\"dhcp\": DHCP gives the gateway); leave it \"\"")
+            problems.append(Problem(Code.VALUE, f"{where} gateway", "only with a static "
+                                    "address (address is \"dhcp\": DHCP gives the gateway); "
+                                    "leave it \"\""))
         if mgmt.dns:
-            problems.append(f"{where} dns: only with a static address (address is \"dhcp\": "
-                            "DHCP gives the DNS servers); leave it []")
+            problems.append(Problem(Code.VALUE, f"{where} dns", "only with a static address "
+                                    "(address is \"dhcp\": DHCP gives the DNS servers); "
+                                    "leave it []"))
     else:
         static_ok = any(index == 0 for index, _ in static)
         if mgmt.gateway and static_ok:
             reason = gateway_problem(mgmt.gateway, mgmt.address)
             if reason:
-                problems.append(f"{where} gateway: {reason}")
+                problems.append(Problem(Code.VALUE, f"{where} gateway", reason))
         for server in mgmt.dns:
             reason = dns_problem(server)
             if reason:
-                problems.append(f"{where} dns: {reason}")
+                problems.append(Problem(Code.VALUE, f"{where} dns", reason))
     for later, (index, iface) in enumerate(static):
         for other, other_iface in static[:later]:
             if iface.version == other_iface.version and iface.network.overlaps(
                     other_iface.network):
-                problems.append(f"{path}: {_where(index)} address: {iface} overlaps "
-                                f"{_where(other)}'s {other_iface} (subnet "
-                                f"{other_iface.network}): a subnet belongs to one interface")
+                problems.append(Problem(
+                    Code.VALUE, f"{path}: {_where(index)} address", f"{iface} overlaps "
+                    f"{_where(other)}'s {other_iface} (subnet {other_iface.network}): a "
+                    "subnet belongs to one interface"))
     return problems
 
 
@@ -468,8 +484,9 @@ def default_config(interfaces):
     interfaces: Nic objects or names."""
     names = sorted((getattr(i, "name", i) for i in interfaces), key=_natural)
     if not names:
-        raise NetworkError(["no Ethernet interface found: there is nothing to manage the "
-                            "box through (is the NIC's driver in the kernel?)"])
+        raise NetworkError(Code.INTERFACE, "", "no Ethernet interface found: there is "
+                           "nothing to manage the box through (is the NIC's driver in the "
+                           "kernel?)")
     return NetworkConfig(Management(names[0]))
 
 

@@ -26,7 +26,7 @@ def restore_tuning(run):
         raise JobFailed("tuning.boot_profile: expected a profile's name")
     problems = tuning_problems(found, name)
     if problems:
-        raise JobFailed("; ".join(f"{path}: {message}" for path, message in problems))
+        raise JobFailed("; ".join(map(str, problems)))
     directory = profiles.OPERATOR_DIR
     if found:
         run.progress(5, f"writing {len(found)} profile(s) into {directory}")

@@ -23,6 +23,7 @@ import re
 import socket
 import tempfile
 from datetime import datetime
+from enum import IntEnum
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -38,6 +39,7 @@ from policy.models import Revision, TargetState
 from tuning.core import profile as profiles
 from tuning.core.applier import NO_PROFILE, Tuner
 from tuning.core.errors import TuneError
+from tusklib.problems import Problem, Problems
 
 FORMAT = "tusk-backup"
 VERSION = 1
@@ -55,13 +57,22 @@ TOP_KEYS = ("format", "version", "created", "tusk_version", "hostname", "policy"
 USER_KEYS = ("username", "role", "password_hash", "active", "must_change_password")
 
 
-class BackupError(Exception):
-    """Every problem found, as (path, message) pairs; nothing was changed."""
+class Code(IntEnum):
+    """What is wrong with a backup. No CLI reads one, so the numbers only keep these
+    codes apart from the other domains' (tusklib.problems)."""
 
-    def __init__(self, problems):
-        self.problems = problems
-        super().__init__("\n".join(f"{path}: {message}" if path else message
-                                   for path, message in problems))
+    FILE = 50       # too large, not UTF-8 JSON, not a Tusk backup or not this version
+    SCHEMA = 51     # an unknown or missing key, or a value of the wrong type
+    VALUE = 52      # a value of the right type that cannot be restored
+    POLICY = 53     # the policy engine refuses a policy in it
+    TUNING = 54     # tusk-tune refuses a profile in it, or its boot profile
+    IO = 55         # a file of this box cannot be read (making a backup)
+
+
+class BackupError(Problems):
+    """Every problem found, each with the path of its field; nothing was changed."""
+
+    codes = Code
 
 
 # -- what the box has now ------------------------------------------------------------------
@@ -79,8 +90,8 @@ def boot_profile():
     try:
         return Tuner(None, directory).boot_profile()
     except OSError as error:
-        raise BackupError([("tuning.boot_profile", f"cannot read {directory}/boot-profile: "
-                                                   f"{error.strerror}")]) from None
+        raise BackupError(Code.IO, "tuning.boot_profile", f"cannot read "
+                          f"{directory}/boot-profile: {error.strerror}") from None
 
 
 def operator_profiles():
@@ -91,11 +102,11 @@ def operator_profiles():
             with open(path, encoding="utf-8") as handle:
                 found[name] = handle.read(MAX_PROFILE_BYTES + 1)
         except (OSError, UnicodeDecodeError) as error:
-            raise BackupError([(f"tuning.profiles.{name}", f"cannot read {path}: "
-                                f"{getattr(error, 'strerror', None) or error}")]) from None
+            raise BackupError(Code.IO, f"tuning.profiles.{name}", f"cannot read {path}: "
+                              f"{getattr(error, 'strerror', None) or error}") from None
         if len(found[name].encode()) > MAX_PROFILE_BYTES:
-            raise BackupError([(f"tuning.profiles.{name}", f"{path} is larger than "
-                                f"{MAX_PROFILE_BYTES // 1024} KiB")])
+            raise BackupError(Code.IO, f"tuning.profiles.{name}", f"{path} is larger than "
+                              f"{MAX_PROFILE_BYTES // 1024} KiB")
     return found
 
 
@@ -161,25 +172,25 @@ def _refuse_constant(name):
 def parse(data):
     """The bytes of an uploaded file -> the JSON document, or BackupError."""
     if len(data) > MAX_BYTES:
-        raise BackupError([("", f"the file has {len(data)} bytes: a backup is at most "
-                                f"{MAX_BYTES // (1024 * 1024)} MiB")])
+        raise BackupError(Code.FILE, "", f"the file has {len(data)} bytes: a backup is at "
+                                         f"most {MAX_BYTES // (1024 * 1024)} MiB")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise BackupError([("", f"not UTF-8 text (byte {error.start})")]) from None
+        raise BackupError(Code.FILE, "", f"not UTF-8 text (byte {error.start})") from None
     try:
         document = json.loads(text, object_pairs_hook=_refuse_duplicates,
                               parse_constant=_refuse_constant)
     except RecursionError:
-        raise BackupError([("", "not a Tusk backup: nested too deeply")]) from None
+        raise BackupError(Code.FILE, "", "not a Tusk backup: nested too deeply") from None
     except json.JSONDecodeError as error:
-        raise BackupError([("", f"not valid JSON at line {error.lineno}, column {error.colno}: "
-                                f"{error.msg}")]) from None
+        raise BackupError(Code.FILE, "", f"not valid JSON at line {error.lineno}, column "
+                                         f"{error.colno}: {error.msg}") from None
     except ValueError as error:
-        raise BackupError([("", f"not valid JSON: {error}")]) from None
+        raise BackupError(Code.FILE, "", f"not valid JSON: {error}") from None
     where = _nul_at(document)
     if where is not None:  # PostgreSQL stores no NUL character in text or JSON
-        raise BackupError([(where, "holds a NUL character (\\u0000)")])
+        raise BackupError(Code.VALUE, where, "holds a NUL character (\\u0000)")
     return document
 
 
@@ -219,20 +230,21 @@ class _Checker:
     def __init__(self):
         self.problems = []
 
-    def problem(self, path, message):
-        self.problems.append((path, message))
+    def problem(self, path, message, code=Code.VALUE):
+        self.problems.append(Problem(code, path, message))
 
     def object(self, value, path, keys):
         """value as a dict with exactly keys, or None."""
         if not isinstance(value, dict):
-            self.problem(path, f"expected an object, got {_kind(value)}")
+            self.problem(path, f"expected an object, got {_kind(value)}", Code.SCHEMA)
             return None
         for key in value:
             if key not in keys:
-                self.problem(_join(path, key), f"unknown key (known: {', '.join(keys)})")
+                self.problem(_join(path, key), f"unknown key (known: {', '.join(keys)})",
+                             Code.SCHEMA)
         for key in keys:
             if key not in value:
-                self.problem(_join(path, key), "missing")
+                self.problem(_join(path, key), "missing", Code.SCHEMA)
         return value
 
     def typed(self, mapping, key, path, kinds, what, nullable=False):
@@ -243,7 +255,7 @@ class _Checker:
         if value is None and nullable:
             return None
         if isinstance(value, bool) != (bool in kinds) or not isinstance(value, kinds):
-            self.problem(_join(path, key), f"expected {what}, got {_kind(value)}")
+            self.problem(_join(path, key), f"expected {what}, got {_kind(value)}", Code.SCHEMA)
             return None
         return value
 
@@ -259,28 +271,30 @@ class _Checker:
         (policy.draft.classes[3].mss.value); a text's are named in the message."""
         for problem in error.problems:
             if in_text:
-                self.problem(path, str(problem))
+                self.problem(path, str(problem), Code.POLICY)
             else:
-                self.problem(_join(path, problem.path), problem.message)
+                self.problem(_join(path, problem.path), problem.message, Code.POLICY)
 
     # -- the parts ----------------------------------------------------------------------
 
     def header(self, document):
         """False when the rest is not worth reading (not a backup, or a newer one)."""
         if not isinstance(document, dict):
-            self.problem("", f"not a Tusk backup: expected a JSON object, got {_kind(document)}")
+            self.problem("", f"not a Tusk backup: expected a JSON object, got {_kind(document)}",
+                         Code.FILE)
             return False
         if document.get("format") != FORMAT:
             self.problem("format", f"not a Tusk backup: expected {FORMAT!r}, got "
-                                   f"{quoted(document.get('format'))}")
+                                   f"{quoted(document.get('format'))}", Code.FILE)
             return False
         version = document.get("version")
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            self.problem("version", f"expected a whole number, got {quoted(version)}")
+            self.problem("version", f"expected a whole number, got {quoted(version)}",
+                         Code.FILE)
             return False
         if version != VERSION:
             self.problem("version", f"version {version} is not readable here: this Tusk reads "
-                                    f"backup version {VERSION}")
+                                    f"backup version {VERSION}", Code.FILE)
             return False
         self.object(document, "", TOP_KEYS)
         created = self.string(document, "created", "", 64)
@@ -299,7 +313,8 @@ class _Checker:
             return
         if "draft" in policy:
             if not isinstance(policy["draft"], dict):
-                self.problem("policy.draft", f"expected an object, got {_kind(policy['draft'])}")
+                self.problem("policy.draft", f"expected an object, got "
+                                             f"{_kind(policy['draft'])}", Code.SCHEMA)
             else:
                 try:
                     load_policy(policy["draft"])
@@ -330,13 +345,14 @@ class _Checker:
         name = self.string(tuning, "boot_profile", "tuning", 64)
         found = tuning.get("profiles")
         if "profiles" in tuning and not isinstance(found, dict):
-            self.problem("tuning.profiles", f"expected an object, got {_kind(found)}")
+            self.problem("tuning.profiles", f"expected an object, got {_kind(found)}",
+                         Code.SCHEMA)
             found = None
         self.problems += tuning_problems(found or {}, name)
 
     def users(self, value, restoring):
         if not isinstance(value, list):
-            self.problem("users", f"expected a list, got {_kind(value)}")
+            self.problem("users", f"expected a list, got {_kind(value)}", Code.SCHEMA)
             return
         if not 1 <= len(value) <= MAX_USERS:
             self.problem("users", f"{len(value)} users: a backup has 1 to {MAX_USERS}")
@@ -405,12 +421,15 @@ def tuning_problems(found, boot):
         for name, text in found.items():
             path = f"tuning.profiles.{name}"
             if not profiles.NAME.match(name):
-                problems.append((f"tuning.profiles.{quoted(name)}", "not a profile name "
-                                 "(letters, digits and . _ -, at most 64)"))
+                problems.append(Problem(Code.TUNING, f"tuning.profiles.{quoted(name)}",
+                                        "not a profile name (letters, digits and . _ -, "
+                                        "at most 64)"))
             elif not isinstance(text, str):
-                problems.append((path, f"expected the profile's text, got {_kind(text)}"))
+                problems.append(Problem(Code.SCHEMA, path,
+                                        f"expected the profile's text, got {_kind(text)}"))
             elif len(text.encode()) > MAX_PROFILE_BYTES:
-                problems.append((path, f"larger than {MAX_PROFILE_BYTES // 1024} KiB"))
+                problems.append(Problem(Code.TUNING, path,
+                                        f"larger than {MAX_PROFILE_BYTES // 1024} KiB"))
             else:
                 with open(os.path.join(directory, f"{name}.conf"), "w", encoding="utf-8") as f:
                     f.write(text)
@@ -420,16 +439,19 @@ def tuning_problems(found, boot):
             try:
                 profiles.load(name, dirs)
             except TuneError as error:
-                for _, place, message in error.problems:
-                    place = place.replace(directory + os.sep, "")
-                    problems.append((path, f"{place}: {message}" if place else message))
+                for problem in error.problems:
+                    place = problem.path.replace(directory + os.sep, "")
+                    problems.append(Problem(Code.TUNING, path, f"{place}: {problem.message}"
+                                            if place else problem.message))
         if boot is not None and boot != NO_PROFILE:
             if not profiles.NAME.match(boot):
-                problems.append(("tuning.boot_profile", f"{quoted(boot)} is not a profile name"))
+                problems.append(Problem(Code.TUNING, "tuning.boot_profile",
+                                        f"{quoted(boot)} is not a profile name"))
             elif boot not in profiles.available(dirs):
                 known = ", ".join([NO_PROFILE, *profiles.available(dirs)])
-                problems.append(("tuning.boot_profile", f"no profile {boot!r} in the backup or "
-                                                        f"on this box (known: {known})"))
+                problems.append(Problem(Code.TUNING, "tuning.boot_profile", f"no profile "
+                                        f"{boot!r} in the backup or on this box (known: "
+                                        f"{known})"))
     return problems
 
 
@@ -448,7 +470,8 @@ def check(document, restoring=None):
         problems = checker.problems
         if len(problems) > MAX_PROBLEMS:
             problems = problems[:MAX_PROBLEMS] + [
-                ("", f"and {len(problems) - MAX_PROBLEMS} more problems")]
+                Problem(problems[MAX_PROBLEMS].code, "",
+                        f"and {len(problems) - MAX_PROBLEMS} more problems")]
         raise BackupError(problems)
     return document
 

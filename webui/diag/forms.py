@@ -3,6 +3,8 @@ field) and the upload form."""
 from django import forms
 from django.conf import settings
 
+from tusklib.problems import ProblemsFormMixin
+
 from .core import capture as core
 
 MAGICS = (b"\x0a\x0d\x0d\x0a", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
@@ -15,11 +17,11 @@ def _number(name, label, help_text=""):
                               help_text=help_text)
 
 
-class CaptureForm(forms.Form):
+class CaptureForm(ProblemsFormMixin, forms.Form):
     interfaces = forms.MultipleChoiceField(
         widget=forms.CheckboxSelectMultiple, label="Interfaces",
         help_text="Both sides of the firewall at once show what it changes.")
-    filter = forms.CharField(required=False, max_length=1000, label="Filter (BPF)",
+    filter = forms.CharField(required=False, max_length=core.FILTER_MAX, label="Filter (BPF)",
                              help_text="e.g. <code>tcp port 5201</code>; checked before the start")
     max_packets = _number("max_packets", "Stop after packets")
     max_mb = _number("max_mb", "Stop after MB",
@@ -30,6 +32,8 @@ class CaptureForm(forms.Form):
     ring_files = _number("ring_files", "Ring buffer files (0: off)")
     format = forms.ChoiceField(choices=[(f, f) for f in core.FORMATS], initial="pcapng",
                                label="Format", help_text="pcap holds one interface.")
+    # validate()'s problems name the fields of Spec, which are this form's
+    problem_fields = {name: name for name in ("interfaces", "filter", "format", *core.LIMITS)}
 
     def __init__(self, *args, interfaces=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -46,9 +50,8 @@ class CaptureForm(forms.Form):
                          ring_files=data["ring_files"], format=data["format"])
         try:
             core.validate(spec, self.known, settings.TUSK.capture_quota_mb)
-        except core.SpecError as exc:
-            for name, message in exc.errors:
-                self.add_error(name if name in self.fields else None, message)
+        except core.SpecError as error:
+            self.add_problems(error)
             return data
         data["spec"] = spec
         return data

@@ -8,6 +8,8 @@ import select
 import sys
 import time
 
+from tusklib.problems import report
+
 from .core import capabilities
 from .core.applier import Applier, current_user
 from .core.errors import Code, PolicyError
@@ -15,7 +17,6 @@ from .core.normalise import load_policy_file
 from .core.render import render
 
 DEFAULT_STATE_DIR = "/var/lib/tusk/policy"
-MAX_PRINTED_PROBLEMS = 50
 
 
 def _read(path):
@@ -183,9 +184,5 @@ def main(argv=None):
     try:
         args.func(args)
     except PolicyError as error:
-        for problem in error.problems[:MAX_PRINTED_PROBLEMS]:
-            print(f"error[{problem.code.name}]: {problem}", file=sys.stderr)
-        if len(error.problems) > MAX_PRINTED_PROBLEMS:
-            print(f"... and {len(error.problems) - MAX_PRINTED_PROBLEMS} more", file=sys.stderr)
-        return int(error.code)
+        return report(error)
     return 0

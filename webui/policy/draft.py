@@ -160,17 +160,4 @@ def _referring_classes(document, section, name):
     return found
 
 
-def problems_for(error, section, index):
-    """Splits a PolicyError into (problems at section[index], by the rest of the
-    path) and the others."""
-    prefix = f"{section}[{index}]"
-    mine, others = {}, []
-    for problem in error.problems:
-        if problem.path == prefix or problem.path.startswith(prefix + "."):
-            mine.setdefault(problem.path[len(prefix) + 1:], []).append(problem.message)
-        else:
-            others.append(problem)
-    return mine, others
-
-
 __all__ = ["Problem", "PolicyError"]

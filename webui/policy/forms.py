@@ -1,13 +1,17 @@
 """Forms for one item of the draft. Each turns its fields into the item's plain
 structure (to_item) and back (initial_from), and names the form field that a
-policy-engine problem path inside the item belongs to (field_for). The policy
+policy-engine problem path inside the item belongs to (problem_fields). The policy
 engine stays the one place that validates: forms only parse what a text box holds."""
 import re
 
 from django import forms
 
+from tusklib.problems import ProblemsFormMixin
+
 from .core import choices
-from .core.constants import POLICY_MAX_BYTES, PORT_PROTOCOLS, PORTLESS_PROTOCOLS
+from .core.constants import (
+    COMMENT_MAX, CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN, NAME_MAX, POLICY_MAX_BYTES,
+    PORT_PROTOCOLS, PORTLESS_PROTOCOLS)
 
 
 def _split(text):
@@ -18,38 +22,23 @@ def _port(value):
     return int(value) if value.isdigit() else value
 
 
-class ItemForm(forms.Form):
+class ItemForm(ProblemsFormMixin, forms.Form):
     version = forms.IntegerField(widget=forms.HiddenInput)
-    # problem path (inside the item) prefix -> form field; longest prefix wins
-    paths = {}
 
-    def field_for(self, subpath):
-        best = None
-        for prefix, field in self.paths.items():
-            if subpath == prefix or subpath.startswith(prefix + ".") or \
-                    subpath.startswith(prefix + "["):
-                if best is None or len(prefix) > len(best[0]):
-                    best = (prefix, field)
-        return best[1] if best else None
 
-    def add_problems(self, problems):
-        """problems: {path inside the item: [messages]} from draft.problems_for."""
-        for subpath, messages in problems.items():
-            field = self.field_for(subpath) if subpath else None
-            for message in messages:
-                # a list element says which one: "entries[2]: ... is not an address"
-                self.add_error(field, f"{subpath}: {message}" if "[" in subpath else message)
+def _name():
+    return forms.CharField(max_length=NAME_MAX)
 
 
 def _comment():
-    return forms.CharField(required=False, max_length=128)
+    return forms.CharField(required=False, max_length=COMMENT_MAX)
 
 
 class ZoneForm(ItemForm):
-    name = forms.CharField(max_length=32)
+    name = _name()
     interfaces = forms.CharField(help_text="Interface names, separated by spaces or commas.")
     comment = _comment()
-    paths = {"name": "name", "interfaces": "interfaces", "comment": "comment"}
+    problem_fields = {"name": "name", "interfaces": "interfaces", "comment": "comment"}
 
     def to_item(self):
         data = self.cleaned_data
@@ -65,12 +54,12 @@ class ZoneForm(ItemForm):
 
 
 class AddressSetForm(ItemForm):
-    name = forms.CharField(max_length=32)
+    name = _name()
     entries = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}),
                               help_text="Hosts, prefixes or ranges (a-b), IPv4 or IPv6, one "
                                         "per line or separated by spaces.")
     comment = _comment()
-    paths = {"name": "name", "entries": "entries", "comment": "comment"}
+    problem_fields = {"name": "name", "entries": "entries", "comment": "comment"}
 
     def to_item(self):
         data = self.cleaned_data
@@ -86,12 +75,13 @@ class AddressSetForm(ItemForm):
 
 
 class ServiceForm(ItemForm):
-    name = forms.CharField(max_length=32)
+    name = _name()
     protocol = forms.ChoiceField(choices=[(p, p) for p in PORT_PROTOCOLS + PORTLESS_PROTOCOLS])
     ports = forms.CharField(required=False, help_text="Ports or ranges (8000-8010), separated "
                                                       "by spaces or commas.")
     comment = _comment()
-    paths = {"name": "name", "protocol": "protocol", "ports": "ports", "comment": "comment"}
+    problem_fields = {"name": "name", "protocol": "protocol", "ports": "ports",
+                      "comment": "comment"}
 
     def to_item(self):
         data = self.cleaned_data
@@ -114,7 +104,7 @@ ANY = ""
 
 
 class ClassForm(ItemForm):
-    name = forms.CharField(max_length=32)
+    name = _name()
     comment = _comment()
     from_zone = forms.ChoiceField(required=False, label="From zone")
     to_zone = forms.ChoiceField(required=False, label="To zone")
@@ -134,13 +124,14 @@ class ClassForm(ItemForm):
         (choices.SEQRAND_BOTH, "both directions")])
     fastpath = forms.BooleanField(required=False, label="Flowtable fast path")
     notrack = forms.BooleanField(required=False, label="No connection tracking (stateless)")
-    paths = {"name": "name", "comment": "comment", "from": "from_zone", "to": "to_zone",
-             "source": "source", "destination": "destination", "services": "services",
-             "action": "action", "mss": "mss_mode", "mss.value": "mss_value",
-             "tcp_options.window_scale": "strip_window_scale",
-             "tcp_options.sack_permitted": "strip_sack_permitted",
-             "tcp_options.timestamps": "strip_timestamps", "tcp_options": "strip_window_scale",
-             "seqrand": "seqrand", "fastpath": "fastpath", "notrack": "notrack"}
+    problem_fields = {
+        "name": "name", "comment": "comment", "from": "from_zone", "to": "to_zone",
+        "source": "source", "destination": "destination", "services": "services",
+        "action": "action", "mss": "mss_mode", "mss.value": "mss_value",
+        "tcp_options.window_scale": "strip_window_scale",
+        "tcp_options.sack_permitted": "strip_sack_permitted",
+        "tcp_options.timestamps": "strip_timestamps", "tcp_options": "strip_window_scale",
+        "seqrand": "seqrand", "fastpath": "fastpath", "notrack": "notrack"}
 
     def __init__(self, *args, document=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -231,7 +222,8 @@ class ImportForm(forms.Form):
 
 class ApplyForm(forms.Form):
     version = forms.IntegerField(widget=forms.HiddenInput)
-    timeout = forms.IntegerField(min_value=10, max_value=3600, required=False,
+    timeout = forms.IntegerField(min_value=CONFIRM_TIMEOUT_MIN, max_value=CONFIRM_TIMEOUT_MAX,
+                                 required=False,
                                  label="Confirm within (seconds)",
                                  help_text="Unconfirmed, the firewall rolls back by itself. "
                                            "Empty: the policy's setting.")

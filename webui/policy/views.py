@@ -177,11 +177,7 @@ def item_edit(request, section, index=None):
                                      "this form. Reload it and make your change again.")
             except PolicyError as error:
                 position = len(entries) if index is None else index
-                mine, others = drafts.problems_for(error, section, position)
-                form.add_problems(mine)
-                for problem in others:
-                    form.add_error(None, f"{problem.path}: {problem.message}" if problem.path
-                                   else problem.message)
+                form.add_problems(error, within=f"{section}[{position}]")
             else:
                 audit.record(request, f"{noun} {'add' if index is None else 'edit'}",
                              item["name"], section=section, item=item)

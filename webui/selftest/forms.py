@@ -2,13 +2,29 @@
 checks the same bounds), and in hardware mode the two hosts and the port."""
 import ipaddress
 import re
+from enum import IntEnum
 
 from django import forms
 
+from tusklib.problems import Problem, ProblemsFormMixin
+
 from .core import responder
 
-HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+PARAMS = ("transactions", "pings", "bulk", "timeout")   # the LIMITS this form asks for
+HOSTNAME = re.compile(rf"^(?=.{{1,{responder.HOST_MAX}}}$)"
+                      r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
                       r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+
+
+class Code(IntEnum):
+    PARAM = 2   # python -m selftest.core's exit status for bad parameters
+
+
+def _problems(error):
+    """A responder.ParamError as problems. responder.py stays one standard-library file
+    (the hosts of a hardware self-test download it and run it as it is), so its error
+    cannot be tusklib's; its (field, message) pairs become Problems here."""
+    return [Problem(Code.PARAM, field, message) for field, message in error.errors]
 
 
 def _count(name, label, help_text=""):
@@ -28,7 +44,7 @@ def _host(value):
     return value.lower()
 
 
-class SelfTestForm(forms.Form):
+class SelfTestForm(ProblemsFormMixin, forms.Form):
     transactions = _count("transactions", "Transactions",
                           "Connect, a 32-byte request and answer, close (Allman's finger).")
     pings = _count("pings", "Feedback pings",
@@ -36,17 +52,20 @@ class SelfTestForm(forms.Form):
     bulk = _count("bulk", "Bulk transfers", "1 MiB each; the last 4 bytes come back.")
     timeout = _count("timeout", "Timeout (seconds)",
                      "For each connect and answer; a bulk transfer may take 10 times as long.")
-    client_host = forms.CharField(label="Client host", max_length=253, required=False,
+    client_host = forms.CharField(label="Client host", max_length=responder.HOST_MAX,
+                                  required=False,
                                   help_text="Runs the responder with <code>--allow</code> "
                                             "this firewall's address; it measures.")
-    server_host = forms.CharField(label="Server host", max_length=253, required=False,
+    server_host = forms.CharField(label="Server host", max_length=responder.HOST_MAX,
+                                  required=False,
                                   help_text="Runs the responder; reached through the firewall.")
     direct_address = forms.CharField(label="Server's direct address (optional)",
-                                     max_length=253, required=False,
+                                     max_length=responder.HOST_MAX, required=False,
                                      help_text="The server on a path that does not cross the "
                                                "firewall: the baseline. Empty: no baseline.")
     port = forms.IntegerField(label="Responder port", min_value=1, max_value=65535,
                               initial=responder.DEFAULT_PORT)
+    problem_fields = {name: name for name in PARAMS}
 
     def __init__(self, *args, lab=False, **kwargs):
         super().__init__(*args, **kwargs)
@@ -74,10 +93,9 @@ class SelfTestForm(forms.Form):
             return data
         try:
             data["params"] = responder.check_params(
-                {name: data[name] for name in ("transactions", "pings", "bulk", "timeout")})
-        except responder.ParamError as exc:
-            for name, message in exc.errors:
-                self.add_error(name if name in self.fields else None, message)
+                {name: data[name] for name in PARAMS})
+        except responder.ParamError as error:
+            self.add_problems(_problems(error))
         if not self.lab and data.get("direct_address") \
                 and data["direct_address"] == data.get("server_host"):
             self.add_error("direct_address", "the same as the server host: a baseline must "
@@ -108,7 +126,7 @@ def checked_run(test, config):
         raise ValueError(f"mode: {test.mode!r:.40}, but this firewall runs self-tests in "
                          f"{expected} mode")
     params = test.params if isinstance(test.params, dict) else {}
-    data = {name: params.get(name) for name in ("transactions", "pings", "bulk", "timeout")}
+    data = {name: params.get(name) for name in PARAMS}
     if not lab:
         data.update(client_host=test.client_host, server_host=test.server_host,
                     direct_address=test.direct_address, port=test.port)

@@ -8,6 +8,8 @@ import json
 import os
 import sys
 
+from tusklib.problems import report
+
 from .core import profile as profiles
 from .core.applier import Tuner
 from .core.errors import Code, TuneError
@@ -182,5 +184,4 @@ def main(argv=None):
             enter_netns(args.netns, argv)
         return args.func(args) or 0
     except TuneError as error:
-        print(error, file=sys.stderr)
-        return int(error.code)
+        return report(error)

@@ -22,8 +22,10 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from enum import IntEnum
 
 from tusklib.children import end_with_parent
+from tusklib.problems import Problem, Problems
 
 DUMPCAP = "dumpcap"
 TCPDUMP = "tcpdump"
@@ -38,16 +40,25 @@ LIMITS = {
     "ring_files": (0, 100, 0),
 }
 FORMATS = ("pcapng", "pcap")
+FILTER_MAX = 1000   # characters of a capture filter
 POLL = 0.5          # seconds between progress reports
 STOP_GRACE = 10     # seconds dumpcap gets to close its file after SIGINT, then SIGTERM
 
 
-class SpecError(Exception):
-    """Bad capture settings: errors is [(field, message)]."""
+class Code(IntEnum):
+    """What is wrong with capture settings. No CLI takes them, so the numbers only keep
+    these codes apart from the other domains' (tusklib.problems)."""
 
-    def __init__(self, errors):
-        super().__init__("; ".join(f"{f}: {m}" for f, m in errors))
-        self.errors = errors
+    INTERFACE = 60    # none chosen, not an interface name, or not on the firewall
+    RANGE = 61        # a limit outside its bounds, or above the storage quota
+    FORMAT = 62       # an unknown file format, or pcap for several interfaces
+    FILTER = 63       # libpcap does not compile the filter
+
+
+class SpecError(Problems):
+    """Bad capture settings: every problem's path is the field."""
+
+    codes = Code
 
 
 @dataclass(frozen=True)
@@ -80,8 +91,8 @@ def check_filter(text):
     """None if libpcap compiles the filter for Ethernet, else its reason."""
     if not text.strip():
         return None
-    if len(text) > 1000:
-        return "longer than 1000 characters"
+    if len(text) > FILTER_MAX:
+        return f"longer than {FILTER_MAX} characters"
     with tempfile.NamedTemporaryFile(suffix=".pcap") as empty:
         # a pcap file header and no packets: link type 1 (Ethernet), snap length 262144
         empty.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
@@ -100,38 +111,42 @@ def check_filter(text):
 
 def validate(spec, known_interfaces=None, quota_mb=None):
     """Raises SpecError naming every bad field; returns the spec otherwise."""
-    errors = []
+    problems = []
+
+    def fail(code, name, message):
+        problems.append(Problem(code, name, message))
+
     if not spec.interfaces:
-        errors.append(("interfaces", "choose at least one interface"))
+        fail(Code.INTERFACE, "interfaces", "choose at least one interface")
     for name in spec.interfaces:
         if not IFNAME.match(name):
-            errors.append(("interfaces", f"{name!r} is not an interface name"))
+            fail(Code.INTERFACE, "interfaces", f"{name!r} is not an interface name")
         elif known_interfaces is not None and name not in known_interfaces:
-            errors.append(("interfaces", f"no interface {name} on the firewall (it has "
-                                         f"{', '.join(sorted(known_interfaces)) or 'none'})"))
+            fail(Code.INTERFACE, "interfaces", f"no interface {name} on the firewall (it has "
+                                               f"{', '.join(sorted(known_interfaces)) or 'none'})")
     if len(set(spec.interfaces)) != len(spec.interfaces):
-        errors.append(("interfaces", "an interface is named twice"))
+        fail(Code.INTERFACE, "interfaces", "an interface is named twice")
     bad = set()
     for name, (low, high, _) in LIMITS.items():
         value = getattr(spec, name)
         if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-            errors.append((name, f"must be a whole number from {low} to {high}"))
+            fail(Code.RANGE, name, f"must be a whole number from {low} to {high}")
             bad.add(name)
     if spec.format not in FORMATS:
-        errors.append(("format", f"must be one of {', '.join(FORMATS)}"))
+        fail(Code.FORMAT, "format", f"must be one of {', '.join(FORMATS)}")
     elif spec.format == "pcap" and len(spec.interfaces) > 1:
-        errors.append(("format", "a pcap file holds one interface: choose pcapng to capture "
-                                 "several at once"))
+        fail(Code.FORMAT, "format", "a pcap file holds one interface: choose pcapng to capture "
+                                    "several at once")
     if quota_mb is not None and "max_mb" not in bad and spec.max_mb > quota_mb:
-        errors.append(("max_mb", f"more than the capture storage quota ({quota_mb} MB)"))
+        fail(Code.RANGE, "max_mb", f"more than the capture storage quota ({quota_mb} MB)")
     if not bad & {"max_mb", "ring_files"} and spec.max_mb < 2 * spec.ring_files:
-        errors.append(("ring_files", f"{spec.ring_files} files of {spec.max_mb} MB in all "
-                                     "would be under 2 MB each"))
+        fail(Code.RANGE, "ring_files", f"{spec.ring_files} files of {spec.max_mb} MB in all "
+                                       "would be under 2 MB each")
     problem = check_filter(spec.filter) if isinstance(spec.filter, str) else "must be text"
     if problem:
-        errors.append(("filter", problem))
-    if errors:
-        raise SpecError(errors)
+        fail(Code.FILTER, "filter", problem)
+    if problems:
+        raise SpecError(problems)
     return spec
 
 

@@ -12,13 +12,13 @@ LOCKDOWN_TABLE = "tusk_lockdown"
 
 # Object names become parts of nft chain/set names: keep them short, lower case and
 # free of characters nft would need quoted. 'tusk' prefixes keep them off nft keywords.
-NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
 NAME_MAX = 32
+NAME_PATTERN = rf"^[a-z][a-z0-9_-]{{0,{NAME_MAX - 1}}}$"
 
 # Linux IFNAMSIZ is 16 including the NUL.
 IFNAME_MAX = 15
 # Linux refuses "/", ":" and white space (dev_valid_name()); "." and ".." too.
-IFNAME_PATTERN = r"^[A-Za-z0-9_.@+-]{1,15}$"
+IFNAME_PATTERN = rf"^[A-Za-z0-9_.@+-]{{1,{IFNAME_MAX}}}$"
 
 PORT_MIN = 1
 PORT_MAX = 65535

@@ -2,10 +2,15 @@
 
 Every problem an operator can cause - in the policy file, in the web form,
 or against the target system - is a PolicyError with a stable code and the
-path of the offending field. The code is the CLI's exit status and the key
-the web UI uses to place the message next to the field.
+path of the offending field (tusklib.problems: the shape every domain shares).
+The code is the CLI's exit status; the path places the message next to its field
+in the web UI.
 """
 from enum import IntEnum
+
+from tusklib.problems import Problem, Problems
+
+__all__ = ["Code", "PolicyError", "Problem", "quoted", "shortened"]
 
 QUOTE_MAX = 60  # characters of a value quoted in a message: one line, whatever was sent
 
@@ -31,57 +36,10 @@ class Code(IntEnum):
     IO = 27              # a file could not be read or written
 
 
-class Problem:
-    """One thing wrong, at one place."""
-
-    __slots__ = ("code", "path", "message")
-
-    def __init__(self, code, path, message):
-        self.code = Code(code)
-        self.path = path
-        self.message = message
-
-    def __str__(self):
-        return f"{self.path}: {self.message}" if self.path else self.message
-
-    def __repr__(self):
-        return f"Problem({self.code.name}, {self.path!r}, {self.message!r})"
-
-    def __eq__(self, other):
-        return isinstance(other, Problem) and (self.code, self.path, self.message) == (
-            other.code, other.path, other.message)
-
-    def __hash__(self):
-        return hash((self.code, self.path, self.message))
-
-
-class PolicyError(Exception):
+class PolicyError(Problems):
     """Raised with one or more problems; the first one names the code."""
 
-    def __init__(self, code_or_problems, path="", message=""):
-        if isinstance(code_or_problems, list):
-            problems = code_or_problems
-        else:
-            problems = [Problem(code_or_problems, path, message)]
-        if not problems:
-            raise ValueError("PolicyError needs at least one problem")
-        self.problems = problems
-        super().__init__(str(self))
-
-    @property
-    def code(self):
-        return self.problems[0].code
-
-    @property
-    def path(self):
-        return self.problems[0].path
-
-    @property
-    def message(self):
-        return self.problems[0].message
-
-    def __str__(self):
-        return "\n".join(f"error[{p.code.name}]: {p}" for p in self.problems)
+    codes = Code
 
 
 def shortened(text):

@@ -39,6 +39,7 @@ import time
 VERSION = 1
 DEFAULT_PORT = 8009
 HEADER_MAX = 256
+HOST_MAX = 253             # characters of a host name (RFC 1035)
 REQUEST_SIZE = 32          # a transaction's request and answer
 TOKEN_SIZE = REQUEST_SIZE - 5
 PING_SIZE = 16
@@ -109,7 +110,8 @@ def check_paths(raw):
         name, host, port = path.get("name"), path.get("host"), path.get("port")
         if not isinstance(name, str) or not name.isidentifier() or len(name) > 32:
             errors.append((f"{where}.name", f"{name!r} is not a short name"))
-        if not isinstance(host, str) or not 0 < len(host) <= 253 or any(c.isspace() for c in host):
+        if not isinstance(host, str) or not 0 < len(host) <= HOST_MAX \
+                or any(c.isspace() for c in host):
             errors.append((f"{where}.host", f"{host!r} is not a host"))
         if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
             errors.append((f"{where}.port", f"{port!r} is not a TCP port"))

@@ -1,8 +1,11 @@
 """The one error type of tusk-tune. Every problem an operator can cause - in a
 profile, in the arguments, against the machine - is a TuneError with a stable code
 (the CLI's exit status) and the place it was found (file, section and key, or the
-interface). Nothing is written when one is raised before apply starts writing."""
+interface): tusklib.problems' shape. Nothing is written when one is raised before
+apply starts writing."""
 from enum import IntEnum
+
+from tusklib.problems import Problems
 
 
 class Code(IntEnum):
@@ -17,17 +20,7 @@ class Code(IntEnum):
     TARGET = 36       # no such network namespace
 
 
-class TuneError(Exception):
-    """Raised with one or more (code, place, message) problems; the first names the code."""
+class TuneError(Problems):
+    """Raised with one or more problems; the first names the code."""
 
-    def __init__(self, code, place="", message="", problems=None):
-        self.problems = problems or [(Code(code), place, message)]
-        super().__init__(str(self))
-
-    @property
-    def code(self):
-        return self.problems[0][0]
-
-    def __str__(self):
-        return "\n".join(f"error[{code.name}]: {place + ': ' if place else ''}{message}"
-                         for code, place, message in self.problems)
+    codes = Code

@@ -7,6 +7,8 @@ txqueuelen, queue interrupts, RPS, XPS; then the RFS table and the [sysctl]
 section. Channels come first because they create and remove queues: apply writes
 them, detects again and plans the rest against the queues that then exist.
 """
+from tusklib.problems import Problem
+
 from .errors import Code, TuneError
 from .hardware import format_cpu_list, format_mask
 from .report import Plan, Write, same
@@ -57,7 +59,7 @@ class Planner:
         return setting.value, setting.place(section, key), setting.why
 
     def problem(self, place, message, code=Code.VALUE):
-        self.problems.append((code, place, message))
+        self.problems.append(Problem(code, place, message))
 
     # -- CPU placement ------------------------------------------------------------
 
@@ -92,7 +94,7 @@ class Planner:
         self.plan_sysctls(tuned)
         self.warnings(tuned)
         if self.problems:
-            raise TuneError(self.problems[0][0], problems=self.problems)
+            raise TuneError(self.problems)
         return self.plan
 
     def tuned_nics(self):

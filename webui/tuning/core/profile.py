@@ -18,6 +18,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from tusklib.problems import Problem
+
 from .errors import Code, TuneError
 
 SHIPPED_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -164,13 +166,14 @@ def available(dirs=None):
 
 def catalogue(dirs=None):
     """{name: {"path", "summary", "chain"}} of every available profile, or
-    {"path", "error"} for one that does not load: what an operator chooses from."""
+    {"path", "error": the TuneError} for one that does not load: what an operator
+    chooses from."""
     found = {}
     for name, path in available(dirs).items():
         try:
             loaded = load(name, dirs)
         except TuneError as error:
-            found[name] = {"path": path, "error": str(error)}
+            found[name] = {"path": path, "error": error}
         else:
             found[name] = {"path": path, "summary": loaded.summary, "chain": loaded.chain}
     return found
@@ -242,7 +245,7 @@ def parse_file(path):
         keys = sections[section] = {}
         schema = section_schema(section)
         if schema is None:
-            problems.append((Code.PROFILE, f"{path} [{section}]",
+            problems.append(Problem(Code.PROFILE, f"{path} [{section}]",
                              "unknown section (known: " + ", ".join(
                                  list(SCHEMA) + ["sysctl", "interface NAME"]) + ")"))
             continue
@@ -251,21 +254,21 @@ def parse_file(path):
             if schema == "sysctl":
                 refused = sysctl_refused(key)
                 if refused:
-                    problems.append((Code.PROFILE, place, refused))
+                    problems.append(Problem(Code.PROFILE, place, refused))
                     continue
                 check = sysctl_check(key)
             else:
                 check = schema.get(key)
             if check is None:
-                problems.append((Code.PROFILE, place, "unknown key (known: "
+                problems.append(Problem(Code.PROFILE, place, "unknown key (known: "
                                  + ", ".join(schema) + ")"))
                 continue
             try:
                 keys[key] = Setting(check(raw.strip()), path, why.get((section, key), ""))
             except ValueError as error:
-                problems.append((Code.VALUE, place, str(error)))
+                problems.append(Problem(Code.VALUE, place, str(error)))
     if problems:
-        raise TuneError(problems[0][0], problems=problems)
+        raise TuneError(problems)
     return sections
 
 

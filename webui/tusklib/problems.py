@@ -1,0 +1,123 @@
+"""One shape for "what is wrong with this input", in every domain: a Problem is a stable
+code, the path of the offending field and the reason; a Problems exception carries every
+problem found, all at once. The policy engine, tusk-tune, network.toml, backups and
+capture settings each subclass Problems and keep their own code enum (an IntEnum whose
+numbers are their CLI's exit statuses). The same problems reach the operator three ways:
+report() prints them for every CLI, ProblemsFormMixin puts them next to a web form's
+fields, and str() of the exception is what a job's error shows.
+
+No Django here (the cores import this module); the mixin uses only the form's own
+add_error, so it needs none either.
+"""
+import sys
+from dataclasses import dataclass
+from enum import IntEnum
+
+MAX_PRINTED = 50   # problems a CLI prints; the rest are counted
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong, at one place (path "": the input as a whole)."""
+
+    code: IntEnum
+    path: str
+    message: str
+
+    def __str__(self):
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class Problems(Exception):
+    """Raised with one or more problems; the first one's code is the CLI's exit status.
+
+        raise PolicyError(Code.RANGE, "classes[3].mss.value", "70000 is above 65535")
+        raise PolicyError([Problem(...), Problem(...)])
+
+    A domain's subclass names its code enum in `codes`, which turns a plain number
+    into its member."""
+
+    codes = None
+
+    def __init__(self, code_or_problems, path="", message=""):
+        if isinstance(code_or_problems, (list, tuple)):
+            problems = list(code_or_problems)
+        else:
+            code = self.codes(code_or_problems) if self.codes else code_or_problems
+            problems = [Problem(code, path, message)]
+        if not problems:
+            raise ValueError(f"{type(self).__name__} needs at least one problem")
+        self.problems = problems
+        super().__init__(str(self))
+
+    @property
+    def code(self):
+        return self.problems[0].code
+
+    @property
+    def path(self):
+        return self.problems[0].path
+
+    @property
+    def message(self):
+        return self.problems[0].message
+
+    def __iter__(self):
+        return iter(self.problems)
+
+    def __len__(self):
+        return len(self.problems)
+
+    def __str__(self):
+        return "\n".join(line(problem) for problem in self.problems)
+
+
+def line(problem):
+    """How an operator reads one problem: `error[RANGE]: classes[3].mss.value: 70000 is
+    above 65535`."""
+    return f"error[{problem.code.name}]: {problem}"
+
+
+def report(error, stream=None, limit=MAX_PRINTED):
+    """Prints a Problems exception the way every Tusk CLI does - one line a problem on
+    stderr, at most limit of them - and returns the exit status: the first one's code."""
+    stream = stream or sys.stderr
+    for problem in error.problems[:limit]:
+        print(line(problem), file=stream)
+    if len(error.problems) > limit:
+        print(f"... and {len(error.problems) - limit} more", file=stream)
+    return int(error.code)
+
+
+class ProblemsFormMixin:
+    """For a Django form whose input a core checks: add_problems() puts each problem next
+    to the field it is about, the others at the top of the form.
+
+    problem_fields maps a problem path (or its start: "mss" covers "mss.value" and
+    "entries" covers "entries[2]") to a form field; the longest match wins, and "" matches
+    every path. A field covering several places shows which one: "entries[2]: ..."."""
+
+    problem_fields = {}
+
+    def field_for(self, path):
+        """(form field, the part of path it names) or (None, "")."""
+        best = None
+        for prefix, field in self.problem_fields.items():
+            if prefix == "" or path == prefix or path.startswith((prefix + ".", prefix + "[")):
+                if best is None or len(prefix) > len(best[0]):
+                    best = (prefix, field)
+        return (best[1], best[0]) if best else (None, "")
+
+    def add_problems(self, problems, within=""):
+        """problems: a Problems exception (or any iterable of Problem). within: the path
+        of what this form edits (e.g. "classes[3]"): the paths below it are matched
+        without it; problems elsewhere go to the top of the form, whole."""
+        start = within + "." if within else ""
+        for problem in problems:
+            if problem.path != within and not problem.path.startswith(start):
+                self.add_error(None, str(problem))
+                continue
+            path = problem.path[len(start):] if problem.path != within else ""
+            field, prefix = self.field_for(path)
+            self.add_error(field, problem.message if path == prefix
+                           else f"{path}: {problem.message}")
