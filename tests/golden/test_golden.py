@@ -1,5 +1,6 @@
 """Golden rulesets, fw4 style: each NN_case/ folder holds a line of intent, a policy and
-the complete ruleset it must render to.
+the complete ruleset it must render to; each boot/NN_case/ folder the same for a table
+tusk-boot loads (render_boot), its input the render function's arguments (input.json).
 
 On a mismatch the failure shows `diff -u expected actual`. UPDATE_GOLDEN=1 rewrites the
 expected files from the renderer instead (then read the diff before committing it).
@@ -16,15 +17,26 @@ import sys
 
 import pytest
 
-from policy.core import choices
+from policy.core import choices, render_boot
 from policy.core.normalise import load_policy_file
 from policy.core.render import render
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WEBUI = os.path.join(os.path.dirname(os.path.dirname(HERE)), "webui")
-CASES = sorted(d for d in os.listdir(HERE)
-               if re.fullmatch(r"\d\d_[a-z0-9_]+", d) and os.path.isdir(os.path.join(HERE, d)))
+BOOT = "boot"
+BOOT_RENDER = {"failsafe": render_boot.failsafe, "host": render_boot.host,
+               "lockdown": render_boot.lockdown}
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+
+
+def cases(directory):
+    return sorted(d for d in os.listdir(directory) if re.fullmatch(r"\d\d_[a-z0-9_]+", d)
+                  and os.path.isdir(os.path.join(directory, d)))
+
+
+POLICY_CASES = cases(HERE)
+BOOT_CASES = [f"{BOOT}/{case}" for case in cases(os.path.join(HERE, BOOT))]
+CASES = POLICY_CASES + BOOT_CASES
 
 # nft reports a refused object or rule as FILE:LINE:COL[-COL]: Error: MESSAGE
 ERROR_LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+)(?:-\d+)?: Error: (?P<msg>.*)$")
@@ -41,8 +53,23 @@ def read(case, name):
         return handle.read()
 
 
-def needs_vm_kernel(policy):
-    """Seqrand helpers and flowtables exist only in Tusk's kernel (the VM tier)."""
+def input_name(case):
+    return "input.json" if case.startswith(f"{BOOT}/") else "policy.yaml"
+
+
+def render_case(case):
+    if case.startswith(f"{BOOT}/"):
+        arguments = json.loads(read(case, "input.json"))
+        return BOOT_RENDER[arguments.pop("ruleset")](**arguments)
+    return render(load_policy_file(path(case, "policy.yaml")))
+
+
+def needs_vm_kernel(case):
+    """Seqrand helpers and flowtables exist only in Tusk's kernel (the VM tier); the boot
+    tables use neither."""
+    if case.startswith(f"{BOOT}/"):
+        return False
+    policy = load_policy_file(path(case, "policy.yaml"))
     return any(c.seqrand != choices.SEQRAND_NONE or c.fastpath for c in policy.classes)
 
 
@@ -52,15 +79,21 @@ def unified_diff(expected, actual, case):
         fromfile=f"{case}/expected.nft", tofile=f"{case}/actual (render)"))
 
 
-def test_there_are_cases():
-    assert len(CASES) >= 14, CASES
-    numbers = [c[:2] for c in CASES]
-    assert len(numbers) == len(set(numbers)), f"two cases share a number: {CASES}"
+@pytest.mark.parametrize("found, least", [(POLICY_CASES, 14), (BOOT_CASES, 4)])
+def test_there_are_cases(found, least):
+    assert len(found) >= least, found
+    numbers = [os.path.basename(c)[:2] for c in found]
+    assert len(numbers) == len(set(numbers)), f"two cases share a number: {found}"
+
+
+def test_every_boot_table_has_a_case():
+    rendered = {json.loads(read(case, "input.json"))["ruleset"] for case in BOOT_CASES}
+    assert rendered == set(BOOT_RENDER)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_case_is_complete(case):
-    for name in ("intent.txt", "policy.yaml", "expected.nft"):
+    for name in ("intent.txt", input_name(case), "expected.nft"):
         assert os.path.isfile(path(case, name)), f"{case}/{name} is missing"
     intent = read(case, "intent.txt")
     assert len(intent.strip().splitlines()) == 1, f"{case}/intent.txt must be one line"
@@ -68,7 +101,7 @@ def test_case_is_complete(case):
 
 @pytest.mark.parametrize("case", CASES)
 def test_render_matches_expected(case):
-    actual = render(load_policy_file(path(case, "policy.yaml")))
+    actual = render_case(case)
     if UPDATE:
         with open(path(case, "expected.nft"), "w", encoding="utf-8") as handle:
             handle.write(actual)
@@ -83,41 +116,38 @@ def test_render_matches_expected(case):
 
 @pytest.mark.parametrize("case", CASES)
 def test_render_is_deterministic(case):
-    first = render(load_policy_file(path(case, "policy.yaml")))
-    second = render(load_policy_file(path(case, "policy.yaml")))
-    assert first.encode() == second.encode()
-    policy = load_policy_file(path(case, "policy.yaml"))
-    assert render(policy).encode() == render(policy).encode()
+    assert render_case(case).encode() == render_case(case).encode()
+    if case in POLICY_CASES:
+        policy = load_policy_file(path(case, "policy.yaml"))
+        assert render(policy).encode() == render(policy).encode()
 
 
 _RENDER_ALL = """
-import json, os, sys
-from policy.core.normalise import load_policy_file
-from policy.core.render import render
-here = sys.argv[1]
-print(json.dumps({c: render(load_policy_file(os.path.join(here, c, "policy.yaml")))
-                  for c in sys.argv[2:]}))
+import json, sys
+from test_golden import render_case
+print(json.dumps({c: render_case(c) for c in sys.argv[1:]}))
 """
 
 
 @pytest.mark.parametrize("seed", ["0", "1", "4242"])
 def test_render_does_not_depend_on_hash_seed(seed):
     """Set iteration order changes with PYTHONHASHSEED; the rendered bytes must not."""
-    result = subprocess.run([sys.executable, "-c", _RENDER_ALL, HERE, *CASES], cwd=WEBUI,
-                            env=dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=WEBUI),
+    result = subprocess.run([sys.executable, "-c", _RENDER_ALL, *CASES], cwd=WEBUI,
+                            env=dict(os.environ, PYTHONHASHSEED=seed,
+                                     PYTHONPATH=os.pathsep.join([WEBUI, HERE])),
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     rendered = json.loads(result.stdout)
     for case in CASES:
-        here = render(load_policy_file(path(case, "policy.yaml")))
-        assert rendered[case] == here, f"{case} renders differently with PYTHONHASHSEED={seed}"
+        assert rendered[case] == render_case(case), (
+            f"{case} renders differently with PYTHONHASHSEED={seed}")
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_expected_passes_nft_check(case, nft_check):
     expected = read(case, "expected.nft")
     result = nft_check(expected)
-    if not needs_vm_kernel(load_policy_file(path(case, "policy.yaml"))):
+    if not needs_vm_kernel(case):
         assert result.returncode == 0, f"nft -c refused {case}/expected.nft:\n{result.stderr}"
         return
 

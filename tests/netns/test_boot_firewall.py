@@ -6,10 +6,13 @@ management interface reach the firewall itself. boot.load_firewall, tusk-firewal
 step, fails closed: with an invalid network.toml, or a host table the kernel refuses,
 the dashboard ports answer on no interface, port 22 never, and forwarding is off until
 a forward ruleset is loaded, and stays off when none can be."""
+import fcntl
 import json
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -19,6 +22,7 @@ from tuskcli import ROOT, run_tusk
 
 sys.path.insert(0, os.path.join(ROOT, "webui"))
 from appliance import boot  # noqa: E402
+from policy.core import render_boot  # noqa: E402
 from policy.core.applier import Applier  # noqa: E402
 from policy.core.target import Target  # noqa: E402
 
@@ -77,7 +81,7 @@ def test_boot_loads_the_last_confirmed_revision_and_drops_a_pending_one(lab, sta
 
 def test_no_confirmed_policy_fails_closed_even_after_a_first_rollback(lab, state, tmp_path):
     assert forwards(lab)                                  # nothing loaded: the lab forwards
-    (state / "failsafe.nft").write_text(boot.FAILSAFE)
+    (state / "failsafe.nft").write_text(render_boot.failsafe())
     assert Applier(str(state), netns=lab.fw).boot() is None
     assert "fail closed" in ruleset(lab) and not forwards(lab)
     # the first apply on a new box, rolled back: back to the fail-closed table, not open
@@ -101,7 +105,7 @@ def test_a_refused_revision_leaves_the_fail_closed_table(lab, state, tmp_path):
         Applier(str(state), netns=lab.fw).boot()
     assert "loading revision 1 failed" in str(error.value)
     assert "table inet tusk" not in ruleset(lab)      # one transaction: nothing half-loaded
-    lab.ns(lab.fw, "nft", "-f", "-", input=boot.FAILSAFE)
+    lab.ns(lab.fw, "nft", "-f", "-", input=render_boot.failsafe())
     assert not forwards(lab)
 
 
@@ -127,7 +131,7 @@ def reaches(lab, namespace, address, port):
 @pytest.mark.parametrize("mgmt", ["veth-c", None])
 def test_host_table_lets_only_the_management_interface_in(lab, state, nft_check, mgmt):
     """None: no valid management interface - the dashboard answers on none."""
-    text = boot.host_ruleset(mgmt)
+    text = render_boot.host(mgmt)
     assert nft_check(text).returncode == 0
     server = listen(lab, 443)
     try:
@@ -198,7 +202,7 @@ def owned(lab):
 
 def boot_firewall(lab, state, tmp_path, network_toml):
     (tmp_path / "network.toml").write_text(network_toml)
-    (state / "failsafe.nft").write_text(boot.FAILSAFE)
+    (state / "failsafe.nft").write_text(render_boot.failsafe())
     lab.ns(lab.fw, "sysctl", "-q", "-w", *[f"{key}=1" for key in boot.FORWARDING])
     target = Recording(lab.fw)
     status = boot.load_firewall(target, str(tmp_path / "network.toml"), str(state),
@@ -232,7 +236,7 @@ def test_an_invalid_network_toml_leaves_the_console_only(lab, state, tmp_path, l
 
 
 def test_a_refused_host_table_still_drops_the_dashboard_ports(
-        lab, state, tmp_path, listeners, owned):
+        lab, state, tmp_path, listeners, owned, capsys):
     own = owned
     own("tusk_host")
     status, _, warning = boot_firewall(lab, state, tmp_path, VALID)
@@ -241,12 +245,37 @@ def test_a_refused_host_table_still_drops_the_dashboard_ports(
     assert warning.startswith("table inet tusk_host was refused: nothing reaches the box but "
                               "the console")
     assert status == 1
+    # nft -c refused it - for the interface, then for none - before any load was tried
+    log = capsys.readouterr().out
+    assert log.count("table inet tusk_host refused, nothing of it loaded: error[NFT_CHECK]: "
+                     "nft -c refused the ruleset: ") == 2, log
 
 
-def test_forwarding_stays_off_when_no_forward_ruleset_loads(lab, state, tmp_path, owned):
+def test_forwarding_stays_off_when_no_forward_ruleset_loads(
+        lab, state, tmp_path, owned, capsys):
     owned("tusk")                          # the policy and the fail-closed table: refused
     status, target, warning = boot_firewall(lab, state, tmp_path, VALID)
     assert forwarding(lab) == ["0", "0"] and not forwards(lab)
     assert [value for value, _ in target.forwarding] == [OFF]
     assert warning == "no forward ruleset could be loaded: nothing is forwarded"
     assert status == 1
+    assert ("table inet tusk (fail-closed) refused, nothing of it loaded: error[NFT_CHECK]: "
+            "nft -c refused the ruleset: ") in capsys.readouterr().out
+
+
+def test_the_boot_tables_wait_for_the_appliers_lock(lab, state, tmp_path):
+    """tusk-boot loads its tables under the lock every apply, confirm and rollback takes:
+    while someone else holds it, none of them is loaded."""
+    done = {}
+    step = threading.Thread(target=lambda: done.update(
+        status=boot_firewall(lab, state, tmp_path, VALID)[0]))
+    with open(state / "lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        step.start()
+        time.sleep(1)                      # what it would load meanwhile, it loads in 1 s
+        assert "table inet" not in ruleset(lab) and step.is_alive()
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    step.join(timeout=20)
+    assert done == {"status": 0}
+    live = ruleset(lab)
+    assert "table inet tusk_host" in live and "fail closed" in live

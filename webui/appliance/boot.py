@@ -11,7 +11,9 @@ firewall  (tusk-firewall.service, before network-pre.target: no interface is up 
           interface, none (the console only) - and the last confirmed policy. If there is
           none, or the kernel refuses it, the fail-closed ruleset (forward: drop) is
           loaded instead, so the box never forwards what no confirmed policy allowed.
-          Forwarding is off until then, and stays off if neither loads.
+          Forwarding is off until then, and stays off if neither loads. The tables of
+          policy/core/render_boot.py are loaded as an apply loads a policy: nft -c, then
+          one nft -f, under the policy's lock (which Applier.boot holds too).
 setup     (tusk-setup.service, after tusk-db.service) creates the database role and
           database, migrates the schema, creates the admin with a one-time password on a
           new box (kept in /etc/tusk/initial-admin for the console menu) and the
@@ -30,6 +32,9 @@ import subprocess
 import sys
 
 from appliance import network
+from policy.core import render_boot
+from policy.core.constants import FAMILY, HOST_TABLE, LOCKDOWN_TABLE, TABLE
+from policy.core.errors import PolicyError
 from tusklib.files import write_atomically
 
 DATA = "/data"
@@ -41,39 +46,10 @@ STATE = f"{DATA}/tusk"
 PGDATA = f"{DATA}/pgsql"
 TLS = f"{DATA}/tls"
 WEB_USER = "tusk"
-# Ports the management interface answers on: HTTPS, and HTTP, which redirects. No SSH:
-# no SSH server ships (the console and the dashboard are the ways in, and one daemon
-# fewer is one fewer to keep safe), so port 22 stays closed.
-MGMT_TCP_PORTS = (80, 443)
 FORWARDING = ("net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding")
 # What tusk-firewall wants the console menu to say (the dashboard answers nowhere...).
 FIREWALL_WARNING = "/run/tusk-firewall.warning"
-
-FAILSAFE = """# Written by tusk-boot: no confirmed policy could be loaded, so nothing is forwarded.
-table inet tusk
-delete table inet tusk
-table inet tusk {
-\tchain forward {
-\t\ttype filter hook forward priority filter; policy drop;
-\t\tcounter comment "tusk: fail closed - no confirmed policy loaded"
-\t}
-}
-"""
-# Loaded only when the kernel refuses table inet tusk_host even without a management
-# interface: the box's own input is then dropped on every interface (the console still
-# works). Minimal on purpose - no conntrack, no sets - so that what made the host table
-# fail is unlikely to make this fail too. A host table that loads removes it.
-LOCKDOWN = """# Written by tusk-boot: table inet tusk_host was refused; nothing may reach the box.
-table inet tusk_lockdown
-delete table inet tusk_lockdown
-table inet tusk_lockdown {
-\tchain input {
-\t\ttype filter hook input priority filter - 1; policy drop;
-\t\tiif "lo" accept
-\t\tcounter comment "tusk: lockdown - the host table was refused"
-\t}
-}
-"""
+HOST, LOCKDOWN = f"table {FAMILY} {HOST_TABLE}", f"table {FAMILY} {LOCKDOWN_TABLE}"
 
 
 def log(message):
@@ -149,7 +125,8 @@ def lay_out():
         write_atomically(key, secrets.token_urlsafe(50) + "\n", 0o640, owner=(0, web))
     # A fail-closed box: what the firewall runs when no policy is confirmed (also after
     # the first apply on a new box rolls back). Rewritten every boot with this release's.
-    write_atomically(f"{STATE}/policy/failsafe.nft", FAILSAFE, 0o600, owner=(0, 0))
+    write_atomically(f"{STATE}/policy/failsafe.nft", render_boot.failsafe(), 0o600,
+                     owner=(0, 0))
 
 
 # -- firewall ----------------------------------------------------------------------------
@@ -165,37 +142,6 @@ def management(path=f"{ETC}/network.toml"):
         return None
 
 
-def host_ruleset(mgmt):
-    """table inet tusk_host: what may reach the firewall itself - the management ports on
-    the management interface only; with no management interface (None), on none: the
-    console is then the only way in. Forwarded traffic is the policy's business (table
-    inet tusk); this table has no forward chain. Loading it also removes the lockdown
-    table, in the same transaction."""
-    management = ""
-    if mgmt:
-        where = f'iifname "{mgmt}" '
-        ports = ", ".join(str(p) for p in MGMT_TCP_PORTS)
-        management = (f'\t\t{where}tcp dport {{ {ports} }} accept comment "tusk: management"\n'
-                      f'\t\t{where}udp sport 67 udp dport 68 accept comment "tusk: DHCP replies"\n'
-                      f'\t\t{where}udp sport 547 udp dport 546 accept '
-                      'comment "tusk: DHCPv6 replies"\n')
-    return f"""table inet tusk_lockdown
-delete table inet tusk_lockdown
-table inet tusk_host
-delete table inet tusk_host
-table inet tusk_host {{
-\tchain input {{
-\t\ttype filter hook input priority filter; policy drop;
-\t\tiif "lo" accept
-\t\tct state established,related accept
-\t\tct state invalid drop
-\t\tmeta l4proto {{ icmp, ipv6-icmp }} accept
-{management}\t\tcounter comment "tusk: not for the firewall itself"
-\t}}
-}}
-"""
-
-
 def set_forwarding(target, on):
     """IPv4 and IPv6 forwarding, in target's network namespace. Off (sysctl.d) from early
     boot until a forward ruleset is loaded: the kernel must not forward what no table
@@ -207,46 +153,47 @@ def set_forwarding(target, on):
     return result.ok
 
 
-def load_host_table(target, mgmt):
+def load(applier, table, ruleset):
+    """ruleset the way the applier loads a policy: nft -c, then one nft -f, under its lock.
+    Returns whether it is loaded; when not, the log says which step refused table."""
+    try:
+        applier.check_and_load(ruleset)
+    except PolicyError as error:
+        log(f"{table} refused, nothing of it loaded: {error}")
+        return False
+    return True
+
+
+def load_host_table(applier, mgmt):
     """table inet tusk_host for mgmt (an interface or None); refused, for no interface;
-    refused again, LOCKDOWN. Returns (whether the kernel refused a table, what the console
-    must say: '' when management answers where network.toml says)."""
+    refused again, the lockdown table. Returns (whether the kernel refused a table, what
+    the console must say: '' when management answers where network.toml says)."""
     unset = "" if mgmt else ("the dashboard answers on no interface: network.toml has no "
                              "valid management interface (option 1 assigns one; reboot to "
                              "apply)")
-    host = target.nft_load(host_ruleset(mgmt))
-    if host.ok:
+    if load(applier, HOST, render_boot.host(mgmt)):
         return False, unset
-    log(f"table inet tusk_host refused: {host.stderr.strip()}")
     if mgmt:
         log("trying again with the dashboard on no interface (the console only)")
-        host = target.nft_load(host_ruleset(None))
-        if host.ok:
-            return True, ("table inet tusk_host was refused for the management interface: "
+        if load(applier, HOST, render_boot.host(None)):
+            return True, (f"{HOST} was refused for the management interface: "
                           "the dashboard answers on no interface (journalctl -u tusk-firewall)")
-        log(f"table inet tusk_host refused again: {host.stderr.strip()}")
-    lockdown = target.nft_load(LOCKDOWN)
-    if lockdown.ok:
-        return True, ("table inet tusk_host was refused: nothing reaches the box but the "
+    if load(applier, LOCKDOWN, render_boot.lockdown()):
+        return True, (f"{HOST} was refused: nothing reaches the box but the "
                       "console (lockdown table; journalctl -u tusk-firewall)")
-    log(f"even the lockdown table was refused: {lockdown.stderr.strip()}")
     return True, ("no host table could be loaded: the box's own ports are not filtered "
                   "(journalctl -u tusk-firewall)")
 
 
-def load_forward_ruleset(target, state_dir):
+def load_forward_ruleset(applier):
     """The last confirmed policy, or else the fail-closed ruleset. Returns (whether the
     kernel refused something, whether one of them is loaded)."""
-    from policy.core.applier import Applier
-    from policy.core.errors import PolicyError
     try:
-        revision = Applier(state_dir, target.netns).boot()
+        revision = applier.boot()
     except PolicyError as error:
         log(f"{error}; loading the fail-closed ruleset instead")
-        result = target.nft_load(FAILSAFE)
-        if not result.ok:
-            log(f"even the fail-closed ruleset was refused: {result.stderr.strip()}")
-        return True, result.ok
+        return True, load(applier, f"table {FAMILY} {TABLE} (fail-closed)",
+                          render_boot.failsafe())
     if revision is None:
         log("no confirmed policy yet: nothing is forwarded (fail-closed ruleset)")
     else:
@@ -257,12 +204,15 @@ def load_forward_ruleset(target, state_dir):
 def load_firewall(target, network_path, state_dir, warning_path):
     """The boot step on target (Target(netns) in the tests): forwarding off, the host
     table, the forward ruleset, then forwarding on - only if a forward ruleset is
-    loaded. warning_path gets what the console menu must say, and is removed when all
+    loaded. Every table is loaded as the applier loads a policy, under the lock in
+    state_dir. warning_path gets what the console menu must say, and is removed when all
     is as configured. Returns the exit status: 1 when the kernel refused anything."""
+    from policy.core.applier import Applier
     set_forwarding(target, False)
+    applier = Applier(state_dir, target.netns)
     mgmt = management(network_path)
-    host_refused, warning = load_host_table(target, mgmt and mgmt.interface)
-    forward_refused, forward = load_forward_ruleset(target, state_dir)
+    host_refused, warning = load_host_table(applier, mgmt and mgmt.interface)
+    forward_refused, forward = load_forward_ruleset(applier)
     if forward:
         forward = set_forwarding(target, True)
     else:

@@ -111,6 +111,17 @@ class Applier:
             raise PolicyError(Code.NFT_CHECK, _path_of(result.stderr, ruleset),
                               f"nft -c refused the ruleset: {_first_error(result.stderr)}")
 
+    def check_and_load(self, ruleset):
+        """nft -c, then one nft -f, under the lock, for a ruleset that is no revision (the
+        tables tusk-boot loads). Raises PolicyError - NFT_CHECK when the check refused it,
+        APPLY when the load did - and nothing changed then."""
+        with self.locked():
+            self._check(ruleset)
+            result = self.target.nft_load(ruleset)
+            if not result.ok:
+                raise PolicyError(Code.APPLY, "", "nft refused the ruleset; nothing changed: "
+                                  f"{_first_error(result.stderr)}")
+
     def check(self, policy_text):
         """Everything apply does before it changes anything."""
         policy = load_policy_text(policy_text)

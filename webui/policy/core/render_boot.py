@@ -1,0 +1,42 @@
+"""Render for the tables tusk-boot loads before any interface is up (appliance/boot.py).
+Pure and deterministic like render(); the skeletons live next to ruleset.nft.in, this
+module emits the management interface's rule lines. Golden cases: tests/golden/boot/.
+
+failsafe()        table inet tusk, forward: drop - what runs while no confirmed policy
+                  is loaded (at boot, and after the first apply on a new box rolls back)
+host(management)  table inet tusk_host - what may reach the firewall itself: the
+                  management ports on the management interface only; with none (None),
+                  on none
+lockdown()        table inet tusk_lockdown - all input but loopback dropped: what
+                  stands in when the kernel refuses the host table
+"""
+from .render import skeleton
+
+# Ports the management interface answers on: HTTPS, and HTTP, which redirects. No SSH:
+# no SSH server ships (the console and the dashboard are the ways in, and one daemon
+# fewer is one fewer to keep safe), so port 22 stays closed.
+MGMT_TCP_PORTS = (80, 443)
+
+_FAILSAFE = skeleton("failsafe.nft.in")
+_HOST = skeleton("host.nft.in")
+_LOCKDOWN = skeleton("lockdown.nft.in")
+
+
+def failsafe():
+    return _FAILSAFE
+
+
+def host(management):
+    """management: the management interface (checked by tusk-net's rules), or None."""
+    lines = []
+    if management:
+        where = f'iifname "{management}"'
+        ports = ", ".join(str(port) for port in MGMT_TCP_PORTS)
+        lines = [f'{where} tcp dport {{ {ports} }} accept comment "tusk: management"',
+                 f'{where} udp sport 67 udp dport 68 accept comment "tusk: DHCP replies"',
+                 f'{where} udp sport 547 udp dport 546 accept comment "tusk: DHCPv6 replies"']
+    return _HOST.replace("@management@\n", "".join(f"\t\t{line}\n" for line in lines))
+
+
+def lockdown():
+    return _LOCKDOWN
