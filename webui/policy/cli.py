@@ -12,6 +12,7 @@ from tusklib.problems import report
 
 from .core import capabilities
 from .core.applier import Applier, current_user
+from .core.constants import FAMILY, TABLE
 from .core.errors import Code, PolicyError
 from .core.normalise import load_policy_file
 from .core.render import render
@@ -128,7 +129,7 @@ def cmd_status(args):
     if pending:
         left = max(int(pending["deadline"] - time.time()), 0)
         print(f"pending revision: {pending['revision']} (rolls back in {left} s)")
-    print(f"table inet tusk loaded: {'yes' if status['live'] else 'no'}")
+    print(f"table {FAMILY} {TABLE} loaded: {'yes' if status['live'] else 'no'}")
     for name, present in capabilities.report(applier.target).items():
         print(f"kernel {name}: {'available' if present else 'missing'}")
 
