@@ -49,7 +49,7 @@ class Appliance:
                      "-drive", f"if=pflash,format=raw,file={vars_copy}"]
         if kernel:
             argv += ["-kernel", str(kernel), "-append",
-                     f"root=/dev/vda rw console=ttyS0,115200 {append}".strip()]
+                     f"root=/dev/vda rw console=ttyS0,115200 no_timer_check {append}".strip()]
         # management: ens3, HTTPS forwarded; traffic: ens4, ens5 (isolated)
         argv += ["-netdev", f"user,id=mgmt,hostfwd=tcp:127.0.0.1:{self.https_port}-:443",
                  "-device", "virtio-net-pci,netdev=mgmt,addr=0x3",
