@@ -23,6 +23,7 @@ def claims():
     yield claim
     for held in taken:
         held.release()
+        (ports.RUN / f"{held.name}.lock").unlink(missing_ok=True)   # names never used again
 
 
 def test_a_second_lab_of_the_same_name_is_refused_in_one_line(claims):
