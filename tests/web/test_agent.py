@@ -1,13 +1,20 @@
 """The job queue and the real agent (webui/bin/tusk-agent, its own process) against the
 test database, applying policies to a network namespace of the test's own."""
 import fcntl
+import re
 import subprocess
 import time
+from datetime import timedelta
+from pathlib import Path
 
+import psycopg2
 import pytest
+from agent_tasks_for_tests import SLOW
+from django.conf import settings
+from django.utils import timezone
 
 from jobs import queue
-from jobs.models import Job
+from jobs.models import AgentHeartbeat, Job, PeriodicState
 from kit import wait_until
 from policy.models import Revision, TargetState
 from tuskweb import AgentProcess, wait
@@ -123,15 +130,83 @@ def test_statistics_are_sampled_in_the_target_namespace(agent, netns):
     assert sample.seqadj is None  # the host kernel has no seqrand counters
 
 
-def test_old_answered_pings_are_pruned(agent):
-    from datetime import timedelta
+@pytest.fixture
+def troubled_agent(transactional_db, agent_config, monkeypatch):
+    """The real agent with a periodic task that always fails and one that takes SLOW s."""
+    monkeypatch.setenv("TUSK_AGENT_PLUGINS", "agent_tasks_for_tests")
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+    process = AgentProcess(agent_config).start()
+    yield process
+    process.stop()
 
-    from django.utils import timezone
-    old = Job.objects.create(kind="agent.ping", state="succeeded",
-                             finished_at=timezone.now() - timedelta(hours=2))
-    recent = wait(queue.enqueue("agent.ping"))
-    deadline = time.monotonic() + 10
-    while Job.objects.filter(pk=old.pk).exists():
-        assert time.monotonic() < deadline, "the old ping was kept"
-        time.sleep(0.2)
-    assert Job.objects.filter(pk=recent.pk).exists()
+
+def test_a_failing_and_a_slow_periodic_task_hold_up_nothing_else(troubled_agent,
+                                                                  admin_client):
+    from dashboard.models import Sample
+    started = time.monotonic()
+    ping = wait(queue.enqueue("agent.ping"), 5)
+    assert ping.state == "succeeded"
+    assert (ping.finished_at - ping.created_at).total_seconds() < 2, "dispatch was held up"
+    beats = set()
+    wait_until(lambda: beats.add(AgentHeartbeat.objects.get().seen_at) or len(beats) >= 3,
+               3, "three heartbeats (sample_interval 0.5 s)")
+    wait_until(lambda: Sample.objects.count() >= 3, 3, "three statistics samples")
+    failing = wait_until(lambda: PeriodicState.objects.filter(name="test.failing",
+                                                              runs__gte=3).first(),
+                         3, "three runs of the failing task")
+    assert failing.failures == failing.runs and failing.result is None
+    assert failing.error == "RuntimeError: deliberate failure"
+    # all of that while the slow task's first run was still sleeping
+    assert time.monotonic() - started < SLOW
+    assert PeriodicState.objects.get(name="test.slow").runs == 0
+    slow = wait_until(lambda: PeriodicState.objects.filter(name="test.slow",
+                                                           runs__gte=2).first(),
+                      3 * SLOW, "two runs of the slow task")
+    assert slow.duration >= SLOW and slow.error == "" and slow.result == {"slept": SLOW}
+    assert slow.skipped >= SLOW / 0.2 - 2, "the overrun ticks were not skipped"
+    assert PeriodicState.objects.get(name="agent.heartbeat").failures == 0
+    assert all(state.runs for state in PeriodicState.objects.all())   # each recorded its runs
+    page = admin_client.get("/jobs/").content.decode()
+    row = re.search(r'<tr data-task="test.failing">.*?</tr>', page, re.S).group(0)
+    assert "RuntimeError: deliberate failure" in row
+    row = re.search(r'<tr data-task="test.slow">.*?</tr>', page, re.S).group(0)
+    assert re.search(rf'class="duration">{SLOW}\.0\d\d s<', row), row
+
+
+def test_polling_the_health_panel_creates_no_job_and_shows_the_agent_alive(agent,
+                                                                            admin_client):
+    for _ in range(3):
+        page = admin_client.get("/dashboard/health/").content.decode()
+    assert not Job.objects.exists()
+    row = re.search(r'<tr data-check="agent">.*?</tr>', page, re.S).group(0)
+    assert "badge ok" in row and "taking jobs" in row, row
+    beat = AgentHeartbeat.objects.get(agent__contains=f":{agent.proc.pid}:")
+    wait_until(lambda: AgentHeartbeat.objects.get(pk=beat.pk).seen_at > beat.seen_at, 3,
+               "the heartbeat kept current by the agent")
+
+
+def test_the_health_panel_says_when_the_agent_stopped_beating(agent, admin_client):
+    agent.kill()
+    AgentHeartbeat.objects.update(seen_at=timezone.now() - timedelta(seconds=60))
+    page = admin_client.get("/dashboard/health/").content.decode()
+    row = re.search(r'<tr data-check="agent">.*?</tr>', page, re.S).group(0)
+    assert "badge bad" in row and "no heartbeat for 60 s" in row, row
+    assert not Job.objects.exists()
+
+
+def test_a_job_the_agent_runs_notifies_nothing_but_its_own_queueing(agent):
+    """NOTIFY is the web process's word to the agent; nobody listens for the agent's."""
+    db = settings.DATABASES["default"]
+    listener = psycopg2.connect(dbname=db["NAME"], user=db["USER"], host=db["HOST"] or None,
+                                port=db["PORT"] or None)
+    listener.autocommit = True
+    try:
+        with listener.cursor() as cursor:
+            cursor.execute("LISTEN tusk_job_events; LISTEN tusk_jobs")
+        job = wait(queue.enqueue("agent.ping"))
+        assert job.state == "succeeded"
+        listener.poll()
+        heard = [(n.channel, n.payload) for n in listener.notifies]
+    finally:
+        listener.close()
+    assert heard == [("tusk_jobs", str(job.pk))]

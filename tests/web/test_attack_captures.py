@@ -6,7 +6,6 @@ analysis of untrusted files runs only in its sandbox, never as root.
 Each attack is performed as the web user would: rows written with the ORM (the web's
 database role), links planted in the capture directory (2770, the web user's group)
 and owned by tusk. The agent is the real one (tests/web/conftest.py)."""
-import json
 import os
 import pwd
 import socket

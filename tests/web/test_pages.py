@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from accounts.models import AuditEntry, Profile
-from jobs.models import AgentHeartbeat, Job
+from jobs.models import Job, PeriodicState
 from lab.paths import ROOT
 from policy import draft as drafts
 
@@ -94,13 +94,16 @@ def test_apply_queues_the_draft_for_the_agent(admin_client):
     assert job.created_by.username == "alice" and job.state == "queued"
 
 
-def test_the_class_form_says_when_the_kernel_lacks_seqrand(admin_client):
-    from django.utils import timezone
-    AgentHeartbeat.objects.create(agent="a:1:1", started_at=timezone.now(),
-                                  seen_at=timezone.now(),
-                                  capabilities={"seqrand helper": False, "flowtable": False})
+@pytest.mark.parametrize("helper", [False, True])
+def test_the_pages_say_whether_the_kernel_has_seqrand_as_the_agent_found(admin_client, helper):
+    """What the agent's start-up hook policy.capabilities returned."""
+    PeriodicState.objects.create(name="policy.capabilities",
+                                 result={"seqrand helper": helper, "flowtable": False})
     page = admin_client.get("/policy/classes/new/").content.decode()
-    assert "Unavailable on this firewall: its kernel has no seqrand helper" in page
+    assert ("Unavailable on this firewall: its kernel has no seqrand helper" in page) != helper
+    page = admin_client.get("/dashboard/live/").content.decode()
+    assert ("The kernel has the seqrand helper" in page) == helper
+    assert ('id="seqrand-unavailable"' in page) != helper
 
 
 def test_tls_gives_secure_cookies_and_hsts(tmp_path):

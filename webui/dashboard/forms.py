@@ -16,4 +16,5 @@ class PcieForm(forms.Form):
     generation = forms.TypedChoiceField(coerce=int, choices=[(g, f"PCIe {g}.0") for g in PCIE])
     lanes = forms.TypedChoiceField(coerce=int, choices=[(n, f"x{n}") for n in LANES])
     ports = forms.IntegerField(min_value=1, max_value=64, label="NIC ports")
-    port_gbps = forms.FloatField(min_value=0.01, max_value=1600, label="Line rate per port (Gbit/s)")
+    port_gbps = forms.FloatField(min_value=0.01, max_value=1600,
+                                 label="Line rate per port (Gbit/s)")

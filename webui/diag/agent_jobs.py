@@ -174,7 +174,8 @@ def sandboxed(config, argv, pass_fds=(), timeout=ANALYZE_TIMEOUT):
                         "interpreter (tools/tusk-lab grants search permission on the way)") \
             from None
     except subprocess.SubprocessError as exc:   # the sandbox's own set-up failed
-        raise JobFailed(f"the analysis sandbox could not be set up ({exc}): nothing ran")
+        raise JobFailed(f"the analysis sandbox could not be set up ({exc}): nothing ran") \
+            from None
 
 
 @handler("diag.analyze", "Analyse a capture", retry_safe=True, long_running=True)

@@ -1,15 +1,19 @@
 """tusk-agent: the privileged half of Tusk. It alone runs nft, writes /sys and
 starts captures; the web process only queues jobs for it in PostgreSQL.
 
-Main loop: LISTEN for new jobs, hand each to a worker thread, and every
-sample_interval run the periodic tasks (statistics, the policy store's state).
+Main loop: LISTEN for new jobs and hand each to a worker thread. The apps' periodic
+work (the heartbeat, statistics, the policy store's state) runs beside it, each task on
+a thread of its own (periodic.py); their start-up hooks run before the first job.
 At start it settles what a previous agent left: jobs it was running are queued
 again when their kind may run twice, failed with an explanation otherwise (and the
 kind's `abandoned` hook settles the rest: a capture keeps what it wrote).
 Long-running kinds (captures, analyses) have a pool of their own, so that they never
 hold the workers that policy and tuning jobs need.
 SIGTERM/SIGINT: stop claiming, let running jobs finish (up to STOP_GRACE seconds).
+TUSK_AGENT_PLUGINS: modules to import besides the apps' agent_jobs, comma-separated -
+the tests register failing and slow periodic tasks this way.
 """
+import importlib
 import logging
 import os
 import select
@@ -21,10 +25,10 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
-from django.db import close_old_connections, connection, connections
+from django.db import connection, connections
 from django.utils import timezone
 
-from . import queue, registry
+from . import periodic, queue, registry
 from .models import AgentHeartbeat, Job
 
 log = logging.getLogger("tusk.agent")
@@ -75,11 +79,12 @@ class Agent:
         return conn
 
     def start(self):
-        from . import periodic
+        for module in filter(None, os.environ.get("TUSK_AGENT_PLUGINS", "").split(",")):
+            importlib.import_module(module.strip())
+        periodic.run_start_hooks(self)
         now = timezone.now()
-        AgentHeartbeat.objects.update_or_create(
-            agent=self.id, defaults={"started_at": now, "seen_at": now,
-                                     "capabilities": periodic.capabilities(self.config)})
+        AgentHeartbeat.objects.update_or_create(agent=self.id, defaults={"started_at": now,
+                                                                         "seen_at": now})
         requeued, failed = queue.recover(self.id, registry.is_retry_safe)
         if requeued or failed:
             log.warning("jobs left by a previous agent: queued again %s, failed %s",
@@ -92,35 +97,24 @@ class Agent:
                 except Exception:  # one job's leftovers must not keep the agent down
                     log.exception("settling what job %s left failed", job.pk)
         self.listener = self._listen()
+        periodic.start(self)
         log.info("agent %s ready (target %s)", self.id, self.config.netns or "this system")
 
     # -- the loop ------------------------------------------------------------------------
 
     def serve(self):
-        from . import periodic
         self.start()
-        next_tick = 0.0
         try:
             while not self.stopping.is_set():
                 self._dispatch()
-                now = time.monotonic()
-                if now >= next_tick:
-                    self._tick(periodic)
-                    next_tick = now + self.config.sample_interval
-                wait = max(0.0, min(next_tick - time.monotonic(), 1.0))
-                ready, _, _ = select.select([self.listener], [], [], wait)
+                # woken by NOTIFY; once a second anyway, for jobs that came while every
+                # worker was busy
+                ready, _, _ = select.select([self.listener], [], [], 1.0)
                 if ready:
                     self.listener.poll()
                     self.listener.notifies.clear()
         finally:
             self.shutdown()
-
-    def _tick(self, periodic):
-        try:
-            periodic.run_all(self.config, self.id)
-        except Exception:  # a failed sample must not stop the agent
-            log.exception("periodic task failed")
-            close_old_connections()
 
     def _dispatch(self):
         long_kinds = registry.long_running_kinds()

@@ -1,8 +1,16 @@
-"""The agent's own job: ping, which the dashboard's health check uses to see that
-the agent answers (not merely that its process exists)."""
+"""The agent's own work: its heartbeat, which the dashboard's health panel reads, and
+ping, a job that shows the agent takes and answers jobs (tests, the CLI)."""
 import time
 
-from .registry import handler
+from django.utils import timezone
+
+from .models import AgentHeartbeat
+from .registry import handler, periodic
+
+
+@periodic("agent.heartbeat", lambda config: config.sample_interval)
+def heartbeat(agent):
+    AgentHeartbeat.objects.filter(agent=agent.id).update(seen_at=timezone.now())
 
 
 @handler("agent.ping", "Ping the agent", retry_safe=True)

@@ -69,16 +69,43 @@ class JobSubject(Tracked):
 
 
 class AgentHeartbeat(models.Model):
-    """One row per agent process that has run: when it started and last sampled."""
+    """One row per agent process that has run: when it started and last beat (its own
+    periodic task, agent.heartbeat: the dashboard's health panel reads it)."""
 
     agent = models.CharField(max_length=128, unique=True)
     started_at = models.DateTimeField()
     seen_at = models.DateTimeField()
-    capabilities = models.JSONField(default=dict, blank=True)
-    # the agent's own check of the web UI, as a client would use it:
-    # {"url", "status", "ms", "error", "at"}
-    web_check = models.JSONField(default=dict, blank=True)
 
-    @property
-    def seqrand_available(self):
-        return any(v is True for k, v in self.capabilities.items() if "helper" in k)
+    class Meta:
+        ordering = ["-seen_at"]
+
+    def __str__(self):
+        return f"agent {self.agent}"
+
+
+class PeriodicState(models.Model):
+    """The last run of one of the agent's periodic tasks or start-up hooks (registry
+    periodic, on_start), one row per name, for the Jobs page; the counters start again
+    with each agent. result: what the task returned (the pages read it)."""
+
+    name = models.CharField(max_length=64, unique=True)
+    agent = models.CharField(max_length=128, blank=True)
+    interval = models.FloatField(null=True, blank=True)   # seconds; null: at start only
+    started_at = models.DateTimeField(null=True, blank=True)   # of the last run
+    duration = models.FloatField(null=True, blank=True)        # seconds
+    error = models.TextField(blank=True)                       # the last run's, or ""
+    result = models.JSONField(null=True, blank=True)           # the last good run's
+    runs = models.PositiveIntegerField(default=0)
+    failures = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)   # ticks missed: a run overran
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return f"agent task {self.name}"
+
+    @classmethod
+    def last_result(cls, name):
+        """What the task's last good run returned; None before it has run."""
+        return cls.objects.filter(name=name).values_list("result", flat=True).first()

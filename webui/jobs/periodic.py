@@ -1,52 +1,71 @@
-"""What the agent does every sample_interval: its heartbeat, the dashboard's
-statistics sample and the policy store's state."""
+"""Runs the agent's periodic tasks and start-up hooks (registry.periodic, on_start),
+each on its own: a periodic task has a thread of its own (and so a database connection
+of its own), catches its own errors and records every run in PeriodicState. One task
+that fails or hangs never stops or delays another, nor job dispatch. A run that
+overruns its interval is not stacked: the ticks it missed are skipped, and counted."""
+import logging
+import threading
 import time
-import urllib.error
-import urllib.request
-from datetime import timedelta
 
+from django.db import close_old_connections
+from django.db.models import F
 from django.utils import timezone
 
-from .models import AgentHeartbeat, Job
+from . import registry
+from .models import PeriodicState
 
-# The dashboard's health check sends a ping every 10 s while someone watches it;
-# answered pings older than this are deleted so they do not pile up.
-PING_RETENTION = 3600
+log = logging.getLogger("tusk.agent")
 
 
-def capabilities(config):
-    """What the target's kernel offers (seqrand helpers, flowtables), for the UI."""
-    from policy.core import capabilities as caps
-    from policy.core.target import Target
+def run_once(task, agent, skipped=0):
+    """One run of task, recorded; never raises."""
+    close_old_connections()
+    started, clock = timezone.now(), time.monotonic()
     try:
-        return caps.report(Target(config.netns or None))
-    except Exception as exc:  # a missing nft must not keep the agent from starting
-        return {"error": str(exc)}
-
-
-def run_all(config, agent_id):
-    from dashboard import sampler
-    from policy import sync
-    AgentHeartbeat.objects.filter(agent=agent_id).update(seen_at=timezone.now(),
-                                                         web_check=check_web(config.web_url))
-    sampler.sample(config)
-    Job.objects.filter(kind="agent.ping", state=Job.State.SUCCEEDED,
-                       finished_at__lt=timezone.now() - timedelta(seconds=PING_RETENTION)).delete()
-    sync.sync(config, periodic=True)
-
-
-def check_web(url):
-    """GET url as a client would; the dashboard shows the answer."""
-    if not url:
-        return {}
-    started = time.monotonic()
-    found = {"url": url, "at": time.time()}
+        result, error = task.function(agent), ""
+    except Exception as exc:  # the task's own failure, recorded for the Jobs page
+        log.exception("agent task %s failed", task.name)
+        result, error = None, f"{type(exc).__name__}: {exc}"
+    done = {"agent": agent.id, "started_at": started, "error": error,
+            "duration": time.monotonic() - clock, "runs": F("runs") + 1,
+            "failures": F("failures") + (1 if error else 0), "skipped": F("skipped") + skipped}
+    if not error:
+        done["result"] = result
+    close_old_connections()   # a connection the task broke is not used to record it
     try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            found.update(status=response.status, body=response.read(200).decode(errors="replace"))
-    except urllib.error.HTTPError as exc:
-        found.update(status=exc.code, error=str(exc))
-    except (urllib.error.URLError, OSError) as exc:
-        found.update(status=None, error=str(getattr(exc, "reason", exc)))
-    found["ms"] = round((time.monotonic() - started) * 1000, 1)
-    return found
+        PeriodicState.objects.filter(name=task.name).update(**done)
+    except Exception:  # the database is away: the next run records again
+        log.exception("recording agent task %s failed", task.name)
+    close_old_connections()
+
+
+def _loop(task, agent, seconds):
+    due, skipped = time.monotonic(), 0
+    while not agent.stopping.is_set():
+        run_once(task, agent, skipped)
+        due += seconds
+        now = time.monotonic()
+        skipped = max(0, int((now - due) // seconds) + 1)
+        due += skipped * seconds
+        agent.stopping.wait(due - now)
+
+
+def run_start_hooks(agent):
+    """Resets the rows of the registered tasks (a task no longer registered loses its
+    row), then runs the start-up hooks one after the other."""
+    hooks, tasks = registry.start_hooks(), registry.periodic_tasks()
+    PeriodicState.objects.exclude(name__in=[t.name for t in hooks + tasks]).delete()
+    for task in hooks + tasks:
+        PeriodicState.objects.update_or_create(name=task.name, defaults={
+            "agent": agent.id, "interval": task.seconds(agent.config), "runs": 0,
+            "failures": 0, "skipped": 0, "error": "", "started_at": None, "duration": None})
+    for hook in hooks:
+        run_once(hook, agent)
+
+
+def start(agent):
+    """A thread for each periodic task, which ends when agent.stopping is set (a daemon:
+    a task that hangs does not hold the agent's exit)."""
+    for task in registry.periodic_tasks():
+        threading.Thread(target=_loop, args=(task, agent, task.seconds(agent.config)),
+                         name=f"periodic {task.name}", daemon=True).start()

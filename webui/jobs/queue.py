@@ -1,23 +1,17 @@
-"""The job queue: rows in jobs_job, announced with PostgreSQL NOTIFY.
+"""The job queue: rows in jobs_job, announced to the agent with PostgreSQL NOTIFY.
 
 Web process: enqueue() - the row and the NOTIFY commit together, so the agent never
 hears of a job it cannot see, and a job whose request failed never exists.
 Agent: claim() takes the oldest queued job with FOR UPDATE SKIP LOCKED; progress(),
-succeed() and fail() record what happened and NOTIFY the web process.
+succeed() and fail() record what happened in the row, which the job's page polls.
 """
 from django.db import connection, transaction
 from django.utils import timezone
 
 from .models import Job
 
-CHANNEL_NEW = "tusk_jobs"          # payload: job id
-CHANNEL_EVENTS = "tusk_job_events"  # payload: job id (progress or finished)
+CHANNEL_NEW = "tusk_jobs"  # payload: job id
 MAX_ATTEMPTS = 3
-
-
-def _notify(channel, job_id):
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_notify(%s, %s)", [channel, str(job_id)])
 
 
 def enqueue(kind, args=None, user=None):
@@ -27,7 +21,8 @@ def enqueue(kind, args=None, user=None):
     with transaction.atomic():
         job = Job.objects.create(kind=kind, args=args or {},
                                  created_by=user if user and user.is_authenticated else None)
-        _notify(CHANNEL_NEW, job.pk)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL_NEW, str(job.pk)])
     return job
 
 
@@ -49,16 +44,13 @@ def claim(agent, only=None, exclude=None):
         job.attempts += 1
         job.message = "started"
         job.save(update_fields=["state", "agent", "started_at", "attempts", "message"])
-        _notify(CHANNEL_EVENTS, job.pk)
     return job
 
 
 def progress(job, percent, message=""):
     percent = max(0, min(100, int(percent)))
-    with transaction.atomic():
-        Job.objects.filter(pk=job.pk, state=Job.State.RUNNING).update(progress=percent,
-                                                                      message=message)
-        _notify(CHANNEL_EVENTS, job.pk)
+    Job.objects.filter(pk=job.pk, state=Job.State.RUNNING).update(progress=percent,
+                                                                  message=message)
     job.progress, job.message = percent, message
 
 
@@ -72,10 +64,8 @@ def fail(job, error, result=None):
 
 def _finish(job, state, **fields):
     now = timezone.now()
-    with transaction.atomic():
-        Job.objects.filter(pk=job.pk).update(state=state, finished_at=now, **fields,
-                                             **({"progress": 100} if state == "succeeded" else {}))
-        _notify(CHANNEL_EVENTS, job.pk)
+    Job.objects.filter(pk=job.pk).update(state=state, finished_at=now, **fields,
+                                         **({"progress": 100} if state == "succeeded" else {}))
     job.refresh_from_db()
 
 
@@ -103,5 +93,4 @@ def recover(agent, retry_safe):
                              "result and submit it again")
                 job.save(update_fields=["state", "finished_at", "message", "error"])
                 failed.append(job.pk)
-            _notify(CHANNEL_EVENTS, job.pk)
     return requeued, failed

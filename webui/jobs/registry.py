@@ -1,16 +1,23 @@
-"""Job kinds and their handlers. Each app declares its handlers in an `agent_jobs`
-module with @handler; the registry imports those modules on first use.
+"""What the agent runs, declared by each app in its `agent_jobs` module; the registry
+imports those modules on first use.
 
-A handler runs in the agent (as root) and receives a Run: run.args, run.user,
-run.config (the device configuration), run.progress(percent, message). It returns
-the job's result (JSON-serialisable) or raises JobFailed with a message for the
-operator.
+@handler(kind, ...): a job kind. Its handler runs in the agent (as root) and receives a
+Run: run.args, run.user, run.config (the device configuration), run.progress(percent,
+message). It returns the job's result (JSON-serialisable) or raises JobFailed with a
+message for the operator.
+
+@periodic(name, interval): work the agent does on its own every interval seconds (a
+number, or a function of the configuration); @on_start(name): once when the agent
+starts, before it takes jobs. Either function receives the agent (agent.config,
+agent.id) and may return a JSON-serialisable result, which is kept for the pages
+(jobs.models.PeriodicState.last_result). jobs/periodic.py runs them, each on its own.
 """
 from dataclasses import dataclass
 
 from django.utils.module_loading import autodiscover_modules
 
 _HANDLERS = {}
+_TASKS = {}
 _discovered = False
 
 
@@ -42,6 +49,35 @@ def handler(kind, title, retry_safe=False, long_running=False, abandoned=None):
     return register
 
 
+@dataclass(frozen=True)
+class Task:
+    name: str
+    function: object
+    interval: object  # seconds, or interval(config) -> seconds; None: once, at agent start
+
+    def seconds(self, config):
+        return self.interval(config) if callable(self.interval) else self.interval
+
+
+def _register_task(name, interval):
+    def register(function):
+        if name in _TASKS and _TASKS[name].function is not function:
+            raise RuntimeError(f"agent task {name} registered twice")
+        _TASKS[name] = Task(name, function, interval)
+        return function
+    return register
+
+
+def periodic(name, interval):
+    if interval is None:
+        raise ValueError(f"agent task {name}: a periodic task needs an interval")
+    return _register_task(name, interval)
+
+
+def on_start(name):
+    return _register_task(name, None)
+
+
 def _discover():
     global _discovered
     if not _discovered:
@@ -67,3 +103,13 @@ def long_running_kinds():
 def is_retry_safe(kind):
     found = get(kind)
     return bool(found and found.retry_safe)
+
+
+def periodic_tasks():
+    _discover()
+    return [task for task in _TASKS.values() if task.interval is not None]
+
+
+def start_hooks():
+    _discover()
+    return [task for task in _TASKS.values() if task.interval is None]

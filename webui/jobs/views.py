@@ -2,7 +2,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import NoReverseMatch, reverse
 
 from . import registry
-from .models import Job
+from .models import Job, PeriodicState
 
 # Pages a finished job may lead back to (?next=...): URL names only, never URLs
 NEXT = {"policy_status", "policy_history", "dashboard", "tuning", "diag", "system"}
@@ -26,4 +26,7 @@ def job(request, pk):
 
 
 def jobs(request):
-    return render(request, "jobs/list.html", {"jobs": Job.objects.select_related("created_by")[:200]})
+    """The jobs, and below them what the agent does on its own (PeriodicState)."""
+    return render(request, "jobs/list.html", {
+        "jobs": Job.objects.select_related("created_by")[:200],
+        "tasks": PeriodicState.objects.all()})

@@ -1,11 +1,28 @@
 """The agent's policy jobs: apply, confirm, cancel (roll back now), roll back to a
 revision. Each runs the policy engine's applier on the configured target and then
-mirrors the revision store into the database."""
-from jobs.registry import JobFailed, handler
+mirrors the revision store into the database - as the periodic policy.sync does, for
+what changes without a job (a watchdog's rollback, the CLI, a table changed by hand).
+At start, the target kernel's capabilities, for the pages (views.seqrand_available)."""
+from jobs.registry import JobFailed, handler, on_start, periodic
 
 from . import sync
+from .core import capabilities as kernel
 from .core.applier import Applier
 from .core.errors import PolicyError
+from .core.target import Target
+
+CAPABILITIES = "policy.capabilities"
+
+
+@on_start(CAPABILITIES)
+def capabilities(agent):
+    """What the target's kernel offers (seqrand helpers, flowtables): name -> bool."""
+    return kernel.report(Target(agent.config.netns or None))
+
+
+@periodic("policy.sync", lambda config: config.sample_interval)
+def sync_store(agent):
+    sync.sync(agent.config, periodic=True)
 
 
 def _applier(run):

@@ -11,7 +11,7 @@ from .core.revisions import PENDING, Store
 from .core.target import Target
 from .models import Revision, TargetState
 
-_LOCK = threading.Lock()  # the agent syncs from job threads and its periodic loop
+_LOCK = threading.Lock()  # the agent syncs from job threads and its periodic task
 
 
 def sha256(text):

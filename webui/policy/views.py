@@ -19,6 +19,7 @@ from accounts.roles import is_admin
 from jobs import queue
 
 from . import draft as drafts
+from .agent_jobs import CAPABILITIES
 from .core.errors import PolicyError
 from .core.normalise import load_policy
 from .core.render import render as render_ruleset
@@ -48,12 +49,13 @@ def _empty_sha256():
 
 
 def seqrand_available():
-    """As the agent found the target's kernel; None when no agent has reported yet."""
-    from jobs.models import AgentHeartbeat
-    heartbeat = AgentHeartbeat.objects.order_by("-seen_at").only("capabilities").first()
-    if heartbeat is None:
+    """As the agent found the target's kernel at its start (agent_jobs.capabilities);
+    None when no agent has reported yet."""
+    from jobs.models import PeriodicState
+    found = PeriodicState.last_result(CAPABILITIES)
+    if found is None:
         return None
-    return heartbeat.seqrand_available
+    return any(present is True for name, present in found.items() if "helper" in name)
 
 
 def status_context(draft=None):

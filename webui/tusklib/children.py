@@ -80,9 +80,10 @@ def run_json(argv, timeout, ok=(0,), **popen_kwargs):
 def json_lines(argv, poll=0.5, **popen_kwargs):
     """Runs argv and yields each line it prints on stdout, parsed as JSON, as it comes,
     and None after poll seconds without one (the caller may give up: closing the
-    generator - contextlib.closing - stops the child). stderr is read all the while and kept for the error, so a
-    chatty child never blocks on a full pipe. Once stdout ends: ChildFailed unless the
-    child exits with status 0; the child is stopped on every way out."""
+    generator - contextlib.closing - stops the child). stderr is read all the while and
+    kept for the error, so a chatty child never blocks on a full pipe. Once stdout ends:
+    ChildFailed unless the child exits with status 0; the child is stopped on every way
+    out."""
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, **popen_kwargs)
     stderr, partial = bytearray(), b""
