@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -129,6 +130,9 @@ def test_recover_rolls_back_when_the_watchdog_died_too(lab, fw, tmp_path):
     for pid in _watchdogs(fw.state):
         os.kill(pid, signal.SIGKILL)
     wait_until(lambda: not _watchdogs(fw.state), 5, "the killed watchdog gone")
+    # recover rolls back only what is overdue: past the confirm deadline
+    deadline = json.loads((fw.state / "pending.json").read_text())["deadline"]
+    wait_until(lambda: time.time() > deadline, TIMEOUT + 5, "the confirm deadline to pass")
     assert live(lab) == ["beta"], "nothing is left to roll back without the watchdog"
     assert fw("recover").stdout.strip() == "rolled back"
     assert live(lab) == ["alpha"]
@@ -233,8 +237,10 @@ def test_check_and_diff_against_the_live_revision(lab, fw, tmp_path):
     fw("confirm")
     diff = fw("diff", policy(tmp_path, "alpha", port=443)).stdout
     assert "--- revision 1" in diff
-    assert '-\t\tiifname @zone_inside oifname @zone_outside tcp dport 80 counter name "class_alpha" accept' in diff
-    assert '+\t\tiifname @zone_inside oifname @zone_outside tcp dport 443 counter name "class_alpha" accept' in diff
+    assert ('-\t\tiifname @zone_inside oifname @zone_outside tcp dport 80 '
+            'counter name "class_alpha" accept') in diff
+    assert ('+\t\tiifname @zone_inside oifname @zone_outside tcp dport 443 '
+            'counter name "class_alpha" accept') in diff
     status = fw("status").stdout
     assert "confirmed revision: 1" in status and "table inet tusk loaded: yes" in status
     # the host kernel has neither Tusk's helper nor flowtables; nftables itself is there
