@@ -1,5 +1,5 @@
 # Tusk: `make run` starts Tusk in a lab of network namespaces, `make test` runs every test,
-# `make check` the fast tiers only (the edit-test loop).
+# `make check` the fast tiers and lint (ruff, shellcheck): the edit-test loop.
 # Both install what they need (Debian packages, a Python >= 3.12 virtualenv) by themselves.
 
 SHELL := /bin/bash
@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 LAB ?= tusk
 APT_PACKAGES := nftables iproute2 iputils-ping tcpdump wireshark-common iperf3 procps ethtool \
-	postgresql libpq-dev gcc nginx acl chromium
+	postgresql libpq-dev gcc nginx acl chromium shellcheck
 HTMX := webui/build/vendor/htmx.org/htmx.min.js
 # empty: the first free (HTTP 8000, 8010, ...; PostgreSQL 5439, 5449, ...), so that
 # `make run LAB=b` works beside `make run`
@@ -20,14 +20,15 @@ KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-de
 # the installer's medium, grub and mtools for the ISO boot test's stand-ins of
 # Buildroot's grub images
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils ovmf debootstrap xorriso mtools dosfstools \
-	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd shellcheck
+	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd
 
-.PHONY: help run test check deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox kernel image check-image clean
+.PHONY: help run test check lint deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox kernel image check-image clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
 	@echo "make test          run every test tier (unit, golden, property, namespace, VM)"
-	@echo "make check         only the fast tiers (unit, diag, golden, tuning, property): minutes"
+	@echo "make check         only the fast tiers (unit, diag, golden, tuning, property) and lint"
+	@echo "make lint          ruff over the Python, shellcheck over the shell scripts"
 	@echo "make vm-test       only the VM tier: Tusk's kernel under QEMU (scenarios, KUnit)"
 	@echo "make bench         the single-flow report: FWSM's table on Tusk -> docs/PERFORMANCE.md"
 	@echo "make bench-policy  compile/check/apply times and single-flow throughput"
@@ -68,15 +69,18 @@ vm-deps:
 
 # After pytest, however it ended: nothing of the tests' may be left running (their
 # PostgreSQL cluster, labs, namespaces, agents, nginx, gunicorn).
-test: deps vm-deps
+test: deps vm-deps lint
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test needs root: the namespace tests create network namespaces"; exit 1; }
 	cd tests && { BUILDROOT="$(BUILDROOT)" ../$(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
 	  ../$(PY) leftovers.py || status=1; exit $$status; }
 
-# The fast tiers, no namespaces, database or VM: for the edit-test loop. The lint step
-# goes here too (and into `make test`).
+# ruff over the Python (pyproject.toml's rule set), shellcheck over every shell script
+lint: deps
+	@tools/lint
+
+# The fast tiers, no namespaces, database or VM, and the lint: for the edit-test loop.
 CHECK_TIERS := unit diag golden tuning property
-check: deps
+check: deps lint
 	@[ "$$(id -u)" -eq 0 ] || { echo "make check needs root: nft -c runs in a scratch network namespace"; exit 1; }
 	cd tests && ../$(PY) -m pytest -q $(CHECK_TIERS) $(PYTEST_ARGS)
 

@@ -26,7 +26,8 @@ import subprocess
 import sys
 
 CLIENT_V4, FW_C_V4, FW_S_V4, SERVER_V4 = "10.10.1.2", "10.10.1.1", "10.10.2.1", "10.10.2.2"
-CLIENT_V6, FW_C_V6, FW_S_V6, SERVER_V6 = "fd00:10:1::2", "fd00:10:1::1", "fd00:10:2::1", "fd00:10:2::2"
+CLIENT_V6, FW_C_V6, FW_S_V6, SERVER_V6 = ("fd00:10:1::2", "fd00:10:1::1", "fd00:10:2::1",
+                                          "fd00:10:2::2")
 # fw - router transit network, only with a router
 FW_R_V4, ROUTER_V4 = "10.10.3.1", "10.10.3.2"
 FW_R_V6, ROUTER_V6 = "fd00:10:3::1", "fd00:10:3::2"

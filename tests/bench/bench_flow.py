@@ -245,7 +245,8 @@ def describe_machine():
             "host_kernel": platform.release(), "qemu": qemu[0] if qemu else "",
             "iperf3": iperf[0] if iperf else "", "commit": commit,
             "settings": f"{ROUNDS} rounds without loss, {LOSS_ROUNDS} with loss, "
-                        f"{SECONDS} s per flow, guest clock {CLOCK}" + (" (smoke run)" if SMOKE else "")}
+                        f"{SECONDS} s per flow, guest clock {CLOCK}"
+                        + (" (smoke run)" if SMOKE else "")}
 
 
 def markdown_table(table, part, conditions):
@@ -278,6 +279,8 @@ def report(table, machine):
                     for c in CONDITIONS if ("fwsm-control", c, 1) in table]
     host_conditions = CONDITIONS if machine.get("host_netem") else (NO_LOSS,)
     setups = "\n".join(f"{n}. **{r.name}**: {r.setup}." for n, r in sorted(ROWS.items()))
+    no_netem = ("" if machine.get("host_netem")
+                else "The host kernel has no netem, so these rows ran without loss only. ")
     return f"""# Single-flow performance
 
 Written by `make bench` (`tests/bench/bench_flow.py`) on {machine['date']} at commit
@@ -311,7 +314,7 @@ path), so row 5 stays on the slow path.
 
 {markdown_table(table, "host", host_conditions)}
 
-{'' if machine.get('host_netem') else 'The host kernel has no netem, so these rows ran without loss only. '}The host has
+{no_netem}The host has
 no FWSM-emulation kernel and no seqrand helper (rows 2 and 5 need them); in a
 namespace the throughput profile finds only virtual interfaces and read-only global
 settings, so row 4 here is the example policy alone.

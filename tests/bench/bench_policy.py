@@ -48,7 +48,8 @@ table inet tusk {
 \t}
 }
 """
-ZONES = [{"name": "inside", "interfaces": ["veth-c"]}, {"name": "outside", "interfaces": ["veth-s"]}]
+ZONES = [{"name": "inside", "interfaces": ["veth-c"]},
+         {"name": "outside", "interfaces": ["veth-s"]}]
 
 
 def classes_policy(count, iperf_port=None, fastpath=False):
@@ -134,9 +135,9 @@ def main():
     try:
         lab.up()
         target = Target(lab.fw)
+        nft = subprocess.run(["nft", "--version"], capture_output=True, text=True).stdout.strip()
         print(f"Tusk policy benchmark - {time.strftime('%Y-%m-%d %H:%M')}, "
-              f"{os.cpu_count()} CPUs, kernel {os.uname().release}, "
-              f"{subprocess.run(['nft', '--version'], capture_output=True, text=True).stdout.strip()}")
+              f"{os.cpu_count()} CPUs, kernel {os.uname().release}, {nft}")
         print(f"median of {REPEATS}; compile = normalise + render; apply into a lab namespace")
 
         rows = [(n, stages(classes_policy(n), target)) for n in (10, 1000, 10000)]
@@ -177,7 +178,8 @@ def main():
         for name, _ in setups:
             values = runs[name]
             print(f"{name:<44} {statistics.median(values):>14.2f} "
-                  f"{min(values):>6.2f}-{max(values):<7.2f} {statistics.median(values) / plain:>6.2f}")
+                  f"{min(values):>6.2f}-{max(values):<7.2f} "
+                  f"{statistics.median(values) / plain:>6.2f}")
         # Paired: each round's policy run against the same round's plain run, so the
         # host's drift between rounds cancels; the median of these ratios is the verdict.
         paired = [p / q for p, q in zip(runs[setups[2][0]], runs[setups[0][0]])]

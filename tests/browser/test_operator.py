@@ -6,7 +6,6 @@ a self-test through fw and around it."""
 import re
 import subprocess
 
-import pytest
 from playwright.sync_api import expect
 
 from tuskweb import BROWSER_LAB as LAB_NAME

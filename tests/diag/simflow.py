@@ -218,7 +218,8 @@ class Sim:
                 opts = _shift_sack(opts, -self.offset)
         elif self.clamp:
             opts = clamp_mss(opts, self.clamp)
-        self.capture(arrive + FW_DELAY, "outside", frame(SERVER, CLIENT, seq, ack, flags, win, opts))
+        self.capture(arrive + FW_DELAY, "outside",
+                     frame(SERVER, CLIENT, seq, ack, flags, win, opts))
         self.at(arrive + FW_DELAY + self.wire, self.client_receive, ack, flags, win, opts)
 
     # -- client ------------------------------------------------------------------------

@@ -53,7 +53,8 @@ def test_pcapng_records_interfaces_and_times(tmp_path, sim):
 
 def test_concatenated_pcapng_sections_keep_their_interfaces(tmp_path, sim):
     first = write_pcapng(tmp_path / "1.pcapng", sim.packets[:100])
-    second = write_pcapng(tmp_path / "2.pcapng", sim.packets[100:], interfaces=("inside", "outside"))
+    second = write_pcapng(tmp_path / "2.pcapng", sim.packets[100:],
+                          interfaces=("inside", "outside"))
     both = tmp_path / "both.pcapng"
     both.write_bytes(first.read_bytes() + second.read_bytes())
     with Reader(both) as reader:

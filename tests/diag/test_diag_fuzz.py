@@ -82,7 +82,8 @@ mutations = st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0,
                      max_size=24)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kind=st.sampled_from(["pcap", "pcapng"]), flips=mutations,
        cut=st.one_of(st.none(), st.floats(0, 1)))
 def test_damaged_captures_never_crash_the_analyser(tmp_path_factory, tmp_path, kind, flips, cut):

@@ -37,7 +37,8 @@ def test_window_limited_flow_is_named_with_its_numbers(tmp_path):
     assert c2s["window"] == {"min": 65535, "max": 65535, "scaled": False}
     assert c2s["window_limit_bps"] == pytest.approx(65535 * 8 / 0.04, rel=0.01)
     assert c2s["retransmissions"] == {"needed": 0, "spurious": 0}
-    assert flow["handshake"]["client"]["wscale"] == 7 and flow["handshake"]["server"]["wscale"] is None
+    assert (flow["handshake"]["client"]["wscale"] == 7
+            and flow["handshake"]["server"]["wscale"] is None)
 
 
 def test_window_limit_blames_the_side_that_did_not_offer_scaling(tmp_path):

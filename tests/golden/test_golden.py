@@ -39,7 +39,8 @@ BOOT_CASES = [f"{BOOT}/{case}" for case in cases(os.path.join(HERE, BOOT))]
 CASES = POLICY_CASES + BOOT_CASES
 
 # nft reports a refused object or rule as FILE:LINE:COL[-COL]: Error: MESSAGE
-ERROR_LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+)(?:-\d+)?: Error: (?P<msg>.*)$")
+ERROR_LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+)(?:-\d+)?"
+                        r": Error: (?P<msg>.*)$")
 # What this host's kernel lacks, as it appears on a line of the ruleset.
 VM_ONLY = re.compile(r"^\s*(ct helper \S+ \{|flowtable \S+ \{)|\bct helper set \"|\bflow add @")
 

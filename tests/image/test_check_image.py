@@ -25,7 +25,8 @@ CHECK_KERNEL_CONFIG = BOARD / "check-kernel-config.sh"
 
 def release():
     """tools/buildroot-release: the pinned Buildroot tag and commit."""
-    values = dict(re.findall(r"^(\w+)=(\S+)$", (TOP / "tools" / "buildroot-release").read_text(), re.M))
+    values = dict(re.findall(r"^(\w+)=(\S+)$", (TOP / "tools" / "buildroot-release").read_text(),
+                             re.M))
     return values["BUILDROOT_TAG"], values["BUILDROOT_COMMIT"]
 
 
@@ -50,7 +51,8 @@ def users_table():
         line = line.split("#", 1)[0].strip()
         if line:
             fields = line.split(None, 8)
-            assert len(fields) >= 8, f"users.txt: {line!r} has {len(fields)} fields, makeusers needs 8 or 9"
+            assert len(fields) >= 8, (f"users.txt: {line!r} has {len(fields)} fields, "
+                                      "makeusers needs 8 or 9")
             users[fields[0]] = fields
     return users
 
@@ -58,7 +60,8 @@ def users_table():
 # -- the tree, without Buildroot ------------------------------------------------------
 
 def test_external_desc_names_the_tree_tusk():
-    desc = dict(line.split(": ", 1) for line in (TREE / "external.desc").read_text().splitlines() if line)
+    desc = dict(line.split(": ", 1)
+                for line in (TREE / "external.desc").read_text().splitlines() if line)
     assert desc["name"] == "TUSK"
     assert desc["desc"]
 
@@ -96,7 +99,8 @@ def test_htmx_package_pins_what_package_lock_pins():
     tarball = f"htmx.org-{lock['version']}.tgz"
     hash_file = (TREE / "package" / "htmx" / "htmx.hash").read_text()
     hashes = {(kind, name): digest
-              for kind, digest, name in re.findall(r"^(sha\d+)\s+([0-9a-f]+)\s+(\S+)$", hash_file, re.M)}
+              for kind, digest, name in re.findall(r"^(sha\d+)\s+([0-9a-f]+)\s+(\S+)$",
+                                                   hash_file, re.M)}
     algorithm, integrity = lock["integrity"].split("-", 1)
     assert algorithm == "sha512"
     assert hashes[("sha512", tarball)] == base64.b64decode(integrity).hex()
@@ -118,7 +122,8 @@ def test_users_table_has_the_unprivileged_web_user():
 def test_every_unit_user_exists_in_the_image():
     """User=/Group= of the overlay's units name users the image creates."""
     users = users_table()
-    units = sorted((TOP / "rootfs-overlay" / "usr" / "lib" / "systemd" / "system").glob("*.service"))
+    units = sorted((TOP / "rootfs-overlay" / "usr" / "lib" / "systemd" / "system")
+                   .glob("*.service"))
     wanted = {(unit.name, key, value) for unit in units
               for key, value in re.findall(r"^(User|Group)=(\S+)$", unit.read_text(), re.M)}
     assert ("tusk-web.service", "User", "tusk") in wanted
@@ -129,17 +134,20 @@ def test_every_unit_user_exists_in_the_image():
 
 def test_kernel_fragments_are_both_merged_and_agree():
     fragments = defconfig_values()["BR2_LINUX_KERNEL_CONFIG_FRAGMENT_FILES"].split()
-    assert [Path(expand(f)).name for f in fragments] == ["linux.fragment", "linux-hardware.fragment"]
+    assert [Path(expand(f)).name for f in fragments] == ["linux.fragment",
+                                                         "linux-hardware.fragment"]
     seen = {}
     for fragment in fragments:
         for number, line in enumerate(Path(expand(fragment)).read_text().splitlines(), 1):
             if not line or line.startswith("#"):
                 continue
-            assert re.match(r"^CONFIG_\w+=(y|n|\d+|\".*\")$", line), f"{fragment}:{number}: {line!r}"
+            assert re.match(r"^CONFIG_\w+=(y|n|\d+|\".*\")$", line), \
+                f"{fragment}:{number}: {line!r}"
             symbol, value = line.split("=", 1)
             assert seen.get(symbol, value) == value, f"{symbol} set to {seen[symbol]} and {value}"
             seen[symbol] = value
-    assert seen["CONFIG_MODULES"] == "n", "everything is built in: the hardware fragment must say =y"
+    assert seen["CONFIG_MODULES"] == "n", ("everything is built in: the hardware fragment "
+                                           "must say =y")
     hardware = Path(expand(fragments[1])).read_text()
     for driver in ("E1000E", "IGB", "IXGBE", "I40E", "ICE", "MLX5_CORE_EN", "BNXT", "R8169",
                    "SATA_AHCI", "ATA_PIIX", "BLK_DEV_NVME", "USB_STORAGE", "USB_XHCI_HCD",
@@ -171,7 +179,8 @@ def fake_kernel(directory, config):
     """A kernel tree as the check reads it: .config, and a Kconfig declaring SLUB_TINY."""
     directory.mkdir()
     (directory / ".config").write_text(config)
-    (directory / "Kconfig").write_text("config SLUB_TINY\n\tbool \"SLUB tiny\"\n\tdepends on EXPERT\n")
+    (directory / "Kconfig").write_text("config SLUB_TINY\n\tbool \"SLUB tiny\"\n"
+                                       "\tdepends on EXPERT\n")
     return directory
 
 
@@ -197,7 +206,8 @@ def test_kernel_config_check_names_each_lost_line(tmp_path):
     result = run_kernel_check(kernel, fragment)
     assert result.returncode == 1
     assert "a.fragment:1: fragment option lost: CONFIG_NF_TABLES=y (have: absent)" in result.stderr
-    assert "a.fragment:2: fragment option lost: CONFIG_NR_CPUS=8 (have: CONFIG_NR_CPUS=64)" in result.stderr
+    assert ("a.fragment:2: fragment option lost: CONFIG_NR_CPUS=8 "
+            "(have: CONFIG_NR_CPUS=64)") in result.stderr
     assert "a.fragment:3: fragment option lost: CONFIG_IP_NF_IPTABLEZ=n" in result.stderr
 
 
@@ -215,7 +225,8 @@ def buildroot():
     path = os.environ.get("BUILDROOT")
     if not path:
         pytest.skip(f"make check-image needs a Buildroot {tag} checkout: set BUILDROOT=dir "
-                    f"(git clone --depth 1 --branch {tag} https://gitlab.com/buildroot.org/buildroot.git, "
+                    f"(git clone --depth 1 --branch {tag} "
+                    "https://gitlab.com/buildroot.org/buildroot.git, "
                     f"commit {commit[:10]}; see buildroot-external/README.md)")
     path = Path(path)
     makefile = path / "Makefile"
@@ -245,9 +256,9 @@ def test_check_image_fails_on_a_broken_tree(buildroot, tmp_path):
     shutil.copytree(TREE, tree)
     defconfig = tree / "configs" / "tusk_x86_64_defconfig"
     defconfig.write_text(defconfig.read_text()
-                         + "BR2_PACKAGE_PYTHON_DJANGO_HTMX=y\n"            # no such package
-                         + "BR2_TARGET_ROOTFS_ISO9660_HYBRID=y\n"          # needs isolinux
-                         + "# BR2_PACKAGE_SYSTEMD is not set\n")           # BR2_INIT_SYSTEMD selects it
+                         + "BR2_PACKAGE_PYTHON_DJANGO_HTMX=y\n"      # no such package
+                         + "BR2_TARGET_ROOTFS_ISO9660_HYBRID=y\n"    # needs isolinux
+                         + "# BR2_PACKAGE_SYSTEMD is not set\n")     # BR2_INIT_SYSTEMD selects it
     htmx = tree / "package" / "htmx" / "Config.in"
     htmx.write_text(htmx.read_text().replace('\tbool "htmx"', '    bool "htmx"'))
     webui = tree / "package" / "tusk-webui" / "Config.in"
@@ -261,7 +272,8 @@ def test_check_image_fails_on_a_broken_tree(buildroot, tmp_path):
     lines = defconfig.read_text().splitlines()
     for line in ("BR2_PACKAGE_PYTHON_DJANGO_HTMX=y", "BR2_TARGET_ROOTFS_ISO9660_HYBRID=y"):
         assert f"tusk_x86_64_defconfig:{lines.index(line) + 1}: dropped: {line}" in output
-    assert "dropped: # BR2_PACKAGE_SYSTEMD is not set (.config has: BR2_PACKAGE_SYSTEMD=y)" in output
+    assert ("dropped: # BR2_PACKAGE_SYSTEMD is not set "
+            "(.config has: BR2_PACKAGE_SYSTEMD=y)") in output
     assert "package/htmx/Config.in:2: should be indented with one tab" in output
 
 
@@ -286,7 +298,8 @@ def test_users_table_gives_fixed_ids_with_buildroots_mkusers(buildroot, tmp_path
     config = tmp_path / "config"
     config.write_text('BR2_TARGET_GENERIC_PASSWD_METHOD="sha-256"\n')
     result = subprocess.run(["bash", buildroot / "support" / "scripts" / "mkusers", table, target],
-                            capture_output=True, text=True, env={**os.environ, "BR2_CONFIG": str(config)})
+                            capture_output=True, text=True,
+                            env={**os.environ, "BR2_CONFIG": str(config)})
     assert result.returncode == 0, result.stderr
     passwd = {fields[0]: fields for fields in
               (line.split(":") for line in (target / "etc" / "passwd").read_text().splitlines())}

@@ -32,7 +32,8 @@ BROKEN = {
                      "[link] txqueuelen: 0 is outside 1..1000000"),
     "not a power of two": ("[rps]\nsock_flow_entries = 30000\n", Code.VALUE,
                            "[rps] sock_flow_entries: 30000 is not a power of two"),
-    "bad sysctl name": ("[sysctl]\nnet/core/x = 1\n", Code.PROFILE, "[sysctl] net/core/x: unknown key"),
+    "bad sysctl name": ("[sysctl]\nnet/core/x = 1\n", Code.PROFILE,
+                        "[sysctl] net/core/x: unknown key"),
     "sysctl outside the allow-list": (
         "[sysctl]\n# harmless, but not the network's\nkernel.printk_ratelimit = 9\n",
         Code.PROFILE, "[sysctl] kernel.printk_ratelimit: not a sysctl a profile may set "
@@ -135,7 +136,8 @@ def test_unknown_profile_namespace_and_empty_state(tmp_path, tree):
     result = tune(tree, "--no-policy", "plan", "turbo")
     assert result.returncode == Code.PROFILE and "no profile 'turbo' (there are: " in result.stderr
     result = tune(tree, "--no-policy", "--netns", "tusk-no-such-ns", "plan")
-    assert result.returncode == Code.TARGET and "no network namespace tusk-no-such-ns" in result.stderr
+    assert (result.returncode == Code.TARGET
+            and "no network namespace tusk-no-such-ns" in result.stderr)
     for command in ("verify", "rollback"):
         result = tune(tree, "--no-policy", command)
         assert result.returncode == Code.STATE and "nothing applied in this boot" in result.stderr

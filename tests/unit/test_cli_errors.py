@@ -29,7 +29,8 @@ classes:
 BAD_FILES = [
     ("range", FOUR_CLASSES % 70000, Code.RANGE,
      "error[RANGE]: classes[3].mss.value: 70000 is above 65535"),
-    ("syntax", "version: 1\nzones: [inside\n", Code.SYNTAX, "error[SYNTAX]: not valid YAML at line"),
+    ("syntax", "version: 1\nzones: [inside\n", Code.SYNTAX,
+     "error[SYNTAX]: not valid YAML at line"),
     ("duplicate-key", "version: 1\nversion: 1\n", Code.SYNTAX,
      "error[SYNTAX]: not valid YAML at line 2, column 1: duplicate key 'version'"),
     ("schema", "version: 1\nzone: []\n", Code.SCHEMA, "error[SCHEMA]: zone: unknown key"),
@@ -97,7 +98,8 @@ def test_file_not_utf8_is_a_syntax_error(tmp_path):
 
 
 def test_every_problem_is_printed_and_the_first_sets_the_status(tmp_path):
-    text = (FOUR_CLASSES % 70000).replace("version: 1", "version: 1\nsettings: {confirm_timeout: 5}")
+    text = (FOUR_CLASSES % 70000).replace("version: 1",
+                                          "version: 1\nsettings: {confirm_timeout: 5}")
     text = text.replace("to: inside", "to: lan")
     result = run_tusk("check", "--no-kernel", write(tmp_path, text))
     assert result.returncode == int(Code.RANGE)

@@ -53,8 +53,10 @@ class Appliance:
         # management: ens3, HTTPS forwarded; traffic: ens4, ens5 (isolated)
         argv += ["-netdev", f"user,id=mgmt,hostfwd=tcp:127.0.0.1:{self.https_port}-:443",
                  "-device", "virtio-net-pci,netdev=mgmt,addr=0x3",
-                 "-netdev", "user,id=t1,restrict=on", "-device", "virtio-net-pci,netdev=t1,addr=0x4",
-                 "-netdev", "user,id=t2,restrict=on", "-device", "virtio-net-pci,netdev=t2,addr=0x5"]
+                 "-netdev", "user,id=t1,restrict=on",
+                 "-device", "virtio-net-pci,netdev=t1,addr=0x4",
+                 "-netdev", "user,id=t2,restrict=on",
+                 "-device", "virtio-net-pci,netdev=t2,addr=0x5"]
         for index, (path, fmt, readonly) in enumerate(disks):
             argv += ["-drive", f"file={path},format={fmt},if=none,id=d{index}"
                      + (",readonly=on" if readonly else ""),

@@ -324,7 +324,8 @@ def check(flow, r_o, r_r, checksums=True):
             report.mismatches.append(f"{inside} -> {outside}: expected seq/ack/sack {expect}, "
                                      f"saw {got}")
         handshake = inside.syn
-        if without_numbers(inside.options, handshake) != without_numbers(outside.options, handshake):
+        if (without_numbers(inside.options, handshake)
+                != without_numbers(outside.options, handshake)):
             report.mismatches.append(f"options changed: {inside.options.hex()} -> "
                                      f"{outside.options.hex()}")
         common = min(len(inside.payload), len(outside.payload))

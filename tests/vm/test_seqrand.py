@@ -356,7 +356,8 @@ def test_odd_option_lists_are_forwarded_and_counted(scenario):
     flow = capture_flows(folder)[crafted["client_port"]]
     r_o, r_r = flow.offsets()
     for ipid, what in crafted["segments"].items():
-        sent = [s for s in flow.inside if s.ipid == int(ipid) and s.options.hex() == what["options"]]
+        sent = [s for s in flow.inside
+                if s.ipid == int(ipid) and s.options.hex() == what["options"]]
         got = [s for s in flow.outside if s.ipid == int(ipid) and s.length == 0]
         assert len(sent) == 1, f"{what['name']}: not seen entering fw"
         assert len(got) == 1, f"{what['name']}: dropped by fw"

@@ -28,7 +28,8 @@ def test_example_policy_carries_a_flow_through_fw(scenario):
     syn_in, syn_out = data.handshake(data.inside, False), data.handshake(data.outside, False)
     assert syn_in.options == syn_out.options
     counters = json.loads((folder / "nft-counters.json").read_text())["nftables"]
-    bulk = next(c["counter"] for c in counters if c.get("counter", {}).get("name") == "class_bulk-copy")
+    bulk = next(c["counter"] for c in counters
+                if c.get("counter", {}).get("name") == "class_bulk-copy")
     assert bulk["packets"] >= 1
 
 

@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-from django.conf import settings
 
 from lab.namespaces import Topology
 from lab.paths import PG_CLUSTER
@@ -88,6 +87,13 @@ def peers(netns):
     topology.forward(netns)
     yield names
     topology.down()
+
+
+@pytest.fixture
+def router(peers):
+    """The peers above, routed through the agent's namespace (test_captures.py and
+    test_attack_captures.py)."""
+    return peers
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from diag import agent_jobs
 from diag.models import Capture, Report
 from jobs import queue
 from simflow import Sim, write_pcap
-from test_captures import finished, latest, router, running, sampled, start  # noqa: F401
+from test_captures import finished, latest, running, sampled, start
 from tusklib import config as tusk_config
 from tuskweb import wait
 

@@ -29,12 +29,6 @@ def sh(*argv, check=True):
     return subprocess.run(argv, capture_output=True, text=True, check=check)
 
 
-@pytest.fixture
-def router(peers):
-    """The web tier's peers (tests/web/conftest.py), routed through the agent's namespace."""
-    return peers
-
-
 def sampled(*names, seconds=20):
     """Waits until the agent's statistics know these interfaces (the form offers them)."""
     def interfaces():

@@ -94,7 +94,7 @@ def _capture(run, cap):
         spec = core.validate(core.Spec.from_dict(cap.spec))
     except (core.SpecError, TypeError) as exc:
         _finish(cap, state=Capture.State.FAILED, reason="error", error=str(exc))
-        raise JobFailed(f"capture {cap.pk}: {exc}")
+        raise JobFailed(f"capture {cap.pk}: {exc}") from None
     if cap.stop_requested:   # stopped while it waited for a slot
         _finish(cap, state=Capture.State.DONE, reason="request")
         return {"capture": cap.pk, "packets": 0, "bytes": 0, "reason": "request", "files": 0,
@@ -105,7 +105,7 @@ def _capture(run, cap):
             pass
     except files.UnsafeFile as exc:
         _finish(cap, state=Capture.State.FAILED, reason="error", error=str(exc))
-        raise JobFailed(f"capture {cap.pk}: {exc}")
+        raise JobFailed(f"capture {cap.pk}: {exc}") from None
     quota = config.capture_quota_mb * 1_000_000
     deleted, fits = storage.make_room(config.capture_dir, quota, spec.max_bytes,
                                       exclude=cap.pk)

@@ -70,7 +70,8 @@ class AddressSetForm(ItemForm):
 
     @staticmethod
     def initial_from(item):
-        return {"name": item.get("name", ""), "entries": "\n".join(map(str, item.get("entries", []))),
+        return {"name": item.get("name", ""),
+                "entries": "\n".join(map(str, item.get("entries", []))),
                 "comment": item.get("comment", "")}
 
 

@@ -36,7 +36,7 @@ def analyze(paths, names=None, progress=None, limit=MAX_FLOWS, flow_limit=20000)
     packets = tcp = 0
     started = time.monotonic()
     readable = 0
-    for number, (path, name) in enumerate(zip(paths, names)):
+    for path, name in zip(paths, names):
         entry = {"name": name, "format": None, "packets": 0, "interfaces": [], "error": None}
         files.append(entry)
         try:

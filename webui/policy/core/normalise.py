@@ -247,7 +247,8 @@ class _Checker:
                 self.fail(Code.SCHEMA, f"{here}.interfaces", "must name at least one interface")
             for position, ifname in enumerate(raw):
                 where = f"{here}.interfaces[{position}]"
-                if not isinstance(ifname, str) or not _IFNAME.match(ifname) or ifname in (".", ".."):
+                if (not isinstance(ifname, str) or not _IFNAME.match(ifname)
+                        or ifname in (".", "..")):
                     self.fail(Code.SCHEMA, where, f"{quoted(ifname)} is not a valid interface name "
                               "(1-15 characters: letters, digits, . _ - @ +)")
                 elif ifname in owner:
@@ -276,7 +277,8 @@ class _Checker:
                     self.fail(Code.ADDRESS, where, str(exc))
                     continue
                 if canonical in seen:
-                    self.fail(Code.DUPLICATE, where, f"{canonical} is already listed at {seen[canonical]}")
+                    self.fail(Code.DUPLICATE, where,
+                              f"{canonical} is already listed at {seen[canonical]}")
                     continue
                 seen[canonical] = f"{here}.entries[{position}]"
                 entries.append(canonical)

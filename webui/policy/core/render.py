@@ -231,7 +231,8 @@ class _Renderer:
         """The match prefixes of one class, one per address family x protocol needed.
         reverse swaps the sides (replies of untracked classes); prerouting has no
         output interface yet, so the destination zone comes from a fib lookup."""
-        src_zone, dst_zone = (cls.to_zone, cls.from_zone) if reverse else (cls.from_zone, cls.to_zone)
+        src_zone, dst_zone = ((cls.to_zone, cls.from_zone) if reverse
+                              else (cls.from_zone, cls.to_zone))
         src, dst = (cls.destination, cls.source) if reverse else (cls.source, cls.destination)
         zone = ""
         if src_zone:
@@ -288,7 +289,8 @@ class _Renderer:
                 result.append(f"{protocol} {port_field} @svc_{services[0].name} ")
             else:
                 merged = merge(iv for s in services for iv in s.ports)
-                result.append(f"{protocol} {port_field} {_literal([port_text(iv) for iv in merged])} ")
+                ports = _literal([port_text(iv) for iv in merged])
+                result.append(f"{protocol} {port_field} {ports} ")
         return result
 
 

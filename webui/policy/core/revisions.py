@@ -55,7 +55,8 @@ class Revision:
 
     def update(self, **fields):
         self.meta.update(fields)
-        write_atomically(os.path.join(self.path, "meta.json"), json.dumps(self.meta, indent=2) + "\n")
+        write_atomically(os.path.join(self.path, "meta.json"),
+                         json.dumps(self.meta, indent=2) + "\n")
 
 
 FAILSAFE = "failsafe.nft"

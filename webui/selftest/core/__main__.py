@@ -41,7 +41,7 @@ def main(argv=None):
             _emit({"progress": percent, "message": text})
     try:
         paths = []
-        for index, spec in enumerate(args.path):
+        for spec in args.path:
             name, sep, where = spec.partition("=")
             if not sep:
                 raise responder.ParamError([(f"--path {spec}", "expected NAME=HOST:PORT")])

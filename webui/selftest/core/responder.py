@@ -86,7 +86,8 @@ def check_params(raw):
         kind = float if isinstance(default, float) else int
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or (kind is int and not float(value).is_integer()):
-            errors.append((field, f"{value!r} is not {'a number' if kind is float else 'an integer'}"))
+            what = "a number" if kind is float else "an integer"
+            errors.append((field, f"{value!r} is not {what}"))
             continue
         if not low <= value <= high:
             errors.append((field, f"{value} is outside {low}..{high}"))

@@ -70,7 +70,8 @@ class Planner:
         if not local:
             local = list(self.machine.cpus)
         remote = [c for c in self.machine.cpus if c not in local]
-        return ([c.id for c in local if c.first_thread] + [c.id for c in local if not c.first_thread]
+        return ([c.id for c in local if c.first_thread]
+                + [c.id for c in local if not c.first_thread]
                 + [c.id for c in remote if c.first_thread]
                 + [c.id for c in remote if not c.first_thread])
 

@@ -26,7 +26,8 @@ RULESET = f"""table inet lab {{
   }}
   chain forward {{
     type filter hook forward priority filter; policy drop;
-    iifname "veth-c" tcp dport {PORT} ct state invalid,untracked synproxy mss 1460 wscale 7 timestamp sack-perm
+    iifname "veth-c" tcp dport {PORT} ct state invalid,untracked synproxy mss 1460 wscale 7 \
+timestamp sack-perm
     ct state established,related accept
     ct state invalid counter drop
   }}
