@@ -1,5 +1,6 @@
 """Helpers of the web and browser tiers, imported by name (not `from conftest`: with
 every tier in one session, that would be whichever tier's conftest loaded last)."""
+import grp
 import os
 import signal
 import subprocess
@@ -15,6 +16,30 @@ AGENT_NETNS = f"tusk-agent-{os.getpid()}"
 PEER_A, PEER_B, PEER_B_DIRECT, PEER_A_GATEWAY = "10.98.1.2", "10.98.2.2", "10.98.9.2", "10.98.1.1"
 # the browser tier's tools/tusk-lab: its own lab name, apart from make run's
 BROWSER_LAB = "e2e"
+
+
+TEST_SECRET = b"agent-test-secret\n"
+
+
+def web_files(directory, secret_name="secret"):
+    """The secret key (0640) and the capture directory (2770) in directory, both in the
+    web user's group, as the appliance's boot lays them out: (secret, captures)."""
+    web = grp.getgrnam("tusk").gr_gid
+    secret = directory / secret_name
+    secret.write_bytes(TEST_SECRET)
+    os.chown(secret, 0, web)
+    os.chmod(secret, 0o640)
+    captures = directory / "captures"
+    captures.mkdir()
+    os.chown(captures, 0, web)
+    os.chmod(captures, 0o2770)
+    return secret, captures
+
+
+def database_toml(db):
+    """The [database] section naming Django's (test) database db."""
+    return (f'[database]\nname = "{db["NAME"]}"\nuser = "{db["USER"]}"\n'
+            f'host = "{db["HOST"]}"\nport = {db["PORT"]}\n')
 
 
 def make_user(username, role, password="correct horse battery", must_change=False):

@@ -4,7 +4,6 @@ stopped again when the session ends, however it ends), and the real agent. A mis
 server package fails with what to install."""
 import dataclasses
 import os
-import pwd
 import shutil
 import subprocess
 import sys
@@ -14,7 +13,8 @@ import pytest
 from lab.namespaces import Topology
 from lab.paths import PG_CLUSTER
 from lab.users import ANALYZE_PROBE, ANALYZE_USER, reach_interpreter
-from tuskweb import AGENT_NETNS, PEER_B_DIRECT, AgentProcess, make_user
+from tuskweb import (AGENT_NETNS, PEER_B_DIRECT, AgentProcess, database_toml, make_user,
+                     web_files)
 
 CLUSTER, PORT = "tusk-test", "5440"
 
@@ -111,27 +111,13 @@ def agent_config(tmp_path, netns, system_users, settings):
     """The agent's configuration file, laid out as on the appliance: the secret key and
     the capture directory in the web user's group (0640, 2770); the web process of the
     test (settings.TUSK) shares the capture directory."""
-    db = settings.DATABASES["default"]
     config = tmp_path / "tusk.toml"
-    web = pwd.getpwnam("tusk").pw_gid
-    secret = tmp_path / "secret"
-    secret.write_text("agent-test-secret\n")
-    os.chown(secret, 0, web)
-    os.chmod(secret, 0o640)
-    captures = tmp_path / "captures"
-    captures.mkdir()
-    os.chown(captures, 0, web)
-    os.chmod(captures, 0o2770)
+    _, captures = web_files(tmp_path)
     settings.TUSK = dataclasses.replace(settings.TUSK, capture_dir=str(captures))
     config.write_text(f"""[web]
 secret_key_file = "secret"
 allowed_hosts = ["localhost"]
-[database]
-name = "{db['NAME']}"
-user = "{db['USER']}"
-host = "{db['HOST']}"
-port = {db['PORT']}
-[agent]
+{database_toml(settings.DATABASES["default"])}[agent]
 netns = "{netns}"
 state_dir = "{tmp_path / 'policy'}"
 tuning_state_dir = "{tmp_path / 'tuning'}"

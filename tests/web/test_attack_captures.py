@@ -20,7 +20,7 @@ from jobs import queue
 from simflow import Sim, write_pcap
 from test_captures import finished, latest, running, sampled, start
 from tusklib import config as tusk_config
-from tuskweb import wait
+from tuskweb import TEST_SECRET, wait
 
 CONTENT = b"root only\n"
 
@@ -126,7 +126,7 @@ def test_the_analysis_cannot_be_pointed_at_the_secret_key(agent, captures, agent
     assert f"capture {cap.pk} has no file left to analyse" in job.error
     assert "6167656e" not in job.error             # "agen": the key's first bytes
     assert not Report.objects.exists()
-    untouched(secret, 0o640, web, b"agent-test-secret\n")
+    untouched(secret, 0o640, web, TEST_SECRET)
 
 
 PROBE = """

@@ -2,7 +2,6 @@
 as tools/tusk-lab renders it) in front of gunicorn and Django on the web tier's PostgreSQL,
 met the way a client on the management network meets it - from distinct loopback source
 addresses, with raw sockets where a client would misbehave."""
-import grp
 import os
 import shutil
 import signal
@@ -26,7 +25,7 @@ from diag.models import Capture
 from kit import wait_until
 from lab.edge import NGINX_USER, render_nginx_conf, self_signed_certificate, web_socket
 from lab.paths import ROOT
-from tuskweb import make_user
+from tuskweb import database_toml, make_user, web_files
 
 PASSWORD = "correct horse battery"
 
@@ -45,26 +44,13 @@ class Edge:
         os.chmod(self.dir, 0o755)   # nginx's workers (tusk-nginx) reach their temp files
         self.http, self.https, self.redirect = free_port(), free_port(), free_port()
         self.procs = []
-        db = django_settings.DATABASES["default"]
-        self.secret = self.dir / "secret_key"   # laid out as appliance/boot.py lays it out
-        self.secret.write_text("edge-test-secret\n")
-        os.chown(self.secret, 0, grp.getgrnam("tusk").gr_gid)
-        os.chmod(self.secret, 0o640)
-        captures = self.dir / "captures"
-        captures.mkdir()
-        os.chown(captures, 0, grp.getgrnam("tusk").gr_gid)
-        os.chmod(captures, 0o2770)
+        self.secret, _ = web_files(self.dir, "secret_key")
         self.config = self.dir / "tusk.toml"
         self.config.write_text(f"""[web]
 secret_key_file = "{self.secret}"
 allowed_hosts = ["127.0.0.1"]
 tls = true
-[database]
-name = "{db['NAME']}"
-user = "{db['USER']}"
-host = "{db['HOST']}"
-port = {db['PORT']}
-[agent]
+{database_toml(django_settings.DATABASES["default"])}[agent]
 netns = ""
 state_dir = "{self.dir / 'policy'}"
 tuning_state_dir = "{self.dir / 'tuning'}"
