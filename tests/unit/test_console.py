@@ -25,10 +25,11 @@ TIMEOUT = 20
 class Terminal:
     """A program on a pseudo-terminal: what it wrote, what is typed."""
 
-    def __init__(self, argv, env):
+    def __init__(self, argv, env, sigint=signal.SIG_DFL):
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
             try:
+                signal.signal(signal.SIGINT, sigint)   # as the program's starter left it
                 os.execve(argv[0], argv, env)
             finally:
                 os._exit(127)
@@ -119,9 +120,9 @@ def box(tmp_path):
 def console(box):
     terminals = []
 
-    def start(*args, **env):
+    def start(*args, sigint=signal.SIG_DFL, **env):
         terminal = Terminal([sys.executable, TUSK_CONSOLE, "--root", box.root, *args],
-                            box.env(**env))
+                            box.env(**env), sigint)
         terminals.append(terminal)
         terminal.expect(PROMPT)
         return terminal
@@ -498,6 +499,16 @@ def test_ctrl_c_in_a_question_returns_to_the_menu(box, console):
     terminal.type("4")
     terminal.expect("https://192.168.1.5/")
     assert not os.path.exists(box.path(PATH))
+
+
+def test_ctrl_c_works_even_when_the_console_was_started_with_it_ignored(console):
+    """A starter that ignores SIGINT (a background job of a shell, some supervisors) hands
+    that on; the menu's Ctrl-C must still only go back to the menu."""
+    terminal = console(sigint=signal.SIG_IGN)
+    terminal.type("2")
+    terminal.expect("[dhcp]: ")
+    terminal.press(b"\x03")
+    assert terminal.expect(PROMPT).startswith("^C\n(interrupted: back to the menu)\n")
 
 
 def test_end_of_input_leaves_cleanly(console):

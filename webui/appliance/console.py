@@ -486,4 +486,7 @@ def main(argv=None):
         stream.reconfigure(errors="replace")   # a serial console may not take UTF-8
     for sig in (signal.SIGTSTP, signal.SIGQUIT):   # Ctrl-Z, Ctrl-\: the menu stays
         signal.signal(sig, ignore)
+    # Ctrl-C goes back to the menu (KeyboardInterrupt), even when whoever started the
+    # console ignored SIGINT: Python keeps an inherited SIG_IGN, and the menu relies on it
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     return Console(runner).run()
