@@ -45,6 +45,19 @@ def capture_flows(folder, inside="fw-inside.pcap", outside="fw-outside.pcap", en
     return {flow.client[1]: flow for flow in found.values()}
 
 
+def flows_by_connection(folder):
+    """capture_flows keyed by (client port, server address, server port): the kernel may
+    give a client the same ephemeral port towards two servers (IPv4 and IPv6, say), so a
+    client port alone does not name one connection of several."""
+    found = seqcheck.flows(seqcheck.read(folder / "fw-inside.pcap"),
+                           seqcheck.read(folder / "fw-outside.pcap"))
+    return {(flow.client[1], *flow.server): flow for flow in found.values()}
+
+
+def connection_key(connection):
+    return connection["client_port"], connection["server"], connection["port"]
+
+
 def assert_translated(flow, checksums=True):
     r_o, r_r = flow.offsets()
     report = seqcheck.check(flow, r_o, r_r, checksums)
@@ -53,10 +66,11 @@ def assert_translated(flow, checksums=True):
     return report
 
 
-def entry_for(entries, client_port, dport=None):
+def entry_for(entries, client_port, dport=None, dst=None):
     found = [e for e in entries if e["orig"] and e["orig"]["proto"] == 6
              and e["orig"]["sport"] == client_port
-             and (dport is None or e["orig"]["dport"] == dport)]
+             and (dport is None or e["orig"]["dport"] == dport)
+             and (dst is None or e["orig"]["dst"] == dst)]
     assert len(found) == 1, f"{len(found)} conntrack entries for client port {client_port}"
     return found[0]
 
@@ -74,10 +88,10 @@ def handshake(scenario):
 
 def test_every_connection_gets_its_own_random_offset(handshake):
     made = load(handshake, "connections.json")
-    flows = capture_flows(handshake)
+    flows = flows_by_connection(handshake)
     initiator_offsets = []
     for connection in made:
-        r_o, r_r = flows[connection["client_port"]].offsets()
+        r_o, r_r = flows[connection_key(connection)].offsets()
         kind = connection["class"]
         if kind == "plain":
             assert (r_o, r_r) == (0, 0), f"{connection}: a class without seqrand was changed"
@@ -92,17 +106,18 @@ def test_every_connection_gets_its_own_random_offset(handshake):
 
 def test_every_segment_is_translated_with_valid_checksums(handshake):
     verified = 0
-    for flow in capture_flows(handshake).values():
+    for flow in flows_by_connection(handshake).values():
         verified += assert_translated(flow).checksums_verified
     assert verified > 100
 
 
 def test_ctnetlink_shows_the_offsets_the_wire_shows(handshake):
     entries = load(handshake, "after-conntrack.json")
-    flows = capture_flows(handshake)
+    flows = flows_by_connection(handshake)
     for connection in load(handshake, "connections.json"):
-        entry = entry_for(entries, connection["client_port"], connection["port"])
-        r_o, r_r = flows[connection["client_port"]].offsets()
+        entry = entry_for(entries, connection["client_port"], connection["port"],
+                          connection["server"])
+        r_o, r_r = flows[connection_key(connection)].offsets()
         helper = {"both": "seqrand-both", "initiator": "seqrand", "plain": None}
         assert entry["helper"] == helper[connection["class"]], entry
         assert offset(entry["seqadj_orig"]) == r_o, entry
