@@ -1,0 +1,158 @@
+"""The network model: what the operator configures, immutable, already validated.
+
+    NetworkConfig
+      system      host name, DNS resolvers, NTP servers, time zone
+      interfaces  the Ethernet ports: role (management, traffic, unused), addresses, MTU
+      bonds       802.3ad (LACP) or active-backup bonds of traffic ports
+      vlans       802.1Q sub-interfaces of a traffic port or a bond
+      routes      static IPv4/IPv6 routes (destination, gateway, metric, interface)
+
+The same structure is the file (/etc/tusk/network.toml: [system], [[interfaces]],
+[[bonds]], [[vlans]], [[routes]]), the web UI's draft (a JSON document) and what a
+backup carries; normalise.py turns any of them into this model, or reports every problem.
+"""
+import ipaddress
+from dataclasses import dataclass, field
+
+VERSION = 2
+
+MANAGEMENT, TRAFFIC, UNUSED = "management", "traffic", "unused"
+ROLES = (MANAGEMENT, TRAFFIC, UNUSED)
+LACP, ACTIVE_BACKUP = "802.3ad", "active-backup"
+BOND_MODES = (LACP, ACTIVE_BACKUP)
+HASH_POLICIES = ("layer2", "layer2+3", "layer3+4")
+DEFAULT_HASH_POLICY = "layer3+4"
+DEFAULT_ROUTE = "default"
+DEFAULT_MTU = 1500       # what a link has when the configuration leaves its MTU alone
+MTU_MIN, MTU_MAX = 68, 65535
+IPV6_MTU_MIN = 1280
+VLAN_ID_MIN, VLAN_ID_MAX = 1, 4094
+METRIC_MAX = 2**32 - 1
+HOSTNAME_DEFAULT = "tusk"
+TIMEZONE_DEFAULT = "UTC"
+SERVERS_MAX = 8          # DNS and NTP servers each
+ADDRESSES_MAX = 64       # addresses on one interface
+DESCRIPTION_MAX = 200
+
+
+@dataclass(frozen=True)
+class System:
+    hostname: str = HOSTNAME_DEFAULT
+    dns: tuple = ()          # IP addresses
+    ntp: tuple = ()          # host names or IP addresses
+    timezone: str = TIMEZONE_DEFAULT
+
+
+@dataclass(frozen=True)
+class Port:
+    """A physical Ethernet interface."""
+    name: str
+    role: str = TRAFFIC
+    description: str = ""
+    addresses: tuple = ()    # "192.0.2.1/24", "2001:db8::1/64"
+    dhcp: bool = False       # DHCPv4 (the management port only)
+    autoconf: bool = False   # IPv6 router advertisements / SLAAC (the management port only)
+    mtu: int = 0             # 0: left as the driver sets it
+
+    kind = "port"
+
+
+@dataclass(frozen=True)
+class Bond:
+    name: str
+    mode: str = LACP
+    hash_policy: str = DEFAULT_HASH_POLICY    # how 802.3ad spreads flows over the members
+    members: tuple = ()
+    description: str = ""
+    addresses: tuple = ()
+    mtu: int = 0
+
+    kind = "bond"
+    role = TRAFFIC
+    dhcp = autoconf = False
+
+
+@dataclass(frozen=True)
+class Vlan:
+    name: str
+    parent: str
+    id: int
+    description: str = ""
+    addresses: tuple = ()
+    mtu: int = 0
+
+    kind = "vlan"
+    role = TRAFFIC
+    dhcp = autoconf = False
+
+
+@dataclass(frozen=True)
+class Route:
+    destination: str                 # "default" or a prefix: "10.20.0.0/16"
+    gateway: str = ""                # "" only with an interface (a directly connected route)
+    metric: int = 0
+    interface: str = ""              # "" = the interface whose subnet holds the gateway
+
+    @property
+    def network(self):
+        """The destination as an ip_network; "default" is 0.0.0.0/0 or ::/0 by the
+        gateway's family."""
+        if self.destination == DEFAULT_ROUTE:
+            six = ":" in self.gateway
+            return ipaddress.ip_network("::/0" if six else "0.0.0.0/0")
+        return ipaddress.ip_network(self.destination)
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    system: System = field(default_factory=System)
+    interfaces: tuple = ()
+    bonds: tuple = ()
+    vlans: tuple = ()
+    routes: tuple = ()
+
+    @property
+    def management(self):
+        """The management port, or None."""
+        return next((p for p in self.interfaces if p.role == MANAGEMENT), None)
+
+    @property
+    def links(self):
+        """Every configured link: ports, then bonds, then VLANs."""
+        return self.interfaces + self.bonds + self.vlans
+
+    def link(self, name):
+        return next((link for link in self.links if link.name == name), None)
+
+    @property
+    def bond_of(self):
+        """{member port: its bond}."""
+        return {member: bond.name for bond in self.bonds for member in bond.members}
+
+    @property
+    def traffic_links(self):
+        """The names of the links that carry forwarded traffic, the ones policy zones may
+        name: traffic ports outside bonds, bonds and VLANs."""
+        members = self.bond_of
+        return [link.name for link in self.links
+                if link.role == TRAFFIC and link.name not in members]
+
+    def effective_mtu(self, name):
+        """The MTU a link will have: its own, else its bond's for a member, else its
+        parent's for a VLAN (the kernel's default for a new VLAN), else DEFAULT_MTU."""
+        link = self.link(name)
+        if link is None:
+            return DEFAULT_MTU
+        if link.mtu:
+            return link.mtu
+        bond = self.bond_of.get(name)
+        if bond:
+            return self.effective_mtu(bond)
+        if link.kind == "vlan":
+            return self.effective_mtu(link.parent)
+        return DEFAULT_MTU
+
+    def addresses_of(self, role):
+        """The static addresses (ip_interface) of the links with that role."""
+        return [ipaddress.ip_interface(a) for link in self.links if link.role == role
+                for a in link.addresses]

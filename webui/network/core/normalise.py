@@ -1,0 +1,242 @@
+"""A network document (the TOML file, the web UI's draft, a backup's section) -> the model,
+or every problem at once; and the model back to a document and to the file's text.
+
+    [system]                       # all optional
+    hostname = "tusk"
+    dns = ["192.0.2.53"]
+    ntp = ["0.pool.ntp.org"]
+    timezone = "UTC"
+
+    [[interfaces]]                 # the Ethernet ports; the one with role management
+    name = "enp1s0"                # is where the dashboard, SSH and DHCP answer
+    role = "management"            # management | traffic | unused
+    dhcp = true                    # DHCPv4 (management only)
+    autoconf = false               # IPv6 router advertisements (management only)
+    addresses = ["192.168.1.1/24"]
+    mtu = 0                        # 0: as the driver sets it
+    description = ""
+
+    [[bonds]]                      # name, members, mode 802.3ad | active-backup,
+    [[vlans]]                      # name, parent, id 1-4094
+    [[routes]]                     # destination ("default" or a prefix), gateway,
+                                   # metric, interface
+
+First every unknown, missing or mistyped key (SCHEMA); once every key is right, every
+bad value and every conflict (validate.py, VALUE). Problem paths are the document's:
+interfaces[1].addresses[0]. The file of releases before 2 ([management] and [[traffic]])
+is read too and turned into this shape; it is written back in this one.
+"""
+import json
+import tomllib
+
+from . import model
+from .errors import Code, NetworkError, Problem
+from .model import Bond, NetworkConfig, Port, Route, System, Vlan
+
+DEFAULT_PATH = "/etc/tusk/network.toml"
+TEXT_MAX = 1 << 20   # a network.toml far larger than any box needs is refused unread
+
+_STR, _BOOL, _INT, _LIST = str, bool, int, list
+SCHEMA = {
+    "system": ({"hostname": (_STR, model.HOSTNAME_DEFAULT), "dns": (_LIST, []),
+                "ntp": (_LIST, []), "timezone": (_STR, model.TIMEZONE_DEFAULT)}, System),
+    "interfaces": ({"name": (_STR, None), "role": (_STR, model.TRAFFIC),
+                    "description": (_STR, ""), "addresses": (_LIST, []),
+                    "dhcp": (_BOOL, False), "autoconf": (_BOOL, False),
+                    "mtu": (_INT, 0)}, Port),
+    "bonds": ({"name": (_STR, None), "mode": (_STR, model.LACP),
+               "hash_policy": (_STR, model.DEFAULT_HASH_POLICY), "members": (_LIST, None),
+               "description": (_STR, ""), "addresses": (_LIST, []), "mtu": (_INT, 0)}, Bond),
+    "vlans": ({"name": (_STR, None), "parent": (_STR, None), "id": (_INT, None),
+               "description": (_STR, ""), "addresses": (_LIST, []), "mtu": (_INT, 0)}, Vlan),
+    "routes": ({"destination": (_STR, None), "gateway": (_STR, ""), "metric": (_INT, 0),
+                "interface": (_STR, "")}, Route),
+}
+LISTS = ("interfaces", "bonds", "vlans", "routes")
+TOP = ("version", "system") + LISTS
+
+
+def type_name(value):
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+
+
+_EXPECTED = {str: "a string", bool: "true or false", int: "an integer", list: "a list"}
+
+
+def _table(table, schema, where, problems):
+    """The values of one table by its schema (defaults filled in), or None when a key is
+    wrong."""
+    values, ok = {}, True
+    for key in table:
+        if key not in schema:
+            problems.append(Problem(Code.SCHEMA, f"{where}.{key}",
+                                    f"unknown key (known: {', '.join(schema)})"))
+            ok = False
+    for key, (kind, default) in schema.items():
+        if key not in table:
+            if default is None:
+                problems.append(Problem(Code.SCHEMA, f"{where}.{key}", "missing (required)"))
+                ok = False
+            values[key] = tuple(default) if isinstance(default, list) else default
+            continue
+        value = table[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            problems.append(Problem(Code.SCHEMA, f"{where}.{key}",
+                                    f"expected {_EXPECTED[kind]}, got {type_name(value)}"))
+            ok = False
+        elif kind is list:
+            bad = next((item for item in value if not isinstance(item, str)), None)
+            if bad is not None:
+                problems.append(Problem(Code.SCHEMA, f"{where}.{key}",
+                                        f"expected a list of strings, got {type_name(bad)} "
+                                        "in it"))
+                ok = False
+            values[key] = tuple(value)
+        else:
+            values[key] = value
+    return values if ok else None
+
+
+def from_document(document, present=None, zones=None):
+    """The model of a document (a dict as the TOML file parses), checked whole; raises
+    NetworkError with every problem. present, zones: see validate.validate."""
+    from .validate import validate
+    problems = []
+    if not isinstance(document, dict):
+        raise NetworkError(Code.SCHEMA, "", f"must be a table, got {type_name(document)}")
+    for key in document:
+        if key not in TOP:
+            problems.append(Problem(Code.SCHEMA, key, "unknown section (known: "
+                                    "[system], [[interfaces]], [[bonds]], [[vlans]], "
+                                    "[[routes]])"))
+    version = document.get("version", model.VERSION)
+    if version != model.VERSION or isinstance(version, bool):
+        problems.append(Problem(Code.SCHEMA, "version", f"{version!r}: this release reads "
+                                f"version {model.VERSION}"))
+    parts = {}
+    system = document.get("system", {})
+    if not isinstance(system, dict):
+        problems.append(Problem(Code.SCHEMA, "system", "must be a table, written [system]"))
+    else:
+        values = _table(system, SCHEMA["system"][0], "system", problems)
+        parts["system"] = System(**values) if values else None
+    for key in LISTS:
+        schema, kind = SCHEMA[key]
+        entries = document.get(key, [])
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            problems.append(Problem(Code.SCHEMA, key, f"must be an array of tables, each "
+                                    f"written [[{key}]] (with two brackets)"))
+            parts[key] = None
+            continue
+        items = []
+        for index, entry in enumerate(entries):
+            values = _table(entry, schema, f"{key}[{index}]", problems)
+            items.append(kind(**values) if values else None)
+        parts[key] = None if None in items else tuple(items)
+    if problems or None in parts.values():
+        raise NetworkError(problems)
+    config = NetworkConfig(**parts)
+    problems = validate(config, present=present, zones=zones)
+    if problems:
+        raise NetworkError(problems)
+    return config
+
+
+def legacy_document(data):
+    """The document of a release-1 file ([management] + [[traffic]]): the management
+    interface's gateway becomes a default route through it, its DNS servers the system's."""
+    mgmt = data.get("management")
+    if not isinstance(mgmt, dict):
+        return data   # let from_document name what is wrong with it
+    address = mgmt.get("address", "dhcp")
+    port = {"name": mgmt.get("interface", ""), "role": model.MANAGEMENT,
+            "dhcp": address == "dhcp",
+            "addresses": [] if address in ("dhcp", "") else [address]}
+    document = {"system": {"dns": mgmt.get("dns", [])}, "interfaces": [port], "routes": []}
+    if mgmt.get("gateway"):
+        document["routes"].append({"destination": model.DEFAULT_ROUTE,
+                                   "gateway": mgmt["gateway"], "interface": port["name"]})
+    traffic = data.get("traffic", [])
+    for entry in traffic if isinstance(traffic, list) else [traffic]:
+        if isinstance(entry, dict):
+            address = entry.get("address", "")
+            document["interfaces"].append({"name": entry.get("interface", ""),
+                                           "role": model.TRAFFIC,
+                                           "addresses": [address] if address else []})
+    unknown = [key for key in data if key not in ("management", "traffic")]
+    for key in unknown:
+        document[key] = data[key]
+    return document
+
+
+def is_legacy(data):
+    return isinstance(data, dict) and ("management" in data or "traffic" in data)
+
+
+def parse(text, path=DEFAULT_PATH, present=None, zones=None):
+    """The configuration in a network.toml text; NetworkError with every problem, each
+    path prefixed with the file's ("/etc/tusk/network.toml: interfaces[0].name")."""
+    if len(text) > TEXT_MAX:
+        raise NetworkError(Code.SCHEMA, path, f"is over {TEXT_MAX >> 10} KiB; not read")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise NetworkError(Code.SYNTAX, path, f"not valid TOML: {exc}") from None
+    if is_legacy(data):
+        data = legacy_document(data)
+    try:
+        return from_document(data, present=present, zones=zones)
+    except NetworkError as error:
+        raise NetworkError([Problem(p.code, f"{path}: {p.path}" if p.path else path,
+                                    p.message) for p in error.problems]) from None
+
+
+def load(path=DEFAULT_PATH, present=None, zones=None):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read(TEXT_MAX + 1)
+    except FileNotFoundError:
+        raise NetworkError(Code.IO, path, "does not exist (`tusk-net apply` creates it with "
+                           "the first Ethernet interface on DHCP)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NetworkError(Code.IO, path, "cannot read: "
+                           f"{getattr(exc, 'strerror', None) or exc}") from None
+    return parse(text, path, present=present, zones=zones)
+
+
+# -- back to a document and to text ---------------------------------------------------------
+
+def to_document(config):
+    """The document of a configuration: the file's structure, every key written."""
+    def item(obj, schema):
+        return {key: list(getattr(obj, key)) if isinstance(getattr(obj, key), tuple)
+                else getattr(obj, key) for key in schema}
+    return {"version": model.VERSION,
+            "system": item(config.system, SCHEMA["system"][0]),
+            **{key: [item(obj, SCHEMA[key][0]) for obj in getattr(config, key)]
+               for key in LISTS}}
+
+
+def _value(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)   # a JSON string is a TOML basic string
+
+
+HEADER = ("# Tusk's network: the dashboard (Network) and the console menu write this file;\n"
+          "# `tusk-net check` checks it. docs/NETWORK.md describes every key.\n")
+
+
+def to_toml(config):
+    document = to_document(config)
+    lines = [HEADER.rstrip("\n"), f"version = {model.VERSION}", "", "[system]"]
+    lines += [f"{key} = {_value(value)}" for key, value in document["system"].items()]
+    for key in LISTS:
+        for entry in document[key]:
+            lines += ["", f"[[{key}]]"] + [f"{k} = {_value(v)}" for k, v in entry.items()]
+    return "\n".join(lines) + "\n"

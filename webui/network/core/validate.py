@@ -1,0 +1,386 @@
+"""Every problem of a configuration whose keys are right: bad values, and values that
+cannot hold together. One function, used by the file's reader, the web UI's draft (on
+every save), the agent (again, before it applies anything) and the console menu.
+
+    validate(config, present=None, zones=None) -> [Problem]
+
+present: {interface name: facts} of the machine's Ethernet ports (facts may carry
+min_mtu/max_mtu); with it, a port the machine lacks, and an MTU outside a port's limits,
+are problems. zones: {zone name: [interface names]} of the policy the box runs; with it,
+an interface a zone names that is not a traffic link here is a problem naming the zone
+(so a VLAN a zone uses cannot be deleted or renamed, nor its port made unused).
+"""
+import ipaddress
+
+from . import checks, model
+from .errors import Code, Problem
+from .model import MANAGEMENT, ROLES, TRAFFIC, UNUSED
+
+KIND_KEY = {"port": "interfaces", "bond": "bonds", "vlan": "vlans"}
+
+
+class Checker:
+    def __init__(self, config, present, zones):
+        self.config = config
+        self.present = present
+        self.zones = zones
+        self.problems = []
+        self.where = {}       # link name -> its path ("vlans[2]"), the first one wins
+
+    def fail(self, path, message, code=Code.VALUE):
+        self.problems.append(Problem(code, path, message))
+
+    def run(self):
+        config = self.config
+        self.system(config.system)
+        for key in ("interfaces", "bonds", "vlans"):
+            for index, link in enumerate(getattr(config, key)):
+                self.link(link, f"{key}[{index}]")
+        self.management()
+        for index, bond in enumerate(config.bonds):
+            self.bond(bond, f"bonds[{index}]")
+        for index, vlan in enumerate(config.vlans):
+            self.vlan(vlan, f"vlans[{index}]")
+        self.subnets()
+        for index, route in enumerate(config.routes):
+            self.route(route, f"routes[{index}]")
+        self.duplicate_routes()
+        if self.zones is not None:
+            self.zone_interfaces()
+        return self.problems
+
+    # -- system ------------------------------------------------------------------------
+
+    def system(self, system):
+        reason = checks.hostname_problem(system.hostname)
+        if reason:
+            self.fail("system.hostname", reason)
+        for key, check in (("dns", lambda v: checks.ip_problem(v, "an IP address")),
+                           ("ntp", checks.server_problem)):
+            values = getattr(system, key)
+            if len(values) > model.SERVERS_MAX:
+                self.fail(f"system.{key}", f"{len(values)} servers; at most "
+                          f"{model.SERVERS_MAX}")
+            for index, value in enumerate(values):
+                reason = check(value)
+                if reason is None and value in values[:index]:
+                    reason = f"{value} is listed twice"
+                if reason:
+                    self.fail(f"system.{key}[{index}]", reason)
+        reason = checks.timezone_problem(system.timezone)
+        if reason:
+            self.fail("system.timezone", reason)
+
+    # -- every link ----------------------------------------------------------------------
+
+    def link(self, link, path):
+        reason = checks.interface_problem(link.name)
+        if reason is None and link.name in self.where:
+            reason = f"{link.name!r} is already configured as {self.where[link.name]}"
+        if reason:
+            self.fail(f"{path}.name", reason)
+        self.where.setdefault(link.name, path)
+        if link.kind == "port":
+            if link.role not in ROLES:
+                self.fail(f"{path}.role", f"{link.role!r}: one of {', '.join(ROLES)}")
+            if self.present is not None and link.name not in self.present:
+                self.fail(f"{path}.name", f"{link.name!r}: this machine has no such "
+                          f"Ethernet port (it has: {', '.join(sorted(self.present)) or 'none'})",
+                          Code.INTERFACE)
+            for key in ("dhcp", "autoconf"):
+                if getattr(link, key) and link.role != MANAGEMENT:
+                    what = "DHCPv4" if key == "dhcp" else "IPv6 autoconfiguration"
+                    self.fail(f"{path}.{key}", f"{what} is for the management port only: "
+                              "a traffic interface's address must not change under the "
+                              "policy and routes that rely on it; give it static addresses")
+            if link.role == UNUSED and link.addresses:
+                self.fail(f"{path}.addresses", "an unused port has no addresses (its link "
+                          "stays down); make it a traffic port, or remove them")
+        if len(link.addresses) > model.ADDRESSES_MAX:
+            self.fail(f"{path}.addresses", f"{len(link.addresses)} addresses; at most "
+                      f"{model.ADDRESSES_MAX} on one interface")
+        for index, address in enumerate(link.addresses):
+            reason = checks.address_problem(address)
+            if reason is None and address in link.addresses[:index]:
+                reason = f"{address} is listed twice"
+            if reason:
+                self.fail(f"{path}.addresses[{index}]", reason)
+        if len(link.description) > model.DESCRIPTION_MAX:
+            self.fail(f"{path}.description", f"{len(link.description)} characters; at most "
+                      f"{model.DESCRIPTION_MAX}")
+        if any(ord(c) < 32 for c in link.description):
+            self.fail(f"{path}.description", "must be one line without control characters")
+        self.mtu(link, path)
+
+    def mtu(self, link, path):
+        if link.mtu == 0:
+            return
+        if not model.MTU_MIN <= link.mtu <= model.MTU_MAX:
+            self.fail(f"{path}.mtu", f"{link.mtu} is outside {model.MTU_MIN}..{model.MTU_MAX}"
+                      " (0 leaves the MTU as the driver sets it)")
+            return
+        six = [a for a in link.addresses if ":" in a]
+        if six and link.mtu < model.IPV6_MTU_MIN:
+            self.fail(f"{path}.mtu", f"{link.mtu} is below IPv6's minimum of "
+                      f"{model.IPV6_MTU_MIN}, and the interface has IPv6 address {six[0]}")
+        facts = self.present.get(link.name) if isinstance(self.present, dict) and \
+            link.kind == "port" else None
+        low, high = _limits(facts)
+        if low is not None and not low <= link.mtu <= high:
+            self.fail(f"{path}.mtu", f"{link.mtu} is outside what {link.name}'s driver "
+                      f"allows ({low}..{high})")
+
+    # -- the management port --------------------------------------------------------------
+
+    def management(self):
+        ports = [(i, p) for i, p in enumerate(self.config.interfaces) if p.role == MANAGEMENT]
+        if not ports:
+            path = "interfaces" if self.config.interfaces else ""
+            self.fail(path, "no interface has the role management: the dashboard and SSH "
+                      "would answer nowhere (only the console)")
+            return
+        for index, port in ports[1:]:
+            self.fail(f"interfaces[{index}].role", f"{ports[0][1].name} is already the "
+                      "management port; there is one")
+        index, port = ports[0]
+        if not (port.addresses or port.dhcp or port.autoconf):
+            self.fail(f"interfaces[{index}].addresses", "no management address left: give "
+                      "the management port an address, or turn on DHCP")
+
+    # -- bonds -----------------------------------------------------------------------------
+
+    def bond(self, bond, path):
+        if bond.mode not in model.BOND_MODES:
+            self.fail(f"{path}.mode", f"{bond.mode!r}: one of {', '.join(model.BOND_MODES)}")
+        if bond.hash_policy not in model.HASH_POLICIES:
+            self.fail(f"{path}.hash_policy", f"{bond.hash_policy!r}: one of "
+                      f"{', '.join(model.HASH_POLICIES)}")
+        if not bond.members:
+            self.fail(f"{path}.members", "a bond needs at least one member port")
+        ports = {p.name: (i, p) for i, p in enumerate(self.config.interfaces)}
+        vlan_parents = {v.parent for v in self.config.vlans}
+        for index, member in enumerate(bond.members):
+            where = f"{path}.members[{index}]"
+            if member in bond.members[:index]:
+                self.fail(where, f"{member} is listed twice")
+                continue
+            if member not in ports:
+                self.fail(where, f"{member!r} is not a configured Ethernet port (bond members "
+                          "are ports listed under interfaces)")
+                continue
+            _, port = ports[member]
+            earlier = self.config.bonds[:self.config.bonds.index(bond)]
+            other = next((b.name for b in earlier if member in b.members), None)
+            if port.role == MANAGEMENT:
+                self.fail(where, f"{member} is the management port: it cannot be in a bond "
+                          "(the dashboard must not depend on a bond's negotiation)")
+            elif port.role == UNUSED:
+                self.fail(where, f"{member} has the role unused; a member carries the "
+                          "bond's traffic: give it the role traffic")
+            elif other:
+                self.fail(where, f"{member} is already a member of {other}")
+            elif port.addresses:
+                self.fail(where, f"{member} has addresses of its own; a member has none: "
+                          "give the addresses to the bond")
+            elif member in vlan_parents:
+                self.fail(where, f"{member} carries VLANs; put them on the bond instead")
+
+    # -- VLANs -----------------------------------------------------------------------------
+
+    def vlan(self, vlan, path):
+        if not model.VLAN_ID_MIN <= vlan.id <= model.VLAN_ID_MAX:
+            self.fail(f"{path}.id", f"{vlan.id} is outside {model.VLAN_ID_MIN}.."
+                      f"{model.VLAN_ID_MAX}")
+        twin = next((i for i, v in enumerate(self.config.vlans)
+                     if v.parent == vlan.parent and v.id == vlan.id), None)
+        if twin is not None and self.config.vlans[twin] is not vlan:
+            self.fail(f"{path}.id", f"VLAN {vlan.id} is already on {vlan.parent} "
+                      f"(vlans[{twin}], {self.config.vlans[twin].name})")
+        parent = self.config.link(vlan.parent)
+        if parent is None:
+            self.fail(f"{path}.parent", f"{vlan.parent!r} is not a configured port or bond")
+            return
+        if parent.kind == "vlan":
+            self.fail(f"{path}.parent", f"{vlan.parent} is itself a VLAN; stacked (QinQ) "
+                      "VLANs are not supported")
+            return
+        if parent.role == MANAGEMENT:
+            self.fail(f"{path}.parent", f"{vlan.parent} is the management port. VLANs are "
+                      "not allowed on it: tagged traffic on that wire would put forwarded "
+                      "networks onto the port the dashboard answers on, one switch mistake "
+                      "away from it; use a traffic port")
+        elif parent.role == UNUSED:
+            self.fail(f"{path}.parent", f"{vlan.parent} has the role unused (its link stays "
+                      "down); make it a traffic port")
+        elif vlan.parent in self.config.bond_of:
+            self.fail(f"{path}.parent", f"{vlan.parent} is a member of "
+                      f"{self.config.bond_of[vlan.parent]}; put the VLAN on the bond")
+        mtu, parent_mtu = self.config.effective_mtu(vlan.name), \
+            self.config.effective_mtu(vlan.parent)
+        if mtu > parent_mtu:
+            self.fail(f"{path}.mtu", f"{mtu} exceeds the MTU of its parent {vlan.parent} "
+                      f"({parent_mtu}); the kernel refuses a VLAN larger than its parent")
+
+    # -- addresses across interfaces ---------------------------------------------------------
+
+    def subnets(self):
+        seen = []   # (path, link name, ip_interface)
+        for key in ("interfaces", "bonds", "vlans"):
+            for index, link in enumerate(getattr(self.config, key)):
+                for number, address in enumerate(link.addresses):
+                    if checks.address_problem(address):
+                        continue
+                    iface = ipaddress.ip_interface(address)
+                    path = f"{key}[{index}].addresses[{number}]"
+                    for other_path, other_link, other in seen:
+                        if other_link == link.name or other.version != iface.version:
+                            continue
+                        if iface.network.overlaps(other.network):
+                            self.fail(path, f"{iface} overlaps {other} of {other_link} "
+                                      f"({other_path}): a subnet belongs to one interface")
+                            break
+                        if iface.ip == other.ip:
+                            self.fail(path, f"{iface.ip} is also {other_link}'s address "
+                                      f"({other_path})")
+                            break
+                    seen.append((path, link.name, iface))
+
+    # -- routes ---------------------------------------------------------------------------
+
+    def route(self, route, path):
+        reason = checks.destination_problem(route.destination)
+        if reason:
+            self.fail(f"{path}.destination", reason)
+        if route.metric < 0 or route.metric > model.METRIC_MAX:
+            self.fail(f"{path}.metric", f"{route.metric} is outside 0..{model.METRIC_MAX}")
+        link = None
+        if route.interface:
+            link = self.config.link(route.interface)
+            if link is None:
+                self.fail(f"{path}.interface", f"{route.interface!r} is not a configured "
+                          "interface")
+                return
+            if link.role == UNUSED or route.interface in self.config.bond_of:
+                self.fail(f"{path}.interface", f"{route.interface} carries no addresses "
+                          f"({'unused' if link.role == UNUSED else 'a bond member'})")
+                return
+        if not route.gateway:
+            if not route.interface:
+                self.fail(f"{path}.gateway", "give a gateway, or an interface for a network "
+                          "that is directly on that interface's link")
+            return
+        reason = checks.ip_problem(route.gateway, "an IP address")
+        if reason:
+            self.fail(f"{path}.gateway", reason)
+            return
+        gateway = ipaddress.ip_address(route.gateway)
+        if route.destination != model.DEFAULT_ROUTE and not reason and \
+                checks.destination_problem(route.destination) is None and \
+                ipaddress.ip_network(route.destination).version != gateway.version:
+            self.fail(f"{path}.gateway", f"{route.gateway} is IPv{gateway.version} but the "
+                      f"destination {route.destination} is "
+                      f"IPv{ipaddress.ip_network(route.destination).version}")
+            return
+        if gateway.version == 6 and gateway.is_link_local:
+            if not route.interface:
+                self.fail(f"{path}.interface", f"the gateway {route.gateway} is link-local: "
+                          "name the interface it is reached on")
+            return
+        candidates = [link] if link else [lnk for lnk in self.config.links
+                                          if lnk.role != UNUSED]
+        for candidate in candidates:
+            if candidate.dhcp and gateway.version == 4 or candidate.autoconf and \
+                    gateway.version == 6:
+                if link:   # a subnet DHCP or router advertisements give: known only live
+                    return
+            for address in candidate.addresses:
+                if checks.address_problem(address):
+                    continue
+                iface = ipaddress.ip_interface(address)
+                if iface.version == gateway.version and gateway in iface.network:
+                    if gateway == iface.ip:
+                        self.fail(f"{path}.gateway", f"{route.gateway} is {candidate.name}'s "
+                                  "own address")
+                    return
+        where = f"none of {route.interface}'s subnets" if link else "no configured subnet"
+        self.fail(f"{path}.gateway", f"{route.gateway} is not reachable: it is in {where} "
+                  "(a gateway must be on a directly connected network)")
+
+    def duplicate_routes(self):
+        seen = {}
+        for index, route in enumerate(self.config.routes):
+            if checks.destination_problem(route.destination) or \
+                    (route.gateway and checks.ip_problem(route.gateway)):
+                continue
+            key = (route.network, route.metric)
+            if key in seen:
+                self.fail(f"routes[{index}].destination", f"{route.network} with metric "
+                          f"{route.metric} is already routes[{seen[key]}]: give one of them "
+                          "another metric")
+            seen.setdefault(key, index)
+
+    # -- where the network meets the policy ---------------------------------------------------
+
+    def zone_interfaces(self):
+        traffic = set(self.config.traffic_links)
+        for zone, names in sorted(self.zones.items()):
+            for name in names:
+                if name in traffic:
+                    continue
+                link = self.config.link(name)
+                if link is None:
+                    self.fail("", f"the policy's zone {zone} uses the interface {name}, "
+                              "which this configuration does not have; change the zone "
+                              "first (Policy), then remove or rename the interface",
+                              Code.POLICY)
+                    continue
+                key = KIND_KEY[link.kind]
+                index = getattr(self.config, key).index(link)
+                what = ("is a bond member" if name in self.config.bond_of
+                        else f"has the role {link.role}")
+                self.fail(f"{key}[{index}].role" if link.kind == "port" else f"{key}[{index}]",
+                          f"the policy's zone {zone} uses {name}, which {what}: a zone's "
+                          "interfaces carry traffic; change the zone first", Code.POLICY)
+
+
+def _limits(facts):
+    if not facts:
+        return None, None
+    low = getattr(facts, "min_mtu", None) if not isinstance(facts, dict) \
+        else facts.get("min_mtu")
+    high = getattr(facts, "max_mtu", None) if not isinstance(facts, dict) \
+        else facts.get("max_mtu")
+    if not low or not high:
+        return None, None
+    return low, high
+
+
+def validate(config, present=None, zones=None):
+    """Every problem of config (Problem); empty when it is good."""
+    return Checker(config, present, zones).run()
+
+
+
+def mtu_warnings(config, paths):
+    """Where the network meets the policy's paths: a class between two interfaces of
+    different MTU - VLANs and bonds included, each with the MTU it will have - whose MSS
+    is not clamped relies on path MTU discovery. paths: tuning.core.planner.policy_paths'
+    [(class, from interfaces, to interfaces, clamped)]. Warnings, not problems: PMTUD
+    may work; the operator decides."""
+    names = {link.name for link in config.links}
+    warnings = []
+    for name, inside, outside, clamped in paths:
+        if clamped:
+            continue
+        for a in inside:
+            for b in outside:
+                if a not in names or b not in names:
+                    continue
+                mtu_a, mtu_b = config.effective_mtu(a), config.effective_mtu(b)
+                if mtu_a != mtu_b:
+                    big, small = (a, b) if mtu_a > mtu_b else (b, a)
+                    warnings.append(f"class {name}: {a} (MTU {mtu_a}) -> {b} (MTU {mtu_b}): "
+                                    f"segments sized for {big} must be cut down to {small}'s "
+                                    "by path MTU discovery; set the class's MSS clamp to "
+                                    "pmtu, or the same MTU on both")
+    return warnings
