@@ -116,7 +116,7 @@ def test_rollback_survives_sigkill_of_the_applying_process(lab, fw, tmp_path):
 
 
 def _watchdogs(state):
-    result = subprocess.run(["pgrep", "-f", f"policy.core.applier {state}"],
+    result = subprocess.run(["pgrep", "-f", f"tusklib.commit policy {state}"],
                             capture_output=True, text=True)
     return [int(pid) for pid in result.stdout.split()]
 
