@@ -2,6 +2,7 @@
 every tier in one session, that would be whichever tier's conftest loaded last)."""
 import grp
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -89,3 +90,15 @@ def wait(job, seconds=30):
         return job.done
     wait_until(done, seconds, lambda: f"{job} done (so far: {job.message})")
     return job
+
+
+def errors_of(response):
+    """{field name: [messages]} as a form page shows them, plus '' for form-wide ones."""
+    html = response.content.decode()
+    found = {}
+    for field, body in re.findall(r'data-field="([^"]+)">(.*?)</ul>', html, re.S):
+        found[field] = re.findall(r"<li>(.*?)</li>", body)
+    nonfield = re.search(r'class="errorlist nonfield"[^>]*>(.*?)</ul>', html, re.S)
+    if nonfield:
+        found[""] = re.findall(r"<li>(.*?)</li>", nonfield.group(1))
+    return found

@@ -8,7 +8,8 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from accounts.middleware import OPEN_TO_VIEWERS
 from accounts.models import AuditEntry, Profile
 
-PUBLIC = {"login", "healthz", "upload_gate"}
+PUBLIC = {"login", "healthz", "upload_gate",
+          "network_confirm"}   # the one-time link: its token is the proof (network/views.py)
 SAMPLE_KWARGS = {"section": "zones", "index": 0, "pk": 1, "number": 1, "direction": "up"}
 
 

@@ -1,28 +1,15 @@
 """The policy editor: every save validated whole by the policy engine; bad input gets
 errors on the right fields and leaves the draft exactly as it was."""
-import re
-
 import pytest
 
 from accounts.models import AuditEntry
 from policy import draft as drafts
 from policy.models import Draft
+from tuskweb import errors_of
 
 
 def version():
     return drafts.get().version
-
-
-def errors_of(response):
-    """{field name: [messages]} as the page shows them, plus '' for form-wide ones."""
-    html = response.content.decode()
-    found = {}
-    for field, body in re.findall(r'data-field="([^"]+)">(.*?)</ul>', html, re.S):
-        found[field] = re.findall(r"<li>(.*?)</li>", body)
-    nonfield = re.search(r'class="errorlist nonfield"[^>]*>(.*?)</ul>', html, re.S)
-    if nonfield:
-        found[""] = re.findall(r"<li>(.*?)</li>", nonfield.group(1))
-    return found
 
 
 def add(client, section, **fields):

@@ -5,7 +5,8 @@ from . import registry
 from .models import Job, PeriodicState
 
 # Pages a finished job may lead back to (?next=...): URL names only, never URLs
-NEXT = {"policy_status", "policy_history", "dashboard", "tuning", "diag", "system"}
+NEXT = {"policy_status", "policy_history", "dashboard", "tuning", "diag", "system",
+        "network_status"}
 
 
 def job(request, pk):

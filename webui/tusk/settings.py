@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "selftest.apps.SelftestConfig",
     "backup.apps.BackupConfig",
     "system.apps.SystemConfig",
+    "network.apps.NetworkConfig",
 ]
 
 # The login and role checks come before CSRF's: its check reads request.POST, which would

@@ -5,6 +5,7 @@ urlpatterns = [
     path("", include("dashboard.urls")),
     path("accounts/", include("accounts.urls")),
     path("policy/", include("policy.urls")),
+    path("network/", include("network.urls")),
     path("jobs/", include("jobs.urls")),
     path("tuning/", include("tuning.urls")),
     path("diag/", include("diag.urls")),

@@ -20,6 +20,7 @@
     [agent]
     netns = ""            # lab mode: the network namespace the agent manages
     state_dir = "/var/lib/tusk/policy"
+    network_state_dir = "/var/lib/tusk/network"   # the network's revisions (commit-confirm)
     tuning_state_dir = "/var/lib/tusk/tuning"   # tusk-tune's state: what rollback restores
     capture_dir = "/var/lib/tusk/captures"  # packet captures and uploaded pcaps; group of
                           # the web user, mode 2770: the agent writes, the web reads/deletes
@@ -73,6 +74,7 @@ class Config:
     db_password: str
     netns: str
     state_dir: str
+    network_state_dir: str
     tuning_state_dir: str
     capture_dir: str
     capture_spool_dir: str
@@ -94,6 +96,7 @@ _SCHEMA = {
     "database": {"name": (str, None), "user": (str, None), "host": (str, "/run/postgresql"),
                  "port": (int, 5432), "password_file": (str, "")},
     "agent": {"netns": (str, ""), "state_dir": (str, "/var/lib/tusk/policy"),
+              "network_state_dir": (str, "/var/lib/tusk/network"),
               "tuning_state_dir": (str, "/var/lib/tusk/tuning"),
               "capture_dir": (str, "/var/lib/tusk/captures"),
               "capture_spool_dir": (str, "/var/lib/tusk/capture-spool"),
@@ -191,6 +194,7 @@ def load(path=None):
                                   "password file") if password_file else ""),
         netns=values[("agent", "netns")],
         state_dir=values[("agent", "state_dir")],
+        network_state_dir=values[("agent", "network_state_dir")],
         tuning_state_dir=values[("agent", "tuning_state_dir")],
         capture_dir=values[("agent", "capture_dir")],
         capture_spool_dir=values[("agent", "capture_spool_dir")],

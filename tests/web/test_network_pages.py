@@ -1,0 +1,342 @@
+"""The Network pages (issue 18): every save validated whole by the network core against
+the machine's ports and the policy's zones; bad input gets its problem next to the field
+and leaves the draft exactly as it was. The machine is the web tier's namespace (eth1 and
+eth2, a veth pair), its facts read by the agent's own reader (agent_jobs.live_facts)."""
+import dataclasses
+import re
+
+import pytest
+
+from jobs.models import Job, PeriodicState
+from network import agent_jobs
+from network import draft as drafts
+from network.models import ConfirmToken, Draft, NetworkState
+from policy import draft as policy_drafts
+from tuskweb import AGENT_NETNS, errors_of, wait
+
+
+def version():
+    return drafts.get().version
+
+
+def snapshot():
+    draft = Draft.objects.get(pk=1)
+    return draft.version, draft.document
+
+
+@pytest.fixture
+def machine(netns, settings, db):
+    """The agent's facts of the namespace, recorded as its periodic task records them."""
+    settings.TUSK = dataclasses.replace(settings.TUSK, netns=netns)
+    PeriodicState.objects.update_or_create(name=drafts.FACTS, defaults={
+        "result": agent_jobs.live_facts(settings.TUSK)})
+    return netns
+
+
+PORT = {"role": "traffic", "description": "", "addresses": "", "mtu": "0"}
+
+
+def edit_port(client, name, **fields):
+    return client.post(f"/network/interfaces/edit/?port={name}",
+                       {"version": version(), **PORT, **fields})
+
+
+def add(client, section, **fields):
+    return client.post(f"/network/{section}/new/", {"version": version(), **fields})
+
+
+VLAN = {"name": "eth2.100", "parent": "eth2", "id": "100", "description": "",
+        "addresses": "10.1.100.1/24", "mtu": "0"}
+ROUTE = {"destination": "10.20.0.0/16", "gateway": "10.1.100.254", "metric": "0",
+         "interface": ""}
+
+
+@pytest.fixture
+def configured(admin_client, machine):
+    """eth1 the management port (192.0.2.1/24), eth2 a traffic port with VLAN 100."""
+    response = edit_port(admin_client, "eth1", role="management",
+                         addresses="192.0.2.1/24", description="mgmt")
+    assert response.status_code == 302, errors_of(response)
+    response = edit_port(admin_client, "eth2", addresses="198.51.100.1/24 2001:db8:2::1/64")
+    assert response.status_code == 302, errors_of(response)
+    response = add(admin_client, "vlans", **VLAN)
+    assert response.status_code == 302, errors_of(response)
+    return admin_client
+
+
+def test_the_interfaces_page_shows_each_port_with_its_live_facts(admin_client, machine):
+    page = admin_client.get("/network/").content.decode()
+    live = PeriodicState.last_result(drafts.FACTS)["ports"]
+    assert set(live) == {"eth1", "eth2"}
+    for name in ("eth1", "eth2"):
+        row = re.search(rf'<tr id="port-{name}">(.*?)</tr>', page, re.S).group(1)
+        assert live[name]["mac"] in row and "veth" in row
+        assert f"({live[name]['min_mtu']}–{live[name]['max_mtu']})" in row
+    # the first draft: the first port on DHCP as management, the rest left unused
+    assert [(p["name"], p["role"], p["dhcp"]) for p in drafts.get().document["interfaces"]] \
+        == [("eth1", "management", True), ("eth2", "unused", False)]
+
+
+def test_every_page_renders(configured):
+    for url in ("/network/", "/network/vlans/", "/network/bonds/", "/network/routes/",
+                "/network/system/", "/network/apply/", "/network/status/",
+                "/network/history/", "/network/vlans/new/", "/network/vlans/0/",
+                "/network/interfaces/edit/?port=eth1"):
+        response = configured.get(url)
+        assert response.status_code == 200, url
+
+
+def test_a_vlan_an_address_and_a_route_through_the_forms(configured):
+    client = configured
+    response = add(client, "routes", **ROUTE)
+    assert response.status_code == 302, errors_of(response)
+    document = drafts.get().document
+    assert document["vlans"] == [{"name": "eth2.100", "parent": "eth2", "id": 100,
+                                  "description": "", "addresses": ["10.1.100.1/24"],
+                                  "mtu": 0}]
+    assert document["interfaces"][1]["addresses"] == ["198.51.100.1/24", "2001:db8:2::1/64"]
+    assert document["routes"] == [{"destination": "10.20.0.0/16", "gateway": "10.1.100.254",
+                                   "metric": 0, "interface": ""}]
+    assert "eth2.100" in client.get("/network/vlans/").content.decode()
+    routes = client.get("/network/routes/").content.decode()
+    assert "10.20.0.0/16" in routes and 'id="live-routes"' in routes
+
+
+def test_the_routes_page_shows_the_kernels_table(admin_client, machine, settings):
+    from policy.core.target import Target
+    target = Target(machine)
+    target.run(["ip", "link", "set", "eth1", "up"])
+    target.run(["ip", "link", "set", "eth2", "up"])
+    target.run(["ip", "addr", "add", "10.77.0.1/24", "dev", "eth1"])
+    target.run(["ip", "addr", "add", "2001:db8:77::1/64", "dev", "eth1"])
+    PeriodicState.objects.filter(name=drafts.FACTS).update(
+        result=agent_jobs.live_facts(settings.TUSK))
+    page = admin_client.get("/network/routes/").content.decode()
+    table = page[page.index('id="live-routes"'):]
+    assert "10.77.0.0/24" in table and "2001:db8:77::/64" in table
+    assert "IPv4" in table and "IPv6" in table
+
+
+BAD = [
+    # (what, url or section, fields, field, message)
+    ("overlapping subnets", "vlans", {**VLAN, "name": "eth2.200", "id": "200",
+                                      "addresses": "198.51.100.9/24"},
+     "addresses", "addresses[0]: 198.51.100.9/24 overlaps 198.51.100.1/24 of eth2"),
+    ("duplicate VLAN id", "vlans", {**VLAN, "name": "eth2.101", "addresses": ""},
+     "id", "VLAN 100 is already on eth2"),
+    ("VLAN id out of range", "vlans", {**VLAN, "name": "eth2.5000", "id": "5000",
+                                       "addresses": ""}, "id", "5000 is outside 1..4094"),
+    ("VLAN MTU over its parent's", "vlans", {**VLAN, "name": "eth2.300", "id": "300",
+                                             "addresses": "", "mtu": "9000"},
+     "mtu", "9000 exceeds the MTU of its parent eth2 (1500)"),
+    ("VLAN on the management port", "vlans", {**VLAN, "name": "eth1.7", "parent": "eth1",
+                                              "id": "7", "addresses": ""},
+     "parent", "eth1 is the management port. VLANs are not allowed on it"),
+    ("management port in a bond", "bonds", {"name": "bond0", "mode": "802.3ad",
+                                            "hash_policy": "layer3+4", "members": ["eth1"],
+                                            "description": "", "addresses": "", "mtu": "0"},
+     "members", "members[0]: eth1 is the management port: it cannot be in a bond"),
+    ("gateway on no connected subnet", "routes", {**ROUTE, "gateway": "10.9.9.9"},
+     "gateway", "10.9.9.9 is not reachable"),
+    ("bad route destination", "routes", {**ROUTE, "destination": "10.20.0.0/33"},
+     "destination", "10.20.0.0/33"),
+]
+
+
+@pytest.mark.parametrize("what,section,fields,field,message", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_names_the_field_and_saves_nothing(configured, what, section, fields, field,
+                                                    message):
+    before = snapshot()
+    response = add(configured, section, **fields)
+    assert response.status_code == 400
+    errors = errors_of(response)
+    assert any(message in m for m in errors.get(field, [])), errors
+    assert snapshot() == before
+
+
+BAD_PORT = [
+    ("no management address left", "eth1", {"role": "management", "addresses": ""},
+     "addresses", "no management address left"),
+    ("a bad address", "eth2", {"addresses": "10.0.0.300/24"}, "addresses", "addresses[0]: "),
+    ("DHCP on a traffic port", "eth2", {"dhcp": "on"}, "dhcp",
+     "DHCPv4 is for the management port only"),
+    ("an MTU above the port's limit", "eth2", {"mtu": "70000"}, "mtu", "70000 is outside"),
+    ("a second management port", "eth2", {"role": "management"}, "role",
+     "eth1 is already the management port"),
+]
+
+
+@pytest.mark.parametrize("what,port,fields,field,message", BAD_PORT,
+                         ids=[b[0] for b in BAD_PORT])
+def test_bad_port_input_names_the_field_and_saves_nothing(configured, what, port, fields,
+                                                         field, message):
+    before = snapshot()
+    response = edit_port(configured, port, **fields)
+    assert response.status_code == 400
+    errors = errors_of(response)
+    assert any(message in m for m in errors.get(field, [])), errors
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("fields,field,message", [
+    ({"hostname": "bad_host!"}, "hostname", ""),
+    ({"dns": "192.0.2.53 not-an-ip"}, "dns", "dns[1]: "),
+    ({"timezone": "Mars/Olympus"}, "timezone", "Mars/Olympus"),
+])
+def test_bad_system_settings_name_the_field(configured, fields, field, message):
+    before = snapshot()
+    response = configured.post("/network/system/", {
+        "version": version(), "hostname": "fw1", "dns": "", "ntp": "", "timezone": "UTC",
+        **fields})
+    assert response.status_code == 400
+    errors = errors_of(response)
+    assert errors.get(field) and any(message in m for m in errors[field]), errors
+    assert snapshot() == before
+
+
+def test_system_settings_are_saved(configured):
+    response = configured.post("/network/system/", {
+        "version": version(), "hostname": "fw1", "dns": "192.0.2.53 2001:db8::53",
+        "ntp": "0.pool.ntp.org", "timezone": "Europe/Zurich"})
+    assert response.status_code == 302, errors_of(response)
+    assert drafts.get().document["system"] == {
+        "hostname": "fw1", "dns": ["192.0.2.53", "2001:db8::53"], "ntp": ["0.pool.ntp.org"],
+        "timezone": "Europe/Zurich"}
+
+
+def test_a_stale_form_is_refused(configured):
+    before = snapshot()
+    response = configured.post("/network/vlans/new/", {**VLAN, "name": "eth2.9", "id": "9",
+                                                       "addresses": "",
+                                                       "version": version() - 1})
+    assert response.status_code == 400
+    assert "changed by someone else" in " ".join(errors_of(response)[""])
+    assert snapshot() == before
+
+
+def test_deleting_a_vlan_a_zone_uses_is_refused_naming_the_zone(configured):
+    policy_drafts.save_item("zones", None, {"name": "tagged", "interfaces": ["eth2.100"]},
+                            policy_drafts.get().version, None)
+    before = snapshot()
+    response = configured.post("/network/vlans/0/delete/", {"version": version()},
+                               follow=True)
+    assert "the policy&#x27;s zone tagged uses the interface eth2.100" in \
+        response.content.decode()
+    assert snapshot() == before
+    # a rename is refused the same way; without the zone the delete goes through
+    response = configured.post("/network/vlans/0/", {**VLAN, "name": "eth2.v100",
+                                                     "version": version()})
+    assert response.status_code == 400 and "zone tagged" in " ".join(errors_of(response)[""])
+    policy_drafts.delete_item("zones", 0, policy_drafts.get().version, None)
+    response = configured.post("/network/vlans/0/delete/", {"version": version()})
+    assert response.status_code == 302 and drafts.get().document["vlans"] == []
+
+
+def test_renaming_a_bond_renames_it_in_vlans_and_routes(configured):
+    edit_port(configured, "eth2")   # no addresses: a member has none
+    configured.post("/network/vlans/0/delete/", {"version": version()})
+    bond = {"name": "bond0", "mode": "802.3ad", "hash_policy": "layer3+4", "members": ["eth2"],
+            "description": "", "addresses": "10.5.0.1/24", "mtu": "0"}
+    assert add(configured, "bonds", **bond).status_code == 302
+    assert add(configured, "vlans", **{**VLAN, "parent": "bond0"}).status_code == 302
+    assert add(configured, "routes", **{**ROUTE, "interface": "bond0",
+                                        "gateway": "10.5.0.254"}).status_code == 302
+    response = configured.post("/network/bonds/0/", {**bond, "name": "bond1",
+                                                     "version": version()})
+    assert response.status_code == 302, errors_of(response)
+    document = drafts.get().document
+    assert document["vlans"][0]["parent"] == "bond1"
+    assert document["routes"][0]["interface"] == "bond1"
+    page = configured.get("/network/bonds/").content.decode()
+    assert "does not make one TCP flow faster" in page and "layer3+4" in page
+
+
+def test_review_shows_the_diff_and_what_changes(configured):
+    NetworkState.objects.create(pk=1, confirmed_text="")
+    page = configured.get("/network/apply/").content.decode()
+    assert '<span class="add">+[[vlans]]</span>' in page
+    assert "link added: eth2.100 (vlan)" in page
+    assert "address added: 10.1.100.1/24 on eth2.100" in page
+    # no confirmed configuration: everything is new, the management address included
+    assert 'id="management-moves"' in page
+
+
+def test_a_viewer_sees_the_pages_but_changes_nothing(viewer_client, machine):
+    page = viewer_client.get("/network/").content.decode()
+    assert "eth1" in page and "Edit" not in page
+    response = viewer_client.post("/network/vlans/new/", {"version": 1, **VLAN})
+    assert response.status_code == 403
+
+
+# -- through the real agent ------------------------------------------------------------------
+
+@pytest.fixture
+def agent_config(agent_config, tmp_path):
+    """The web tier's agent, with a network state directory of the test's own."""
+    with open(agent_config, "a", encoding="utf-8") as handle:
+        handle.write(f'network_state_dir = "{tmp_path / "network"}"\n')
+    return agent_config
+
+
+def facts_reported():
+    return PeriodicState.last_result(drafts.FACTS)
+
+
+def apply_draft(client, **headers):
+    page = client.get("/network/apply/")
+    assert page.status_code == 200
+    response = client.post("/network/apply/", {"version": version(), "timeout": "60"},
+                           **headers)
+    assert response.status_code == 302, errors_of(response)
+    return wait(Job.objects.filter(kind="network.apply").latest("id"), 60)
+
+
+def test_apply_and_confirm_through_the_new_address(agent, admin_client, settings):
+    """The management address moves (none confirmed yet: every address is new): the
+    status page gives the operator's session the one-time link; a confirm without the
+    local address is refused; at the new address it signs the operator in and confirms."""
+    from kit import wait_until
+    wait_until(facts_reported, 30, "the agent's first network.facts")
+    response = edit_port(admin_client, "eth1", role="management", addresses="192.0.2.1/24")
+    assert response.status_code == 302, errors_of(response)
+    # (no VLAN: the kernels the tests run on may lack 802.1Q; the namespace tier has them)
+    assert add(admin_client, "routes", **ROUTE).status_code == 400   # eth2 is unused yet
+    assert edit_port(admin_client, "eth2", addresses="10.1.100.1/24").status_code == 302
+    assert add(admin_client, "routes", **ROUTE).status_code == 302
+    job = apply_draft(admin_client)
+    assert job.state == "succeeded", job.error
+    assert job.args["token_hash"] and len(job.args["token_hash"]) == 64
+    wait_until(lambda: NetworkState.objects.filter(pending__isnull=False).exists(), 10,
+               "the pending change mirrored")
+    status = admin_client.get("/network/status/", HTTP_HX_REQUEST="true")
+    url = status["HX-Redirect"]
+    assert url.startswith("http://192.0.2.1/network/confirm/?token=")
+    token = url.rpartition("=")[2]
+    assert ConfirmToken.objects.get().token_sha256 != token   # only the hash is kept
+
+    from django.test import Client
+    there = Client()   # another origin: no session
+    page = there.get(f"/network/confirm/?token={token}", HTTP_X_TUSK_LOCAL_ADDR="192.0.2.1")
+    assert page.status_code == 200 and 'id="confirm"' in page.content.decode()
+    refused = there.post("/network/confirm/", {"token": token})   # no nginx: no address
+    assert refused.status_code == 400 and "cannot tell which address" in \
+        refused.content.decode()
+    assert not Job.objects.filter(kind="network.confirm").exists()
+    response = there.post("/network/confirm/", {"token": token},
+                          HTTP_X_TUSK_LOCAL_ADDR="192.0.2.1")
+    assert response.status_code == 302
+    job = wait(Job.objects.get(kind="network.confirm"), 30)
+    assert job.state == "succeeded", job.error
+    assert job.created_by.username == "alice"
+    assert there.get("/network/status/").status_code == 200   # signed in there
+    again = there.post("/network/confirm/", {"token": token},
+                       HTTP_X_TUSK_LOCAL_ADDR="192.0.2.1")
+    assert again.status_code == 400 and "not valid" in again.content.decode()
+    wait_until(lambda: NetworkState.objects.filter(confirmed__isnull=False,
+                                                   pending__isnull=True).exists(), 10,
+               "the confirmed change mirrored")
+    from policy.core.target import Target
+    addresses = Target(AGENT_NETNS).run(["ip", "-br", "addr"]).stdout
+    assert "192.0.2.1/24" in addresses and "10.1.100.1/24" in addresses
+    routes = Target(AGENT_NETNS).run(["ip", "route"]).stdout
+    assert "10.20.0.0/16 via 10.1.100.254 dev eth2 proto static" in routes

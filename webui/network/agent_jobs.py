@@ -1,0 +1,173 @@
+"""The agent's network jobs: apply (pending until confirmed), confirm, cancel (roll back
+now); its periodic network.facts (the ports, addresses and routes the pages show) and
+network.sync (the revision store mirrored into the database, as policy.sync does).
+
+Every argument is checked here again, as attacker-controlled input (docs/SECURITY.md):
+the document goes through the same normalise.from_document the forms use, against this
+machine's ports and the zones of the root-owned policy store - never the database's."""
+import dataclasses
+import ipaddress
+import json
+import re
+import time
+
+from jobs.models import PeriodicState
+from jobs.registry import JobFailed, handler, periodic
+from policy.core.errors import PolicyError
+from policy.core.normalise import parse_yaml
+from policy.core.revisions import Store as PolicyStore
+from policy.core.target import Target
+
+from . import sync
+from .core import facts
+from .core.applier import NetworkApplier, confirm_timeout
+from .core.errors import NetworkError
+from .core.normalise import TEXT_MAX, from_document, to_toml
+from .draft import FACTS, merge_zones, zones_of
+
+TOKEN = re.compile(r"[A-Za-z0-9_-]{20,100}")
+TOKEN_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+def applier_for(config):
+    return NetworkApplier(config.network_state_dir, netns=config.netns or None)
+
+
+def live_facts(config):
+    """The ports with their facts, the global addresses of every link and table main's
+    routes, as the pages show them."""
+    target = Target(config.netns or None)
+    live = facts.snapshot(target)
+    addresses = {}
+    for address in live.addresses:
+        if address.scope == "global":
+            addresses.setdefault(address.interface, []).append(address.address)
+    return {"ports": {name: dataclasses.asdict(port)
+                      for name, port in facts.ports(target).items()},
+            "addresses": addresses, "routes": [dataclasses.asdict(r) for r in live.routes],
+            "at": time.time()}
+
+
+@periodic(FACTS, lambda config: max(5.0, config.sample_interval * 5))
+def facts_task(agent):
+    return live_facts(agent.config)
+
+
+@periodic("network.sync", lambda config: config.sample_interval)
+def sync_store(agent):
+    sync.sync(applier_for(agent.config), periodic=True)
+
+
+def _after(run, applier):
+    """After a job, whatever its outcome: the store mirrored, the facts fresh."""
+    sync.sync(applier)
+    PeriodicState.objects.filter(name=FACTS).update(result=live_facts(run.config))
+
+
+def _args(run, known):
+    """The job's arguments: a table with no key outside known."""
+    args = run.args
+    if not isinstance(args, dict):
+        raise JobFailed("the job's arguments must be a table")
+    unknown = sorted(str(key)[:40] for key in args if key not in known)
+    if unknown:
+        raise JobFailed(f"{unknown[0]}: unknown argument (known: {', '.join(known) or 'none'})")
+    return args
+
+
+def _problems(error):
+    return {"problems": [{"code": p.code.name, "path": p.path, "message": p.message}
+                         for p in error.problems]}
+
+
+def policy_zones(config):
+    """{zone: [interfaces]} of the confirmed and the pending policy in the policy's own
+    store (root's, on disk): an interface either of them uses may not go away."""
+    store = PolicyStore(config.state_dir)
+    pending = store.pending()
+    numbers = {store.confirmed_id(), pending["revision"] if pending else None} - {None}
+    try:
+        return merge_zones(*(zones_of(parse_yaml(store.get(n).policy_text) or {})
+                             for n in sorted(numbers)))
+    except PolicyError as error:
+        raise JobFailed(f"the policy's revision cannot be read for its zones: {error}") \
+            from None
+
+
+def _result(revision, applier):
+    pending = applier.store.pending()
+    return {"network_revision": revision.id, "outcome": revision.outcome,
+            "deadline": pending["deadline"] if pending else None,
+            "confirm_over": pending.get("confirm_over", []) if pending else []}
+
+
+@handler("network.apply", "Apply network configuration")
+def apply(run):
+    args = _args(run, ("document", "timeout", "token_hash"))
+    document = args.get("document")
+    if not isinstance(document, dict):
+        raise JobFailed("document: must be a table with network.toml's structure")
+    size = len(json.dumps(document))
+    if size > TEXT_MAX:
+        raise JobFailed(f"document: {size >> 10} KiB; at most {TEXT_MAX >> 10} KiB")
+    token_hash = args.get("token_hash", "")
+    if not isinstance(token_hash, str) or token_hash and not TOKEN_HASH.fullmatch(token_hash):
+        raise JobFailed("token_hash: must be empty or a SHA-256 in hex")
+    applier = applier_for(run.config)
+    try:
+        timeout = confirm_timeout(args.get("timeout"))
+        zones = policy_zones(run.config)
+        run.progress(10, "checking the configuration against this machine and the policy")
+        config = from_document(document, present=applier.present(), zones=zones)
+        run.progress(30, f"applying with {applier.backend.describe()}")
+        revision = applier.apply(to_toml(config), user=run.user, timeout=timeout, zones=zones,
+                                 token_hash=token_hash)
+    except NetworkError as error:
+        _after(run, applier)
+        raise JobFailed(str(error), result=_problems(error)) from None
+    run.progress(90, f"revision {revision.id} in effect; recording it")
+    _after(run, applier)
+    return _result(revision, applier)
+
+
+def _decide(run, decision):
+    applier = applier_for(run.config)
+    try:
+        revision = decision(applier)
+    except NetworkError as error:
+        _after(run, applier)
+        raise JobFailed(str(error), result=_problems(error)) from None
+    _after(run, applier)
+    return _result(revision, applier)
+
+
+@handler("network.confirm", "Confirm network configuration")
+def confirm(run):
+    """arrived_at: the local address the web request came in on (nginx's), None when
+    unknown - then a change that moves the management address is not confirmed here.
+    token: the one-time link's, None from the status page's button."""
+    args = _args(run, ("arrived_at", "token"))
+    arrived_at, token = args.get("arrived_at"), args.get("token")
+    if arrived_at is not None:
+        try:
+            arrived_at = str(ipaddress.ip_address(arrived_at if isinstance(arrived_at, str)
+                                                  else "-"))
+        except ValueError:
+            raise JobFailed("arrived_at: must be an IP address") from None
+    if token is not None and not (isinstance(token, str) and TOKEN.fullmatch(token)):
+        raise JobFailed("token: must be the one-time link's token")
+
+    def decide(applier):
+        pending = applier.store.pending()
+        if arrived_at is None and pending and pending.get("confirm_over"):
+            raise JobFailed("this change moves the management address: a confirm from the "
+                            "web UI must say which address it arrived over (nginx passes "
+                            "it); use the new address, or confirm on the console")
+        return applier.confirm(user=run.user, arrived_at=arrived_at, token=token)
+    return _decide(run, decide)
+
+
+@handler("network.cancel", "Roll back pending network configuration")
+def cancel(run):
+    _args(run, ())
+    return _decide(run, lambda applier: applier.cancel(user=run.user))

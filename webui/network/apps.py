@@ -1,0 +1,11 @@
+from django.apps import AppConfig
+
+
+class NetworkConfig(AppConfig):
+    """The box's network: interfaces, VLANs, bonds, routes, host name, DNS, NTP and time
+    zone. Its core/ package is plain Python (the model, the checks, the backends and the
+    commit-confirm applier): tusk-net, the console menu and the tests use it without
+    Django."""
+
+    name = "network"
+    verbose_name = "Network"

@@ -1,0 +1,171 @@
+"""The network being edited in the web UI: one document, the structure of network.toml,
+changed one item at a time. Every change is validated whole by the network core
+(normalise.from_document) against the machine's ports (the agent's network.facts) and
+the policy's zones (the draft's and the live revision's) before it is saved, so a refused
+change leaves the draft as it was. The agent checks the same way again before applying."""
+import copy
+
+from django.db import transaction
+
+from jobs.models import PeriodicState
+
+from .core import model
+from .core.errors import NetworkError
+from .core.normalise import from_document, parse, to_document
+from .models import Draft, NetworkState
+
+FACTS = "network.facts"   # the agent's periodic task: ports, addresses, routes
+LINKS = ("interfaces", "bonds", "vlans")
+SECTIONS = ("vlans", "bonds", "routes")
+# where a link's name is referred to by other items (renames follow, deletes are checked)
+REFERENCES = (("vlans", "parent"), ("routes", "interface"))
+
+
+class StaleDraft(Exception):
+    """The draft changed after the form was opened."""
+
+
+def facts():
+    """What the agent last found on the machine, or {} before it has reported."""
+    return PeriodicState.last_result(FACTS) or {}
+
+
+def present():
+    """{port: its facts} for the checks, or None while the agent has not reported
+    (then the agent's own check before applying is the one that knows the ports)."""
+    return facts().get("ports")
+
+
+def zones_of(policy_document):
+    """{zone name: [interface names]} of a policy document (the draft's JSON or a
+    parsed policy.yaml), reading only what is there."""
+    found = {}
+    zones = policy_document.get("zones") if isinstance(policy_document, dict) else None
+    for zone in zones if isinstance(zones, list) else []:
+        if isinstance(zone, dict) and isinstance(zone.get("name"), str):
+            names = zone.get("interfaces")
+            found.setdefault(zone["name"], []).extend(
+                n for n in (names if isinstance(names, list) else []) if isinstance(n, str))
+    return found
+
+
+def merge_zones(*zone_maps):
+    """One {zone: [interfaces]} of several: a zone's interfaces in any of them count."""
+    merged = {}
+    for zones in zone_maps:
+        for name, interfaces in zones.items():
+            merged.setdefault(name, [])
+            merged[name] += [i for i in interfaces if i not in merged[name]]
+    return merged
+
+
+def policy_zones():
+    """The zones of the policy draft and of the live policy: an interface either of them
+    uses may not go away."""
+    from policy import draft as policy_drafts
+    from policy.core.normalise import parse_yaml
+    from policy.views import live_revision
+    _, document = policy_drafts.current()
+    live = live_revision(fields=("number", "policy_text"))
+    live_zones = zones_of(parse_yaml(live.policy_text) or {}) if live else {}
+    return merge_zones(zones_of(document), live_zones)
+
+
+def confirmed_config():
+    """The confirmed configuration as the agent last mirrored its file, or None."""
+    state = NetworkState.objects.filter(pk=1).first()
+    if state is None or not state.confirmed_text:
+        return None
+    try:
+        return parse(state.confirmed_text, "network.toml")
+    except NetworkError:
+        return None
+
+
+def starting_document():
+    """The first draft: the confirmed configuration; without one, the machine's ports
+    as tusk-net starts a new box (the first on DHCP as management, the others unused)."""
+    config = confirmed_config()
+    if config is not None:
+        return to_document(config)
+    document = to_document(model.NetworkConfig())
+    for index, name in enumerate(sorted(present() or {})):
+        document["interfaces"].append({
+            "name": name, "role": model.MANAGEMENT if index == 0 else model.UNUSED,
+            "description": "", "addresses": [], "dhcp": index == 0, "autoconf": False,
+            "mtu": 0})
+    return document
+
+
+def get():
+    draft = Draft.objects.filter(pk=1).first()
+    if draft is None:
+        Draft.objects.get_or_create(pk=1, defaults={"document": starting_document()})
+        draft = Draft.objects.get(pk=1)
+    return draft
+
+
+def check(document):
+    """The configuration of document, checked whole against this machine and the
+    policy's zones; NetworkError with every problem."""
+    return from_document(document, present=present(), zones=policy_zones())
+
+
+def _save(document, version, user):
+    """Validates and stores document if the draft is still at version. Raises
+    NetworkError (every problem) or StaleDraft; saves nothing then."""
+    check(document)
+    get()
+    with transaction.atomic():
+        draft = Draft.objects.select_for_update().get(pk=1)
+        if version is not None and draft.version != version:
+            raise StaleDraft()
+        draft.document = document
+        draft.version += 1
+        draft.updated_by = user if user is not None and user.is_authenticated else None
+        draft.save(update_fields=["document", "version", "updated_by", "updated_at"])
+    return draft
+
+
+def port_index(document, name):
+    return next((i for i, p in enumerate(document.get("interfaces") or [])
+                 if p.get("name") == name), None)
+
+
+def save_item(key, index, item, version, user):
+    """key: interfaces, bonds, vlans or routes; index None appends. A renamed bond or
+    VLAN is renamed where VLANs and routes refer to it."""
+    document = copy.deepcopy(get().document)
+    entries = document.setdefault(key, [])
+    if index is None:
+        entries.append(item)
+    else:
+        old_name = entries[index].get("name")
+        entries[index] = item
+        if key in LINKS and old_name and item.get("name") != old_name:
+            _rename(document, old_name, item["name"])
+    return _save(document, version, user)
+
+
+def save_system(system, version, user):
+    document = copy.deepcopy(get().document)
+    document["system"] = system
+    return _save(document, version, user)
+
+
+def delete_item(key, index, version, user):
+    """Removes one item; refused (NetworkError) when the rest does not hold together:
+    a VLAN on a deleted bond, a route through a deleted VLAN, a zone's interface."""
+    document = copy.deepcopy(get().document)
+    del document[key][index]
+    return _save(document, version, user)
+
+
+def _rename(document, old, new):
+    for key, field in REFERENCES:
+        for entry in document.get(key) or []:
+            if entry.get(field) == old:
+                entry[field] = new
+    for bond in document.get("bonds") or []:
+        bond["members"] = [new if m == old else m for m in bond.get("members") or []]
+

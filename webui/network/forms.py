@@ -1,0 +1,164 @@
+"""Forms for one item of the network draft. Each turns its fields into the item's plain
+structure (to_item: network.toml's keys) and back (initial_from), and maps a problem
+path inside the item to its field (problem_fields). The network core stays the one
+place that validates: forms only split what a text box holds."""
+import re
+
+from django import forms
+
+from tusklib.problems import ProblemsFormMixin
+
+from .core import model
+from .core.applier import CONFIRM_TIMEOUT_DEFAULT, CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN
+
+
+def _split(text):
+    return [part for part in re.split(r"[\s,]+", text or "") if part]
+
+
+def _addresses():
+    return forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                           help_text="IPv4 and IPv6 addresses with their prefix "
+                                     "(192.0.2.1/24, 2001:db8::1/64), one per line or "
+                                     "separated by spaces.")
+
+
+def _mtu():
+    return forms.IntegerField(initial=0, label="MTU", help_text="0: as the driver sets it.")
+
+
+def _description():
+    return forms.CharField(required=False, max_length=model.DESCRIPTION_MAX)
+
+
+class ItemForm(ProblemsFormMixin, forms.Form):
+    version = forms.IntegerField(widget=forms.HiddenInput)
+    keys = ()           # the item's keys this form edits, in the document's order
+    lists = ()          # of those, the ones a text box holds as a list
+
+    def to_item(self):
+        return {key: _split(self.cleaned_data[key]) if key in self.lists
+                else self.cleaned_data[key] for key in self.keys}
+
+    @classmethod
+    def initial_from(cls, item):
+        return {key: "\n".join(item.get(key) or []) if key in cls.lists else item.get(key)
+                for key in cls.keys if key in item}
+
+
+class PortForm(ItemForm):
+    """One Ethernet port; its name comes from the page (the machine's port)."""
+
+    role = forms.ChoiceField(choices=[(r, r) for r in model.ROLES], help_text=(
+        "management: where the dashboard answers (one port); traffic: forwarded traffic, "
+        "the policy's zones; unused: the link stays down."))
+    description = _description()
+    addresses = _addresses()
+    dhcp = forms.BooleanField(required=False, label="DHCPv4",
+                              help_text="The management port only.")
+    autoconf = forms.BooleanField(required=False, label="IPv6 autoconfiguration",
+                                  help_text="Router advertisements (SLAAC); the management "
+                                            "port only.")
+    mtu = _mtu()
+    keys = ("role", "description", "addresses", "dhcp", "autoconf", "mtu")
+    lists = ("addresses",)
+    problem_fields = {key: key for key in keys}
+
+
+class VlanForm(ItemForm):
+    name = forms.CharField(max_length=15, help_text="The interface's name, e.g. eth1.100.")
+    parent = forms.ChoiceField(help_text="A traffic port or a bond. Not the management "
+                                         "port: tagged networks on its wire would be one "
+                                         "switch mistake away from the dashboard.")
+    id = forms.IntegerField(label="VLAN id", help_text=f"{model.VLAN_ID_MIN}-"
+                                                       f"{model.VLAN_ID_MAX}")
+    description = _description()
+    addresses = _addresses()
+    mtu = _mtu()
+    keys = ("name", "parent", "id", "description", "addresses", "mtu")
+    lists = ("addresses",)
+    problem_fields = {key: key for key in keys}
+
+    def __init__(self, *args, parents=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["parent"].choices = [(p, p) for p in parents]
+
+
+class BondForm(ItemForm):
+    name = forms.CharField(max_length=15, help_text="e.g. bond0.")
+    mode = forms.ChoiceField(choices=[(m, m) for m in model.BOND_MODES], help_text=(
+        "802.3ad: LACP with the switch, every member carries traffic; active-backup: one "
+        "member at a time, no switch configuration."))
+    hash_policy = forms.ChoiceField(
+        choices=[(h, h) for h in model.HASH_POLICIES], label="Hash policy (802.3ad)",
+        help_text="What picks a flow's member link: layer3+4 hashes addresses and ports. "
+                  "Every packet of one flow takes the same member, so one TCP flow never "
+                  "goes faster than one member link.")
+    members = forms.MultipleChoiceField(help_text="Traffic ports without addresses or VLANs "
+                                                  "of their own.")
+    description = _description()
+    addresses = _addresses()
+    mtu = _mtu()
+    keys = ("name", "mode", "hash_policy", "members", "description", "addresses", "mtu")
+    lists = ("addresses",)
+    problem_fields = {key: key for key in keys}
+
+    def __init__(self, *args, ports=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["members"].choices = [(p, p) for p in ports]
+
+    def to_item(self):
+        item = super().to_item()
+        item["members"] = list(item["members"])
+        return item
+
+
+class RouteForm(ItemForm):
+    destination = forms.CharField(max_length=64, help_text='A prefix (10.20.0.0/16, '
+                                  '2001:db8:20::/48) or "default".')
+    gateway = forms.CharField(required=False, max_length=64, help_text=(
+        "The next router, on a directly connected network. Empty: the destination is "
+        "on the interface's own link."))
+    metric = forms.IntegerField(initial=0, min_value=0, help_text="Lower wins.")
+    interface = forms.ChoiceField(required=False, help_text="Empty: the interface whose "
+                                                            "subnet holds the gateway.")
+    keys = ("destination", "gateway", "metric", "interface")
+    problem_fields = {key: key for key in keys}
+
+    def __init__(self, *args, links=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["interface"].choices = [("", "(by the gateway)")] + \
+            [(name, name) for name in links]
+
+
+class SystemForm(ItemForm):
+    hostname = forms.CharField(max_length=253, label="Host name")
+    dns = forms.CharField(required=False, label="DNS resolvers", help_text=(
+        f"IP addresses, at most {model.SERVERS_MAX}, separated by spaces."))
+    ntp = forms.CharField(required=False, label="NTP servers", help_text=(
+        f"Host names or IP addresses, at most {model.SERVERS_MAX}; systemd-timesyncd "
+        "keeps the clock."))
+    timezone = forms.CharField(max_length=64, label="Time zone",
+                               help_text="An IANA name: UTC, Europe/Zurich, ...")
+    keys = ("hostname", "dns", "ntp", "timezone")
+    lists = ("dns", "ntp")
+    problem_fields = {key: key for key in keys}
+
+    @classmethod
+    def initial_from(cls, item):
+        initial = super().initial_from(item)
+        for key in cls.lists:
+            initial[key] = " ".join(item.get(key) or [])
+        return initial
+
+
+FORMS_BY_SECTION = {"vlans": VlanForm, "bonds": BondForm, "routes": RouteForm}
+
+
+class ApplyForm(forms.Form):
+    version = forms.IntegerField(widget=forms.HiddenInput)
+    timeout = forms.IntegerField(min_value=CONFIRM_TIMEOUT_MIN, max_value=CONFIRM_TIMEOUT_MAX,
+                                 initial=CONFIRM_TIMEOUT_DEFAULT,
+                                 label="Confirm within (seconds)",
+                                 help_text="Unconfirmed, the previous configuration comes back "
+                                           "by itself.")

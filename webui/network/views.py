@@ -1,0 +1,471 @@
+"""Network pages: the Ethernet ports with their live facts, VLANs, bonds, routes (with
+the kernel's live table) and the system settings, all in one draft; Review and apply with
+the diff first; the commit-confirm panel; and the one-time link that confirms a change
+of the management address over the new address."""
+import difflib
+import hashlib
+import ipaddress
+import secrets
+from datetime import timedelta
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_not_required
+from django.db import transaction
+from django.http import Http404
+from django.http.request import split_domain_port
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from accounts import audit
+from accounts.roles import is_admin
+from jobs import queue
+
+from . import draft as drafts
+from .core.applier import DHCP, confirm_over
+from .core.errors import NetworkError
+from .core.normalise import to_toml
+from .forms import FORMS_BY_SECTION, ApplyForm, PortForm, SystemForm
+from .models import ConfirmToken, NetworkState, Revision
+
+SESSION_TOKEN = "network_confirm_token"
+# nginx sets it to the local address the connection came in on ($server_addr), replacing
+# whatever a client sent (rootfs-overlay/usr/lib/tusk/nginx.conf)
+LOCAL_ADDRESS_HEADER = "HTTP_X_TUSK_LOCAL_ADDR"
+TOKEN_GRACE = timedelta(seconds=60)   # a link stays good this long past the deadline
+TITLES = {"vlans": ("VLANs", "VLAN"), "bonds": ("Bonds", "bond"), "routes": ("Routes", "route")}
+
+
+def sha256(token):
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _state():
+    return NetworkState.objects.filter(pk=1).first()
+
+
+def status_context(draft=None):
+    """What every network page shows: whether the draft differs from the confirmed
+    configuration, and a pending change's countdown."""
+    state = _state()
+    draft = draft or drafts.get()
+    confirmed = drafts.confirmed_config()
+    try:
+        changes = confirmed is None or to_toml(drafts.check(draft.document)) != \
+            to_toml(confirmed)
+    except NetworkError:
+        changes = True
+    seconds_left = None
+    if state and state.pending and state.deadline:
+        seconds_left = max(0, int((state.deadline - timezone.now()).total_seconds()))
+    return {"state": state, "draft": draft, "changes_pending": changes,
+            "seconds_left": seconds_left}
+
+
+def _version(request):
+    try:
+        return int(request.POST.get("version", ""))
+    except ValueError:
+        return -1
+
+
+STALE = "The draft was changed by someone else after you opened this form. Reload it and " \
+        "make your change again."
+
+
+def _save(request, form, save, within, what):
+    """Runs save() for a valid form; the problems go next to their fields. Returns the
+    redirect after a save, or None (the form shows why)."""
+    if not form.is_valid():
+        return None
+    try:
+        save(form)
+    except drafts.StaleDraft:
+        form.add_error(None, STALE)
+    except NetworkError as error:
+        form.add_problems(error, within=within)
+    else:
+        audit.record(request, f"network {what}", within, item=form.to_item())
+        messages.success(request, f"Saved {what} in the draft.")
+        return True
+    return None
+
+
+# -- interfaces ---------------------------------------------------------------------------
+
+def interfaces(request):
+    """Every Ethernet port: the agent's live facts next to its configuration."""
+    draft = drafts.get()
+    facts = drafts.facts()
+    live = facts.get("ports") or {}
+    configured = {p["name"]: p for p in draft.document.get("interfaces") or []}
+    bond_of = {m: b["name"] for b in draft.document.get("bonds") or []
+               for m in b.get("members") or []}
+    ports = [{"name": name, "live": live.get(name), "config": configured.get(name),
+              "bond": bond_of.get(name),
+              "addresses": (facts.get("addresses") or {}).get(name, [])}
+             for name in sorted(set(live) | set(configured))]
+    return render(request, "network/interfaces.html", {
+        **status_context(draft), "ports": ports, "facts_at": facts.get("at"),
+        "facts_known": bool(facts)})
+
+
+def _port(request):
+    port = request.GET.get("port", "")
+    if not port:
+        raise Http404("which port? (?port=NAME)")
+    return port
+
+
+def interface_edit(request):
+    port = _port(request)
+    draft = drafts.get()
+    index = drafts.port_index(draft.document, port)
+    if index is None and port not in (drafts.present() or {}):
+        raise Http404("no such Ethernet port")
+    item = draft.document["interfaces"][index] if index is not None else \
+        {"name": port, "role": "unused"}
+    initial = {"version": draft.version, **PortForm.initial_from(item)}
+    form = PortForm(request.POST if request.method == "POST" else None, initial=initial)
+    if request.method == "POST":
+        position = len(draft.document.get("interfaces") or []) if index is None else index
+        saved = _save(request, form, lambda f: drafts.save_item(
+            "interfaces", index, {"name": port, **f.to_item()}, f.cleaned_data["version"],
+            request.user), f"interfaces[{position}]", f"port {port}")
+        if saved:
+            return redirect("network")
+    return render(request, "network/item_form.html", {
+        "form": form, "title": "Interfaces", "back": reverse("network"), "name": port,
+        "live": (drafts.facts().get("ports") or {}).get(port)},
+        status=400 if form.errors else 200)
+
+
+@require_POST
+def interface_delete(request):
+    """Forgets a port's configuration (a port the machine no longer has)."""
+    port = _port(request)
+    draft = drafts.get()
+    index = drafts.port_index(draft.document, port)
+    if index is None:
+        raise Http404("no such configured port")
+    _delete(request, "interfaces", index, port)
+    return redirect("network")
+
+
+def _delete(request, key, index, name):
+    try:
+        drafts.delete_item(key, index, _version(request), request.user)
+    except drafts.StaleDraft:
+        messages.error(request, "The draft was changed by someone else; nothing was deleted.")
+    except NetworkError as error:
+        messages.error(request, f"{name} was not deleted: " + "; ".join(
+            str(p) for p in error.problems))
+    else:
+        audit.record(request, "network delete", f"{key}[{index}]", name=name)
+        messages.success(request, f"Deleted {name} from the draft.")
+
+
+# -- VLANs, bonds, routes -------------------------------------------------------------------
+
+def _section(section):
+    if section not in drafts.SECTIONS:
+        raise Http404("no such network section")
+    return section
+
+
+def _form(section, data, document, initial):
+    # every configured port is offered, so that the core says why one cannot be used
+    # (the management port in a bond) rather than the form saying "not a valid choice"
+    ports = [p["name"] for p in document.get("interfaces") or []]
+    links = [link["name"] for key in drafts.LINKS for link in document.get(key) or []]
+    kwargs = {"vlans": {"parents": ports + [b["name"] for b in document.get("bonds") or []]},
+              "bonds": {"ports": ports}, "routes": {"links": links}}[section]
+    return FORMS_BY_SECTION[section](data, initial=initial, **kwargs)
+
+
+def section_list(request, section):
+    _section(section)
+    draft = drafts.get()
+    context = {**status_context(draft), "section": section, "title": TITLES[section][0],
+               "noun": TITLES[section][1],
+               "items": list(enumerate(draft.document.get(section) or []))}
+    if section == "routes":
+        context["live_routes"] = drafts.facts().get("routes")
+    return render(request, f"network/{section}.html", context)
+
+
+def item_edit(request, section, index=None):
+    _section(section)
+    draft = drafts.get()
+    entries = draft.document.get(section) or []
+    if index is not None and not 0 <= index < len(entries):
+        raise Http404("no such item")
+    cls = FORMS_BY_SECTION[section]
+    initial = {"version": draft.version}
+    if index is not None:
+        initial.update(cls.initial_from(entries[index]))
+    form = _form(section, request.POST if request.method == "POST" else None, draft.document,
+                 initial)
+    noun = TITLES[section][1]
+    if request.method == "POST":
+        position = len(entries) if index is None else index
+        saved = _save(request, form, lambda f: drafts.save_item(
+            section, index, f.to_item(), f.cleaned_data["version"], request.user),
+            f"{section}[{position}]", noun)
+        if saved:
+            return redirect("network_section", section=section)
+    name = entries[index].get("name", entries[index].get("destination")) \
+        if index is not None else f"new {noun}"
+    return render(request, "network/item_form.html", {
+        "form": form, "title": TITLES[section][0],
+        "back": reverse("network_section", args=[section]), "name": name,
+        "bond_note": section == "bonds"}, status=400 if form.errors else 200)
+
+
+@require_POST
+def item_delete(request, section, index):
+    _section(section)
+    entries = drafts.get().document.get(section) or []
+    if not 0 <= index < len(entries):
+        raise Http404("no such item")
+    entry = entries[index]
+    _delete(request, section, index, entry.get("name") or entry.get("destination"))
+    return redirect("network_section", section=section)
+
+
+def system(request):
+    draft = drafts.get()
+    initial = {"version": draft.version, **SystemForm.initial_from(draft.document["system"])}
+    form = SystemForm(request.POST if request.method == "POST" else None, initial=initial)
+    if request.method == "POST":
+        saved = _save(request, form, lambda f: drafts.save_system(
+            f.to_item(), f.cleaned_data["version"], request.user), "system", "system settings")
+        if saved:
+            return redirect("network_system")
+    return render(request, "network/system.html", {**status_context(draft), "form": form},
+                  status=400 if form.errors else 200)
+
+
+# -- review and apply -----------------------------------------------------------------------
+
+def summary(old, new):
+    """What applying new over old changes, in plain lines."""
+    lines = []
+    old_links = {link.name: link for link in old.links} if old else {}
+    new_links = {link.name: link for link in new.links}
+    for name in sorted(set(new_links) - set(old_links)):
+        lines.append(f"link added: {name} ({new_links[name].kind})")
+    for name in sorted(set(old_links) - set(new_links)):
+        lines.append(f"link removed: {name} ({old_links[name].kind})")
+    for name, link in sorted(new_links.items()):
+        before = set(old_links[name].addresses) if name in old_links else set()
+        lines += [f"address added: {a} on {name}" for a in sorted(set(link.addresses) - before)]
+        lines += [f"address removed: {a} from {name}"
+                  for a in sorted(before - set(link.addresses))]
+    for name, link in sorted(old_links.items()):
+        if name not in new_links:
+            lines += [f"address removed: {a} from {name}" for a in link.addresses]
+
+    def route(r):
+        return f"{r.destination} via {r.gateway or '(link)'}" + \
+            (f" dev {r.interface}" if r.interface else "") + f" metric {r.metric}"
+    old_routes = {route(r) for r in old.routes} if old else set()
+    new_routes = {route(r) for r in new.routes}
+    lines += [f"route added: {r}" for r in sorted(new_routes - old_routes)]
+    lines += [f"route removed: {r}" for r in sorted(old_routes - new_routes)]
+    for key in ("hostname", "dns", "ntp", "timezone"):
+        before = getattr(old.system, key) if old else None
+        after = getattr(new.system, key)
+        if before != after:
+            show = ", ".join(after) if isinstance(after, tuple) else after
+            lines.append(f"{key}: {show or '(none)'}")
+    return lines
+
+
+def _diff(old, new, old_name, new_name):
+    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                        old_name, new_name))
+
+
+def apply(request):
+    """GET: the diff of the confirmed network.toml against the draft's, and what moves.
+    POST: queue network.apply (with a one-time link when the management address moves)."""
+    draft = drafts.get()
+    state = _state()
+    form = ApplyForm(request.POST or None, initial={"version": draft.version})
+    problems, config, over = [], None, []
+    try:
+        config = drafts.check(draft.document)
+    except NetworkError as error:
+        problems = error.problems
+    confirmed = drafts.confirmed_config()
+    if config is not None:
+        over = confirm_over(confirmed, config)
+    if request.method == "POST" and form.is_valid() and config is not None:
+        if form.cleaned_data["version"] != draft.version:
+            form.add_error(None, "The draft changed since this diff was shown; review it again.")
+        else:
+            job = _queue_apply(request, draft, form.cleaned_data["timeout"], over)
+            return redirect(reverse("job", args=[job.pk]) + "?next=network_status")
+    old_text = state.confirmed_text if state else ""
+    return render(request, "network/apply.html", {
+        **status_context(draft), "form": form, "problems": problems,
+        "diff": _diff(old_text, to_toml(config), "confirmed network.toml",
+                      f"draft version {draft.version}") if config else "",
+        "summary": summary(confirmed, config) if config else [],
+        "over": [a for a in over if a != DHCP], "over_dhcp": DHCP in over},
+        status=400 if (form.errors or problems) and request.method == "POST" else 200)
+
+
+def _queue_apply(request, draft, timeout, over):
+    token_hash = ""
+    with transaction.atomic():
+        if over:
+            token = secrets.token_urlsafe(32)
+            token_hash = sha256(token)
+            ConfirmToken.objects.create(
+                token_sha256=token_hash, user=request.user,
+                expires=timezone.now() + timedelta(seconds=timeout) + TOKEN_GRACE)
+            request.session[SESSION_TOKEN] = token
+        job = queue.enqueue("network.apply", {"document": draft.document, "timeout": timeout,
+                                              "token_hash": token_hash}, request.user)
+        audit.record(request, "network apply", f"draft version {draft.version}", job=job.pk,
+                     moves_management=bool(over))
+    return job
+
+
+def _host(address):
+    return f"[{address}]" if ":" in address else address
+
+
+def new_urls(request, state):
+    """The one-time links at the new management addresses, for the operator who applied
+    (the token is in this session only); [] for anyone else."""
+    token = request.session.get(SESSION_TOKEN)
+    if not (state and state.pending and state.confirm_over and token and
+            state.token_sha256 and sha256(token) == state.token_sha256):
+        return []
+    port = split_domain_port(request.get_host())[1]
+    port = f":{port}" if port else ""
+    path = reverse("network_confirm")
+    return [f"{request.scheme}://{_host(address)}{port}{path}?token={token}"
+            for address in state.confirm_over if address != DHCP]
+
+
+def status(request):
+    """The commit-confirm panel. For the operator who moved the management address: the
+    new address's link, and (polled by htmx) the browser sent there."""
+    context = status_context()
+    state = context["state"]
+    urls = new_urls(request, state)
+    token = request.session.get(SESSION_TOKEN) if urls or (state and state.confirm_over) \
+        else None
+    response = render(request, "network/status.html", {
+        **context, "urls": urls, "confirm_path": reverse("network_confirm"), "token": token,
+        "over_dhcp": bool(state and DHCP in (state.confirm_over or []))})
+    if urls and request.headers.get("HX-Request"):
+        response["HX-Redirect"] = urls[0]   # another origin: a full navigation
+    return response
+
+
+def _arrival(request):
+    """The local address this request came in on, as nginx says; None without nginx."""
+    try:
+        return str(ipaddress.ip_address(request.META.get(LOCAL_ADDRESS_HEADER, "")))
+    except ValueError:
+        return None
+
+
+NO_ARRIVAL = ("This change moves the management address, and it is confirmed only by a "
+              "request that arrives over the new address. This server cannot tell which "
+              "address the request came in on (nginx passes it in X-Tusk-Local-Addr; the "
+              "development server does not), so it cannot confirm it.")
+
+
+@require_POST
+def confirm(request):
+    """The panel's Confirm button."""
+    state = _state()
+    arrived = _arrival(request)
+    if arrived is None and state and state.confirm_over:
+        messages.error(request, NO_ARRIVAL)
+        return redirect("network_status")
+    job = queue.enqueue("network.confirm", {"arrived_at": arrived, "token": None},
+                        request.user)
+    audit.record(request, "network confirm", "", job=job.pk, arrived_at=arrived)
+    return redirect(reverse("job", args=[job.pk]) + "?next=network_status")
+
+
+@require_POST
+def cancel(request):
+    job = queue.enqueue("network.cancel", {}, request.user)
+    audit.record(request, "network roll back", "pending", job=job.pk)
+    return redirect(reverse("job", args=[job.pk]) + "?next=network_status")
+
+
+def _usable(token):
+    """The token's row when it is good for a confirm: unused, not expired, its user an
+    active admin; else None."""
+    if not isinstance(token, str) or not 20 <= len(token) <= 100:
+        return None
+    row = ConfirmToken.objects.select_related("user").filter(
+        token_sha256=sha256(token), used_at__isnull=True, expires__gt=timezone.now()).first()
+    if row is None or not row.user.is_active or not is_admin(row.user):
+        return None
+    return row
+
+
+@login_not_required
+def confirm_link(request):
+    """The one-time link at the new management address. GET: a Confirm button (a GET
+    changes nothing: link previews and prefetching must not confirm). POST: the token
+    proves who applied the change; it signs that user in here (a new origin has no
+    session yet) and queues the confirm with the address the request arrived at."""
+    token = request.POST.get("token") if request.method == "POST" else \
+        request.GET.get("token")
+    state = _state()
+    arrived = _arrival(request)
+    problem = None
+    if _usable(token) is None:
+        problem = "This confirmation link is not valid: it was used already, it expired, " \
+                  "or it is not one this box gave out."
+    elif arrived is None:
+        problem = NO_ARRIVAL
+    if request.method == "POST" and problem is None:
+        with transaction.atomic():
+            used = ConfirmToken.objects.select_for_update().filter(
+                token_sha256=sha256(token), used_at__isnull=True,
+                expires__gt=timezone.now()).first()
+            if used is not None:
+                used.used_at = timezone.now()
+                used.save(update_fields=["used_at"])
+        if used is None:
+            problem = "This confirmation link was used already."
+        else:
+            login(request, used.user, backend="django.contrib.auth.backends.ModelBackend")
+            job = queue.enqueue("network.confirm", {"arrived_at": arrived, "token": token},
+                                used.user)
+            audit.record(request, "network confirm", "new management address", job=job.pk,
+                         arrived_at=arrived)
+            return redirect(reverse("job", args=[job.pk]) + "?next=network_status")
+    return render(request, "network/confirm.html", {
+        "token": token if problem is None else "", "problem": problem, "state": state,
+        "arrived": arrived}, status=400 if problem and request.method == "POST" else 200)
+
+
+def history(request):
+    return render(request, "network/history.html", {
+        **status_context(), "revisions": Revision.objects.defer("text", "applied")[:200]})
+
+
+def revision(request, number):
+    rev = Revision.objects.filter(number=number).first()
+    if rev is None:
+        raise Http404("no such revision")
+    previous = Revision.objects.filter(number__lt=number).order_by("-number").first()
+    return render(request, "network/revision.html", {
+        "rev": rev, "previous": previous,
+        "diff": _diff(previous.text if previous else "", rev.text,
+                      str(previous) if previous else "nothing", str(rev))})
