@@ -1,5 +1,5 @@
 """The image's web edge off the image: its nginx.conf (rootfs-overlay/usr/lib/tusk/nginx.conf)
-rendered for another directory and loopback ports, and gunicorn's socket made the way
+rendered for another directory and ports of its own, and gunicorn's socket made the way
 tusk-web.socket makes it. tools/tusk-lab and the web tier's edge tests (tests/web/
 test_edge.py) both start nginx from this rendering, so what they exercise is the image's
 configuration: its users, limits, auth_request, headers and TLS settings."""
@@ -18,20 +18,25 @@ IMAGE_SOCKET = "/run/tusk/web.sock"
 IMAGE_STATIC = "/usr/lib/tusk/webui/build/static/"
 
 
-def render_nginx_conf(directory, socket_path, static, ports, certificate, key):
+def render_nginx_conf(directory, socket_path, static, ports, certificate, key,
+                      address="127.0.0.1"):
     """The image's nginx.conf with its paths moved into directory (pid, temporary files),
     gunicorn's socket and the static files at the given paths, and its listeners on
-    127.0.0.1: ports maps the image's "80", "443" and "127.0.0.1:8080" to port numbers.
-    IPv6 listeners are left out. The master runs as root, so directory must be root's."""
+    address: ports maps the image's "80", "443" and "127.0.0.1:8080" to port numbers; a
+    listener it leaves out is left out, and so are the IPv6 ones. address None: every
+    IPv4 address, as on the image (the lab's second nginx, inside fw's namespace, where
+    the management address may change under it). The master runs as root, so directory
+    must be root's."""
     lines = []
     for line in IMAGE_NGINX_CONF.read_text().splitlines():
         words = line.split()
         directive = words[0] if words else ""
         if directive == "listen":
-            address = words[1].rstrip(";")
-            if address.startswith("["):
+            image = words[1].rstrip(";")
+            if image.startswith("[") or image not in ports:
                 continue
-            line = line.replace(f" {address}", f" 127.0.0.1:{ports[address]}", 1)
+            here = f"{address}:{ports[image]}" if address else f"{ports[image]}"
+            line = line.replace(f" {image}", f" {here}", 1)
         elif directive == "pid" or directive.endswith("_temp_path"):
             line = re.sub(r"/\S*/([^/;\s]+);", lambda m: f"{directory}/{m.group(1)};", line)
         elif directive == "ssl_certificate":

@@ -17,11 +17,24 @@ route changes):
 
     <prefix>-client  bypass 10.10.9.1/30  ---  <prefix>-server  bypass 10.10.9.2/30
 
+With management (tools/tusk-lab gives it), fw gets a management port of its own, as
+the appliance has one: a veth whose peer lives in the root namespace, so that this host
+reaches the dashboard on fw's management address as an operator's browser reaches the box:
+
+    <prefix>-fw      mgmt <subnet>.1/24  ---  root namespace  <prefix[:12]>-mg <subnet>.254/24
+
+The subnet is the lab's own /24 of 198.18.0.0/15 (RFC 2544's range for testing network
+devices: no real network uses it), the (HTTP port mod 512)th: `make run` on port 8000 has
+198.19.64.0/24 (fw 198.19.64.1), a lab on 8010 198.19.74.0/24, so labs side by side,
+which hold different ports, have different subnets (management_subnet()).
+
 Used by tools/tusk-lab (`make run`), the namespace, web and VM tests and the benchmarks;
 Topology, which Lab is built with, also wires the web tier's smaller labs. By hand:
 `python3 -m lab.namespaces up|down PREFIX [--bypass]` from the repository's top.
 Traffic only ever flows between these namespaces.
 """
+import ipaddress
+import json
 import subprocess
 import sys
 
@@ -33,6 +46,25 @@ FW_R_V4, ROUTER_V4 = "10.10.3.1", "10.10.3.2"
 FW_R_V6, ROUTER_V6 = "fd00:10:3::1", "fd00:10:3::2"
 # client - server directly, only with bypass
 CLIENT_BYPASS_V4, SERVER_BYPASS_V4 = "10.10.9.1", "10.10.9.2"
+# fw's management port and its peer in the root namespace, only with management
+MANAGEMENT_PORT = "mgmt"
+MANAGEMENT_RANGE = ipaddress.ip_network("198.18.0.0/15")
+MANAGEMENT_FW_HOST, MANAGEMENT_PEER_HOST = 1, 254   # .1 and .254 of the lab's /24
+
+
+def management_subnet(http_port):
+    """The lab's management /24: the (http_port mod 512)th of 198.18.0.0/15."""
+    subnets = 1 << (24 - MANAGEMENT_RANGE.prefixlen)
+    first = int(MANAGEMENT_RANGE.network_address) + (http_port % subnets) * 256
+    return ipaddress.ip_network((first, 24))
+
+
+def routed_here(subnet):
+    """The root namespace's routes that overlap subnet, as `ip route` prints them."""
+    routes = json.loads(sh("ip", "-j", "-4", "route", "show", "table", "all").stdout or "[]")
+    return [f"{route['dst']} dev {route.get('dev', '?')}" for route in routes
+            if route.get("dst", "default") != "default"
+            and ipaddress.ip_network(route["dst"], strict=False).overlaps(subnet)]
 
 
 def sh(*argv, check=True, input=None):
@@ -100,13 +132,27 @@ def remove(*namespaces):
 
 
 class Lab(Topology):
-    def __init__(self, prefix="tusk", router_mtu=None, bypass=False):
+    def __init__(self, prefix="tusk", router_mtu=None, bypass=False, management=None):
+        """management: the subnet (ipaddress.IPv4Network, a /24) of fw's management port,
+        or None for a lab without one."""
         super().__init__()
         self.prefix = prefix
         self.bypass = bypass
+        self.management = management
+        self.management_peer = f"{prefix[:12]}-mg"   # a link name has at most 15 characters
         self.client, self.fw, self.server = (f"{prefix}-client", f"{prefix}-fw", f"{prefix}-server")
         self.router = f"{prefix}-router"
         self.router_mtu = router_mtu
+
+    @property
+    def management_address(self):
+        """fw's management address (without its length), or None."""
+        return str(self.management[MANAGEMENT_FW_HOST]) if self.management else None
+
+    @property
+    def management_peer_address(self):
+        """This host's address on the management subnet (the peer's), or None."""
+        return str(self.management[MANAGEMENT_PEER_HOST]) if self.management else None
 
     @property
     def namespaces(self):
@@ -147,10 +193,25 @@ class Lab(Topology):
             self.wire(self.client, "bypass", self.server, "bypass")
             self.address(self.client, "bypass", f"{CLIENT_BYPASS_V4}/30")
             self.address(self.server, "bypass", f"{SERVER_BYPASS_V4}/30")
+        if self.management:
+            self.management_port()
         return self
 
+    def management_port(self):
+        length = self.management.prefixlen
+        sh("ip", "link", "add", self.management_peer, "type", "veth",
+           "peer", "name", MANAGEMENT_PORT, "netns", self.fw)
+        sh("ip", "addr", "add", f"{self.management_peer_address}/{length}",
+           "dev", self.management_peer)
+        sh("ip", "link", "set", self.management_peer, "up")
+        self.address(self.fw, MANAGEMENT_PORT, f"{self.management_address}/{length}")
+
     def down(self):
-        """Also what an earlier run under this prefix left behind."""
+        """Also what an earlier run under this prefix left behind. The management peer
+        first: it would outlive the namespace for a while (the kernel dismantles a
+        namespace in the background), and the next up() needs its name."""
+        if self.management:
+            sh("ip", "link", "del", self.management_peer, check=False)
         remove(self.client, self.fw, self.router, self.server)
         self.added.clear()
 
