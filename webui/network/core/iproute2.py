@@ -9,7 +9,10 @@ Declarative: the plan starts from whatever the namespace holds, so apply(previou
 any failed step restores previous, and a second apply plans nothing. Tusk manages the
 ports the configuration lists, the bonds and VLANs it lists or created earlier (they carry
 the ifalias "tusk"), the global-scope addresses on those links and the routes with
-protocol static in table main through them; everything else is left alone. The steps:
+protocol static in table main through them; everything else is left alone. (`ip link
+add` ignores an alias: it is set by the next command. Should that one alone fail, the new
+link is not known as Tusk's and stays; its name is then refused until it is removed.)
+The steps:
 
     1. stale routes, then stale addresses, go (before the links they are on change:
        a link taken down drops its IPv6 addresses by itself, and a later `del` would fail)
