@@ -1,0 +1,426 @@
+"""The appliance's backend: a configuration put into effect by systemd-networkd (links,
+addresses, routes), systemd-resolved (DNS), systemd-timesyncd (NTP), the host name and
+the time zone.
+
+    backend = NetworkdBackend(runner)   # appliance.commands.Runner, or a root directory
+    backend.render(config) -> {path: text}    pure (golden-tested: tests/golden/network/)
+    backend.apply(config)  -> [line]          writes, deletes, reloads; declarative
+
+The files (paths under the runner's root; /run is a tmpfs, so a boot starts from none
+and the last confirmed configuration is applied again, before networkd starts):
+
+    /run/systemd/network/10-tusk-<link>.network   one per configured link
+    /run/systemd/network/10-tusk-<link>.netdev    one per bond and VLAN
+    /run/systemd/resolved.conf.d/50-tusk.conf     DNS= (global: not per link)
+    /run/systemd/timesyncd.conf.d/50-tusk.conf    NTP=
+    /etc/hostname                                  and sethostname(2)
+    /etc/timezone                                  the zone's name (as Buildroot has it)
+    /etc/localtime -> ../usr/share/zoneinfo/<zone> as systemd-timedated writes it
+
+Choices, each checked against systemd.network(5), systemd.netdev(5) and systemd.link(5)
+of systemd 258 (Buildroot 2026.02.3 ships 258.7) and against what Debian trixie's 257
+accepts (every key below exists unchanged since 251 or earlier; Kind= of a .link's
+[Match], the newest thing considered, is from 251):
+- [Link] RequiredForOnline=yes on the management port only: systemd-networkd-wait-online
+  waits for the port the dashboard answers on, never for a traffic cable.
+- An unused port gets a file, not none: ActivationPolicy=down (248) keeps it down and
+  networkd drops what it had - with no file networkd would leave a former traffic
+  port's addresses and link as they were, and rolling back to "unused" would not work.
+- [Link] MTUBytes= on the .network, never the .netdev: networkd applies a .netdev's MTU
+  only when it creates the link, a .network's on every reconfigure; and a VLAN created
+  with a jumbo MTU before its parent has one would be refused by the kernel.
+- IPv6 link-local addresses (LinkLocalAddressing=ipv6) on the management port (what
+  release 1 had, networkd's default: router advertisements need it when autoconf is on,
+  and it reaches the dashboard over fe80::...%port from a laptop on the same wire) and
+  on every link with an IPv6 address or an IPv6 route: Linux solicits a neighbour for a
+  forwarded packet only from the link's link-local address and sends nothing without
+  one (ndisc_send_ns), so such a link could not forward IPv6 (RFC 4291 2.1 wants one on
+  every IPv6 interface anyway). LinkLocalAddressing=no on the other traffic links, bond
+  members and unused ports: no address the operator did not give.
+- IPv6AcceptRA=no everywhere but on the management port with autoconf: networkd
+  handles router advertisements itself, so autoconf works although the box forwards.
+- ConfigureWithoutCarrier=yes on traffic links (release 1's): their addresses and
+  routes exist before the cable is in, so the policy and the routes do not wait.
+- Bonds: MIIMonitorSec=100ms (a member's carrier loss noticed within 0.1 s),
+  LACPTransmitRate=fast and TransmitHashPolicy= for 802.3ad only (the kernel ignores
+  both in active-backup).
+- [Route] Metric= only when not 0: networkd then leaves it to the kernel (0 for IPv4,
+  1024 for IPv6), as `ip route add` without a metric does in the lab. A route without a
+  gateway is a direct one (networkd gives it scope link, as ip does).
+
+Which bonds and VLANs are Tusk's: the netdevs its previous rendering declared - the
+10-tusk-*.netdev files in /run/systemd/network that apply() reads before it writes. The
+lab marks its links with the ifalias "tusk", but networkd cannot set one: a .netdev has
+no such key, and a .link file's Alias= is applied by udev when the device appears, which
+would make the marker depend on udev having re-read its .link files (a reload the
+runner's program table does not offer) before networkd creates the link. The files
+need nothing else: they and the netdevs live exactly as long as one boot (/run), and a
+netdev whose file is gone or changed (kind, id, bond mode, a VLAN's parent - none of
+which a live link can change) is deleted with `ip link delete` before networkd reloads,
+which then creates it anew. networkd itself never deletes a netdev whose file went.
+"""
+import ipaddress
+import os
+import socket
+
+from tusklib.files import write_atomically
+
+from . import checks
+from .errors import Code, NetworkError
+from .model import LACP, MANAGEMENT, UNUSED
+from .normalise import DEFAULT_PATH
+from .validate import KIND_KEY
+
+NETWORK_DIR = "/run/systemd/network"
+RESOLVED_DROPIN = "/run/systemd/resolved.conf.d/50-tusk.conf"
+TIMESYNCD_DROPIN = "/run/systemd/timesyncd.conf.d/50-tusk.conf"
+HOSTNAME_FILE = "/etc/hostname"
+LOCALTIME = "/etc/localtime"
+TIMEZONE_FILE = "/etc/timezone"   # the zone's name, which Buildroot's tzdata writes too
+SYSFS_NET = "/sys/class/net"
+FILE_PREFIX = "10-tusk-"
+NETWORK, NETDEV = ".network", ".netdev"
+MII_MONITOR = "100ms"
+NETWORKD = "systemd-networkd.service"
+SERVICES = {RESOLVED_DROPIN: "systemd-resolved.service",
+            TIMESYNCD_DROPIN: "systemd-timesyncd.service"}
+HEADER = (f"# Written by Tusk from {DEFAULT_PATH} (the dashboard's Network page, the console\n"
+          "# menu) on every apply: change the configuration there, not this file.\n")
+
+
+def route_interface(config, route):
+    """The link a route goes out of: its interface when given, else the link with a static
+    address whose subnet holds the gateway (one at most: validate() refuses overlapping
+    subnets); None when there is none (validate() refuses that route). The kernel picks
+    the interface by the same rule for `ip route add DEST via GATEWAY` without `dev`, which
+    the iproute2 backend relies on; a networkd [Route] must be in one link's file."""
+    if route.interface:
+        return route.interface
+    gateway = ipaddress.ip_address(route.gateway)
+    for link in config.links:
+        if link.role == UNUSED:
+            continue
+        for address in link.addresses:
+            network = ipaddress.ip_interface(address).network
+            if network.version == gateway.version and gateway in network:
+                return link.name
+    return None
+
+
+def file_path(name, suffix):
+    return f"{NETWORK_DIR}/{FILE_PREFIX}{name}{suffix}"
+
+
+def where(config, name):
+    """The configuration path of a link ("vlans[2]"), or its name when it has none."""
+    link = config.link(name)
+    if link is None:
+        return name
+    key = KIND_KEY[link.kind]
+    return f"{key}[{getattr(config, key).index(link)}]"
+
+
+# -- rendering (pure) ------------------------------------------------------------------------
+
+def _network(config, link, routes):
+    """The .network file of one link."""
+    member_of = config.bond_of.get(link.name)
+    traffic = link.role not in (MANAGEMENT, UNUSED) and not member_of
+    lines = [HEADER, "[Match]", f"Name={link.name}", "", "[Link]"]
+    if link.role == UNUSED:
+        lines.append("ActivationPolicy=down")
+    lines.append(f"RequiredForOnline={'yes' if link.role == MANAGEMENT else 'no'}")
+    if link.mtu:
+        lines.append(f"MTUBytes={link.mtu}")
+    lines += ["", "[Network]"]
+    if member_of:
+        lines.append(f"Bond={member_of}")
+    else:
+        lines.append(f"DHCP={'ipv4' if link.dhcp else 'no'}")
+        lines += [f"Address={ipaddress.ip_interface(a)}" for a in link.addresses]
+    link_local = link.role == MANAGEMENT or any(":" in a for a in link.addresses) or \
+        any(route.network.version == 6 for route in routes)
+    lines.append(f"LinkLocalAddressing={'ipv6' if link_local else 'no'}")
+    lines.append(f"IPv6AcceptRA={'yes' if link.autoconf else 'no'}")
+    if traffic:
+        lines.append("ConfigureWithoutCarrier=yes")
+    lines += [f"VLAN={vlan.name}" for vlan in config.vlans if vlan.parent == link.name]
+    for route in routes:
+        lines += ["", "[Route]", f"Destination={route.network}"]
+        if route.gateway:
+            lines.append(f"Gateway={ipaddress.ip_address(route.gateway)}")
+        if route.metric:
+            lines.append(f"Metric={route.metric}")
+    return "\n".join(lines) + "\n"
+
+
+def _netdev(link):
+    """The .netdev file of a bond or a VLAN: only what a live link cannot change (see
+    the module's docstring: a changed file means the link is created anew)."""
+    lines = [HEADER, "[NetDev]", f"Name={link.name}", f"Kind={link.kind}", ""]
+    if link.kind == "vlan":
+        lines += ["[VLAN]", f"Id={link.id}"]
+    else:
+        lines += ["[Bond]", f"Mode={link.mode}"]
+        if link.mode == LACP:
+            lines.append(f"TransmitHashPolicy={link.hash_policy}")
+        lines.append(f"MIIMonitorSec={MII_MONITOR}")
+        if link.mode == LACP:
+            lines.append("LACPTransmitRate=fast")
+    return "\n".join(lines) + "\n"
+
+
+def _servers(section, key, servers):
+    """A drop-in that replaces the daemon's server list ("KEY=" alone empties it: the
+    configuration is the whole list)."""
+    return f"{HEADER}\n[{section}]\n{key}={' '.join(servers)}\n"
+
+
+def render_links(config):
+    """{path: text} of networkd's files: a .network per link, a .netdev per bond and
+    VLAN."""
+    routes = {}
+    for route in config.routes:
+        routes.setdefault(route_interface(config, route), []).append(route)
+    files = {file_path(link.name, NETWORK): _network(config, link, routes.get(link.name, []))
+             for link in config.links}
+    for link in config.bonds + config.vlans:
+        files[file_path(link.name, NETDEV)] = _netdev(link)
+    return files
+
+
+def render_system(config):
+    """{path: text} of the resolver's and time daemon's drop-ins, /etc/hostname and
+    /etc/timezone."""
+    system = config.system
+    dns = [str(ipaddress.ip_address(server)) for server in system.dns]
+    return {RESOLVED_DROPIN: _servers("Resolve", "DNS", dns),
+            TIMESYNCD_DROPIN: _servers("Time", "NTP", system.ntp),
+            HOSTNAME_FILE: f"{system.hostname}\n", TIMEZONE_FILE: f"{system.timezone}\n"}
+
+
+def netdev_identities(files):
+    """{netdev name: (its .netdev text, its parent)} of a rendering, from the files alone
+    (the parent is the link whose .network says VLAN=name): what apply() compares between
+    the previous rendering and the new one."""
+    parents = {}
+    for path, text in files.items():
+        if path.endswith(NETWORK):
+            owner = link_of(path)
+            for line in text.splitlines():
+                if line.startswith("VLAN="):
+                    parents[line[len("VLAN="):]] = owner
+    return {link_of(path): (text, parents.get(link_of(path), ""))
+            for path, text in files.items() if path.endswith(NETDEV)}
+
+
+def link_of(path):
+    """The link a 10-tusk-<link>.<suffix> file belongs to."""
+    name = os.path.basename(path)[len(FILE_PREFIX):]
+    return name.rsplit(".", 1)[0]
+
+
+def is_tusk_file(name):
+    return name.startswith(FILE_PREFIX) and name.endswith((NETWORK, NETDEV))
+
+
+# -- the backend -------------------------------------------------------------------------------
+
+class NetworkdBackend:
+    def __init__(self, runner=None):
+        """runner: an appliance.commands.Runner (its root prefixes every path; under a
+        root only the programs TUSK_COMMANDS names run), or a root directory ("" = /)."""
+        from appliance.commands import Runner
+        self.runner = runner if isinstance(runner, Runner) else Runner(runner or "")
+        self._target = None
+
+    def describe(self):
+        return "systemd-networkd"
+
+    @property
+    def target(self):
+        """The running system, for facts.py."""
+        if self._target is None:
+            from policy.core.target import Target
+            self._target = Target()
+        return self._target
+
+    def ports(self):
+        from .facts import ports
+        return ports(self.target)
+
+    def render(self, config):
+        return {**render_links(config), **render_system(config)}
+
+    def path(self, path):
+        return self.runner.path(path)
+
+    # -- apply ---------------------------------------------------------------------------
+
+    def apply(self, config):
+        """Makes the machine match config; returns what it changed. NetworkError(APPLY)
+        naming the link (its configuration path) or the file when a step fails: the
+        applier then applies the previous configuration the same way."""
+        lines = []
+        links = render_links(config)
+        previous = self._previous()
+        wanted = netdev_identities(links)
+        doomed = sorted(name for name, identity in netdev_identities(previous).items()
+                        if wanted.get(name) != identity)
+        # deleted before the files change: if a deletion fails, they still say what is Tusk's
+        for name in doomed:
+            if self._exists(name):
+                self._command(where(config, name), name, "ip", "link", "delete", "dev", name)
+                lines.append(f"deleted {name}: "
+                             f"{'changed' if config.link(name) else 'no longer configured'}")
+        changed = self._write(links, lines)
+        for path in sorted(set(previous) - set(links)):
+            self._remove(path, lines)
+            changed.add(link_of(path))
+        missing = [n for n in wanted if not self._exists(n)]   # deleted, or never created
+        changed |= self._dependants(config, set(doomed) | set(missing))
+        self._networkd(config, changed - set(doomed), lines)
+        system = render_system(config)
+        for path in self._write(system, lines, by_path=True):
+            if path in SERVICES:
+                self._restart(SERVICES[path], lines)
+        self._hostname(config.system.hostname, lines)
+        self._timezone(config.system.timezone, lines)
+        return lines or ["nothing to change: the machine is as configured"]
+
+    def _previous(self):
+        """{path: text} of Tusk's files in networkd's directory now."""
+        directory = self.path(NETWORK_DIR)
+        try:
+            names = sorted(n for n in os.listdir(directory) if is_tusk_file(n))
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise NetworkError(Code.APPLY, NETWORK_DIR, f"cannot list: {exc.strerror}") \
+                from None
+        return {f"{NETWORK_DIR}/{name}": self._read(f"{NETWORK_DIR}/{name}") for name in names}
+
+    def _read(self, path):
+        try:
+            with open(self.path(path), encoding="utf-8") as handle:
+                return handle.read()
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise NetworkError(Code.APPLY, path, "cannot read: "
+                               f"{getattr(exc, 'strerror', None) or exc}") from None
+
+    def _write(self, files, lines, by_path=False):
+        """Writes the files that differ; the links (or paths) whose file changed."""
+        changed = set()
+        for path, text in files.items():
+            if self._read(path) == text:
+                continue
+            try:
+                os.makedirs(os.path.dirname(self.path(path)), exist_ok=True)
+                write_atomically(self.path(path), text, 0o644)
+            except OSError as exc:
+                raise NetworkError(Code.APPLY, path, f"cannot write: {exc.strerror}") \
+                    from None
+            lines.append(f"wrote {path}")
+            changed.add(path if by_path else link_of(path))
+        return changed
+
+    def _remove(self, path, lines):
+        try:
+            os.unlink(self.path(path))
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise NetworkError(Code.APPLY, path, f"cannot remove: {exc.strerror}") from None
+        lines.append(f"removed {path}")
+
+    def _exists(self, name):
+        return os.path.lexists(self.path(f"{SYSFS_NET}/{name}"))
+
+    @staticmethod
+    def _dependants(config, names):
+        """The links to reconfigure so that networkd creates these netdevs (anew): a
+        VLAN's parent, a bond's members."""
+        found = set()
+        for name in names:
+            link = config.link(name)
+            if link is not None and link.kind == "vlan":
+                found.add(link.parent)
+            elif link is not None:
+                found.update(link.members)
+        return found
+
+    def _command(self, path, name, program, *args):
+        """Runs a program of the runner's table; on failure NetworkError at path (a link's
+        configuration path), naming name (the link or the service) and the output."""
+        from appliance.commands import CommandError
+        step = " ".join((program,) + args)
+        try:
+            result = self.runner.run(program, *args)
+        except CommandError as exc:
+            raise NetworkError(Code.APPLY, path, f"{name}: {exc}") from None
+        if result.returncode != 0:
+            raise NetworkError(Code.APPLY, path, f"{name}: `{step}` failed (exit "
+                               f"{result.returncode}): "
+                               f"{(result.stderr or result.stdout).strip()}")
+
+    def _active(self, unit, lines):
+        """Whether the unit runs; None (with a line saying why) when systemctl cannot be
+        asked (a --root tree whose TUSK_COMMANDS does not name it)."""
+        from appliance.commands import CommandError
+        try:
+            return self.runner.run("systemctl", "is-active", "--quiet", unit).returncode == 0
+        except CommandError as exc:
+            lines.append(f"{unit} not asked: {exc}")
+            return None
+
+    def _networkd(self, config, changed, lines):
+        if not changed:
+            return
+        running = self._active(NETWORKD, lines)
+        if running is False:
+            lines.append("systemd-networkd is not running: it reads these files when it "
+                         "starts")
+        if not running:
+            return
+        self._command("", "systemd-networkd", "networkctl", "reload")
+        present = sorted(name for name in changed if self._exists(name))
+        for name in present:
+            self._command(where(config, name), name, "networkctl", "reconfigure", name)
+        lines.append(f"systemd-networkd reloaded; reconfigured: {' '.join(present) or '-'}")
+
+    def _restart(self, unit, lines):
+        """Restarted when it runs: it reads its drop-ins when it starts."""
+        if self._active(unit, lines):
+            self._command("system", unit, "systemctl", "try-restart", unit)
+            lines.append(f"restarted {unit}")
+
+    def _hostname(self, hostname, lines):
+        """/etc/hostname is rendered; the kernel's name is set here (on this system only:
+        never under a --root tree)."""
+        if self.runner.root or socket.gethostname() == hostname:
+            return
+        try:
+            socket.sethostname(hostname)
+        except OSError as exc:
+            raise NetworkError(Code.APPLY, "system.hostname",
+                               f"cannot set the host name: {exc.strerror}") from None
+        lines.append(f"host name: {hostname}")
+
+    def _timezone(self, zone, lines):
+        """/etc/localtime -> ../usr/share/zoneinfo/<zone>, replaced in one rename."""
+        target = os.path.relpath(f"{checks.ZONEINFO}/{zone}", os.path.dirname(LOCALTIME))
+        path = self.path(LOCALTIME)
+        try:
+            if os.path.islink(path) and os.readlink(path) == target:
+                return
+            temporary = f"{path}.tusk-new"
+            if os.path.lexists(temporary):
+                os.unlink(temporary)
+            os.symlink(target, temporary)
+            os.replace(temporary, path)
+        except OSError as exc:
+            raise NetworkError(Code.APPLY, "system.timezone",
+                               f"cannot link {LOCALTIME}: {exc.strerror}") from None
+        lines.append(f"time zone: {zone}")
