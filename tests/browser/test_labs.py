@@ -1,13 +1,19 @@
 """Labs side by side, as `make run LAB=a` beside `make run LAB=b`: while the browser
 tier's lab runs, a second tools/tusk-lab of another name comes up on ports of its own;
 one that asks for a port the first holds, or takes the first's name, ends at once with
-one line naming the port or the lab - no traceback - and leaves the first running."""
+one line naming the port or the lab - no traceback - and leaves the first running.
+Each lab's fw has a management port of its own, on a subnet of its own, where the
+image's nginx answers."""
+import ipaddress
+import re
 import subprocess
 import sys
+import tomllib
 import urllib.request
 
 import pytest
 
+import mgmt_lab
 from lab.paths import TUSK_LAB
 from lab.ports import running_labs
 from tuskweb import BROWSER_LAB
@@ -57,13 +63,47 @@ def test_a_second_lab_comes_up_beside_the_first(tusk):
                                "--no-traffic"], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
     try:
-        ready = next((line for line in second.stdout if line.startswith("READY ")), None)
-        assert ready, "the second lab did not come up"
-        other = ready.split()[1].rstrip("/")
+        lines = []
+        for line in second.stdout:
+            lines.append(line)
+            if line.startswith("READY "):
+                break
+        assert lines and lines[-1].startswith("READY "), "the second lab did not come up"
+        other = lines[-1].split()[1].rstrip("/")
         assert other != url and healthy(other) and healthy(url)
         labs = running_labs()
         assert labs[f"{BROWSER_LAB}2"]["postgresql"] != labs[BROWSER_LAB]["postgresql"]
+        # its management port: a subnet of its own, where its own nginx answers
+        management = re.search(r"management address: https://([0-9.]+)/", "".join(lines))
+        assert management, "".join(lines)
+        address = management.group(1)
+        assert address.split(".")[:3] != mgmt_lab.addresses()[0].split(".")[:3]
+        assert mgmt_lab.answers(address) == 200
+        assert mgmt_lab.answers(mgmt_lab.addresses()[0].split("/")[0]) == 200
     finally:
         second.terminate()
         second.communicate(timeout=120)
     assert f"{BROWSER_LAB}2" not in running_labs() and healthy(url)
+
+
+def test_fw_has_a_management_port_where_the_images_nginx_answers(tusk):
+    """The management port as tools/tusk-lab makes it: fw's mgmt and its peer here on the
+    lab's subnet, nginx inside fw answering there (HTTPS; plain HTTP is sent to HTTPS,
+    as on the box), and the confirmed network.toml saying so - fw's real state, which the
+    Network page starts from."""
+    lab = mgmt_lab.lab()
+    (fw_address,) = mgmt_lab.addresses()
+    assert mgmt_lab.addresses("") == [f"{lab.management_peer_address}/24"]
+    assert ipaddress.ip_interface(fw_address).network == lab.management
+    address = fw_address.split("/")[0]
+    assert mgmt_lab.answers(address) == 200
+    assert mgmt_lab.answers(address, "http") == 301
+    config = tomllib.loads(mgmt_lab.NETWORK_TOML.read_text())
+    ports = {port["name"]: port for port in config["interfaces"]}
+    assert ports["mgmt"]["role"] == "management"
+    assert ports["mgmt"]["addresses"] == [fw_address]
+    assert {name: (port["role"], port["addresses"]) for name, port in ports.items()
+            if name != "mgmt"} == {"veth-c": ("traffic", ["10.10.1.1/24", "fd00:10:1::1/64"]),
+                                   "veth-s": ("traffic", ["10.10.2.1/24", "fd00:10:2::1/64"])}
+    # the loopback listener stays as it was, in this namespace
+    assert healthy(tusk[0])
