@@ -106,6 +106,7 @@ def lay_out():
         (STATE, 0, 0, 0o755),
         (f"{STATE}/policy", 0, 0, 0o700),
         (f"{STATE}/tuning", 0, 0, 0o700),
+        (f"{STATE}/network", 0, 0, 0o700),
         (f"{STATE}/captures", 0, web, 0o2770),
         (f"{STATE}/capture-spool", 0, 0, 0o700),   # dumpcap's, until the agent moves them
         (PGDATA, postgres.pw_uid, postgres.pw_gid, 0o700),
@@ -136,10 +137,14 @@ def management(path=f"{ETC}/network.toml"):
     reason is logged and the dashboard answers on no interface (the console only) until
     the console menu assigns one."""
     try:
-        return network.load(path).management
+        mgmt = network.load(path).management
     except network.NetworkError as error:
         log(f"no management interface: {error.problems[0]} (console menu, option 1)")
         return None
+    if mgmt is None:
+        log("no management interface: no port has the role management (console menu, "
+            "option 1)")
+    return mgmt
 
 
 def set_forwarding(target, on):
@@ -211,7 +216,7 @@ def load_firewall(target, network_path, state_dir, warning_path):
     set_forwarding(target, False)
     applier = Applier(state_dir, target.netns)
     mgmt = management(network_path)
-    host_refused, warning = load_host_table(applier, mgmt and mgmt.interface)
+    host_refused, warning = load_host_table(applier, mgmt and mgmt.name)
     forward_refused, forward = load_forward_ruleset(applier)
     if forward:
         forward = set_forwarding(target, True)
@@ -270,8 +275,8 @@ def certificate():
     name = socket.gethostname() or "tusk"
     names = [f"DNS:{name}", "DNS:localhost", "IP:127.0.0.1"]
     mgmt = management()
-    if mgmt and not mgmt.dhcp:
-        names.append(f"IP:{ipaddress.ip_interface(mgmt.address).ip}")
+    for address in mgmt.addresses if mgmt else ():
+        names.append(f"IP:{ipaddress.ip_interface(address).ip}")
     run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
          "-nodes", "-days", "3650", "-subj", f"/CN={name}/O=Tusk firewall",
          "-addext", "subjectAltName=" + ",".join(names),

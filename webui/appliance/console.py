@@ -36,6 +36,7 @@ import sys
 import termios
 
 from appliance import consolepw, network
+from network.core import model
 from appliance.boot import FIREWALL_WARNING, is_mounted
 from appliance.commands import WEBUI, CommandError, Runner, ignore
 from appliance.netcli import current_config, interface_addresses
@@ -166,7 +167,10 @@ class Console:
 
     def management_addresses(self):
         config, _, _ = current_config(self.runner)
-        interface = config.management.interface
+        if config.management is None:
+            raise network.NetworkError(network.Code.VALUE, "", "no interface has the role "
+                                       "management")
+        interface = config.management.name
         return interface, interface_addresses(self.runner, interface)
 
     def live(self):
@@ -202,25 +206,37 @@ class Console:
         self.say("\nEthernet interfaces:")
         for line in network.nic_lines(nics, numbered=True):
             self.say(line)
-        default = current.management.interface if current and \
-            current.management.interface in names else names[0]
+        old = current.management if current else None
+        default = old.name if old and old.name in names else names[0]
         answer = self.ask(f"\nManagement interface (name or number) [{default}]: ") or default
         management = pick(answer, nics, "Management interface")
-        kept = [t for t in (current.traffic if current else ())
-                if t.interface in names and t.interface != management]
-        default = ", ".join(f"{t.interface}={t.address}" if t.address else t.interface
-                            for t in kept) or "none"
+        # bonds and VLANs (the dashboard's) keep their ports: those are not asked about
+        kept = {p.name: p for p in (current.interfaces if current else ())
+                if p.name in names and p.name != management}
+        held = set(current.bond_of) | {v.parent for v in current.vlans} if current else set()
+        asked = [p for p in kept.values() if p.role == model.TRAFFIC and p.name not in held]
+        default = ", ".join(f"{p.name}={p.addresses[0]}" if len(p.addresses) == 1 else p.name
+                            for p in asked) or "none"
         self.say("Traffic interfaces: names or numbers, comma-separated, each with an "
-                 "address if it needs one\n(e.g. enp0s3, enp0s4=10.1.0.1/24); none for none.")
+                 "address if it needs one\n(e.g. enp0s3, enp0s4=10.1.0.1/24); none for none. "
+                 "Interfaces of bonds and VLANs stay as they are.")
         answer = self.ask(f"Traffic interfaces [{default}]: ") or default
-        traffic = self.parse_traffic(answer, nics, management)
-        # the management address settings stay as they were, on whichever interface
-        mgmt = dataclasses.replace(current.management, interface=management) if current \
-            else network.Management(management)
-        config = network.NetworkConfig(mgmt, tuple(traffic))
+        traffic = self.parse_traffic(answer, nics, management, held, kept)
+        ports = [p for p in kept.values() if p.name in held]
+        # the management address settings stay as they were, on whichever port
+        if old:
+            ports.insert(0, dataclasses.replace(old, name=management))
+        else:
+            ports.insert(0, model.Port(management, role=model.MANAGEMENT, dhcp=True))
+        ports += traffic
+        routes = tuple(dataclasses.replace(r, interface=management)
+                       if old and r.interface == old.name else r
+                       for r in (current.routes if current else ()))
+        config = dataclasses.replace(current or model.NetworkConfig(),
+                                     interfaces=tuple(ports), routes=routes)
         self.save_and_apply(config, path, names)
 
-    def parse_traffic(self, answer, nics, management):
+    def parse_traffic(self, answer, nics, management, held, kept):
         if answer.lower() in NONE_WORDS:
             return []
         traffic, seen = [], set()
@@ -235,41 +251,59 @@ class Console:
                               "one interface cannot do both")
             if name in seen:
                 raise Refused(f"Traffic interface {name}: listed twice")
+            if name in held:
+                raise Refused(f"Traffic interface {name}: it belongs to a bond or carries "
+                              "VLANs (the dashboard's Network page changes those)")
             seen.add(name)
-            reason = network.address_problem(address, management=False)
-            if reason:
-                raise Refused(f"Address for {name} {address!r}: {reason}")
-            traffic.append(network.Traffic(name, address))
+            port = kept.get(name) or model.Port(name)
+            if address == "dhcp":
+                raise Refused(f"Address for {name} 'dhcp': DHCP is only for the management "
+                              "interface; give an address/prefix, or none")
+            if address:
+                reason = network.checks.address_problem(address)
+                if reason:
+                    raise Refused(f"Address for {name} {address!r}: {reason}")
+                port = dataclasses.replace(port, addresses=(address,))
+            traffic.append(dataclasses.replace(port, role=model.TRAFFIC, dhcp=False,
+                                               autoconf=False))
         return traffic
 
     def set_management_address(self):
         config, path = self.config_or_refuse()
         mgmt = config.management
-        self.say(f"\nManagement interface {mgmt.interface}: "
-                 f"{'DHCP' if mgmt.dhcp else mgmt.address}")
+        if mgmt is None:
+            raise Refused("No interface manages the box: option 1 assigns one")
+        shown = "DHCP" if mgmt.dhcp else ", ".join(mgmt.addresses) or "no address"
+        self.say(f"\nManagement interface {mgmt.name}: {shown}")
+        current = "dhcp" if mgmt.dhcp or not mgmt.addresses else mgmt.addresses[0]
         address = self.ask(f"Address: dhcp, or address/prefix such as 192.168.1.1/24 "
-                           f"[{mgmt.address}]: ") or mgmt.address
-        reason = network.address_problem(address, management=True)
-        if reason:
-            raise Refused(f"Address {address!r}: {reason}")
+                           f"[{current}]: ") or current
+        if address != "dhcp":
+            reason = network.checks.address_problem(address)
+            if reason:
+                raise Refused(f"Address {address!r}: {reason}")
         gateway, dns = "", ()
         if address != "dhcp":
             same = not mgmt.dhcp
-            gateway = self.ask_default("Default gateway (none for none)",
-                                       mgmt.gateway if same else "")
+            old = next((r.gateway for r in config.routes if r.interface == mgmt.name
+                        and r.destination == model.DEFAULT_ROUTE), "")
+            gateway = self.ask_default("Default gateway (none for none)", old if same else "")
             if gateway:
-                reason = network.gateway_problem(gateway, address)
+                reason = network.checks.gateway_problem(gateway, address)
                 if reason:
                     raise Refused(f"Gateway {gateway!r}: {reason}")
             servers = self.ask_default("DNS servers, comma-separated (none for none)",
-                                       ", ".join(mgmt.dns) if same else "")
+                                       ", ".join(config.system.dns))
             dns = tuple(s.strip() for s in servers.split(",")) if servers else ()
             for server in dns:
-                reason = network.dns_problem(server)
+                reason = network.checks.ip_problem(server)
                 if reason:
                     raise Refused(f"DNS server {server!r}: {reason}")
-        management = network.Management(mgmt.interface, address, gateway, dns)
-        self.save_and_apply(dataclasses.replace(config, management=management), path)
+        else:
+            dns = config.system.dns
+        dhcp = address == "dhcp"
+        self.save_and_apply(network.with_management(
+            config, mgmt.name, dhcp, () if dhcp else (address,), gateway, dns), path)
 
     def ask_default(self, prompt, default):
         answer = self.ask(f"{prompt} [{default or 'none'}]: ")
@@ -278,20 +312,21 @@ class Console:
         return answer or default
 
     def save_and_apply(self, config, path, present=None):
-        problems = network.validate(config, path, present)
+        problems = network.validate(config, present=present)
         if problems:
             raise Refused("That configuration is not valid:\n  " +
-                          "\n  ".join(map(str, problems)))
+                          "\n  ".join(f"{path}: {problem}" for problem in problems))
         self.say("\nThe new configuration:")
         for line in network.summary(config):
             self.say(f"  {line}")
-        self.say("(a dashboard session on an interface that changes is cut off)")
+        self.say("(a dashboard session on an interface that changes is cut off; a change "
+                 "the dashboard left pending is dropped)")
         if not self.confirm("Write and apply it now?"):
             self.say("Nothing changed.")
             return
         network.write(config, path)
         self.say(f"Written: {path}")
-        result = self.runner.run("tusk-net", "apply")
+        result = self.runner.run("tusk-net", "apply", "--action", "console")
         output = (result.stdout + result.stderr).strip()
         if output:
             self.say(output)

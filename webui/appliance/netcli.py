@@ -1,28 +1,36 @@
-"""tusk-net: the box's interfaces, from /etc/tusk/network.toml to systemd-networkd.
+"""tusk-net: the box's network, from /etc/tusk/network.toml into effect, with commit-confirm.
 
-    tusk-net [--root DIR] show          the configuration and the Ethernet interfaces found
-    tusk-net [--root DIR] check [FILE]  checks FILE (default: /etc/tusk/network.toml)
-    tusk-net [--root DIR] apply         writes /run/systemd/network/10-tusk-*.network (a new
-                                        box first gets network.toml: the first Ethernet
-                                        interface on DHCP), removes stale ones, and has a
-                                        running systemd-networkd reload and reconfigure
-    tusk-net [--root DIR] mgmt-address  the management interface's addresses, one a line
+    tusk-net show              the configuration and the Ethernet interfaces found
+    tusk-net check [FILE]      checks FILE (default: the confirmed network.toml)
+    tusk-net apply             the confirmed network.toml into effect now (boot, and the
+                               console menu after it wrote the file); a new box first gets
+                               one: the first Ethernet interface on DHCP. A change still
+                               pending is dropped.
+    tusk-net try FILE [--timeout S]
+                               FILE into effect, pending: the confirmed configuration comes
+                               back by itself unless `tusk-net confirm` within S seconds
+                               (default 120), also if this process is killed
+    tusk-net confirm | cancel | status | recover
+    tusk-net mgmt-address      the management interface's addresses, one a line
 
---root DIR prefixes every path (a test tree in place of /); the programs run come from
-the table in appliance/commands.py (TUSK_COMMANDS). Exit status: 0 ok, 1 a failed step (why
-on stderr), 2 usage, 40-44 an invalid or unreadable configuration (the code of its first
-problem, network.Code; every problem on stderr as `error[CODE]: file: [section] key: why`).
+Options: --netns NS applies inside a network namespace with iproute2 (the lab; the
+confirmed file is then STATE_DIR/network.toml), --state-dir DIR the revision store
+(default /var/lib/tusk/network), --root DIR prefixes every path (a test tree in place of
+/; the programs run come from the table in appliance/commands.py, TUSK_COMMANDS).
+Exit status: 0 ok, 1 a failed step (why on stderr), 2 usage, 40-50 an invalid
+configuration or a refused step (network.core.errors.Code of the first problem; every
+problem on stderr as `error[CODE]: file: field: why`).
 """
 import argparse
 import os
 import sys
+import time
 
 from appliance import network
 from appliance.commands import CommandError, Runner
-from tusklib.files import write_atomically
 from tusklib.problems import report
 
-NETWORKD = "systemd-networkd.service"
+STATE_DIR = "/var/lib/tusk/network"
 
 
 def say(message):
@@ -33,10 +41,10 @@ def complain(message):
     print(f"tusk-net: {message}", file=sys.stderr, flush=True)
 
 
-def current_config(runner, create=False):
+def current_config(runner, create=False, path=None):
     """(configuration, its path, whether it is the new-box default). create: write the
     default when there is no file."""
-    path = runner.path(network.DEFAULT_PATH)
+    path = path or runner.path(network.DEFAULT_PATH)
     if os.path.lexists(path):
         return network.load(path), path, False
     config = network.default_config(network.detect_interfaces(runner.path(network.SYSFS_NET)))
@@ -58,75 +66,100 @@ def interface_addresses(runner, interface):
             from None
 
 
+def applier(runner, args):
+    from network.core.applier import NetworkApplier
+    return NetworkApplier(runner.path(args.state_dir), args.netns, runner=runner)
+
+
+def config_path(runner, args):
+    return applier(runner, args).config_path if args.netns else \
+        runner.path(network.DEFAULT_PATH)
+
+
 def cmd_show(runner, args):
-    config, path, new = current_config(runner)
+    config, path, new = current_config(runner, path=config_path(runner, args))
     say(f"{path}: missing; `tusk-net apply` creates it as:" if new else f"{path}:")
     for line in network.summary(config):
         say(f"  {line}")
-    say("Ethernet interfaces:")
-    for line in network.nic_lines(network.detect_interfaces(runner.path(network.SYSFS_NET))):
-        say(line)
+    if not args.netns:
+        say("Ethernet interfaces:")
+        for line in network.nic_lines(network.detect_interfaces(
+                runner.path(network.SYSFS_NET))):
+            say(line)
     return 0
 
 
 def cmd_check(runner, args):
-    path = args.file or runner.path(network.DEFAULT_PATH)
+    path = args.file or config_path(runner, args)
     config = network.load(path)
-    say(f"{path}: valid ({len(config.traffic)} traffic interface"
-        f"{'' if len(config.traffic) == 1 else 's'})")
+    say(f"{path}: valid ({len(config.links)} interface{'' if len(config.links) == 1 else 's'}"
+        f", {len(config.routes)} route{'' if len(config.routes) == 1 else 's'})")
     return 0
 
 
 def cmd_apply(runner, args):
-    config, path, new = current_config(runner, create=True)
-    if new:
-        say(f"created {path}: {config.management.interface} manages the box, on DHCP "
-            "(the first Ethernet interface)")
-    sysfs = runner.path(network.SYSFS_NET)
-    present = set(os.listdir(sysfs)) if os.path.isdir(sysfs) else set()
-    for index, name in enumerate(config.interfaces):
-        if name not in present:
-            where = "[management]" if index == 0 else f"[[traffic]] #{index}"
-            complain(f"warning: {path}: {where} interface: {name!r}: this machine has no "
-                     "such interface now; its file is written for when it appears")
-    files = network.render(config, path)
-    directory = runner.path(network.RUN_DIR)
-    os.makedirs(directory, exist_ok=True)
-    stale = []
-    for name in sorted(os.listdir(directory)):
-        if network.is_tusk_file(name) and name not in files:
-            os.unlink(os.path.join(directory, name))
-            stale.append(name[len(network.FILE_PREFIX):-len(network.FILE_SUFFIX)])
-            say(f"removed {os.path.join(directory, name)}")
-    for name, text in files.items():
-        write_atomically(os.path.join(directory, name), text, 0o644)
-        say(f"wrote {os.path.join(directory, name)}")
-    return reload_networkd(runner, [n for n in config.interfaces + stale if n in present])
+    target = applier(runner, args)
+    if not args.netns:
+        _, path, new = current_config(runner, create=True)
+        if new:
+            say(f"created {path}: the first Ethernet interface manages the box, on DHCP")
+    config, path, _ = current_config(runner, path=target.config_path)
+    present = target.present()
+    for index, port in enumerate(config.interfaces):
+        if port.name not in present:
+            complain(f"warning: {path}: interfaces[{index}].name: {port.name!r}: this machine "
+                     "has no such Ethernet port now; its file is written for when it appears")
+    for line in target.apply_confirmed(action=args.action):
+        say(line)
+    return 0
 
 
-def reload_networkd(runner, interfaces):
+def cmd_try(runner, args):
     try:
-        running = runner.run("systemctl", "is-active", "--quiet", NETWORKD).returncode == 0
-    except CommandError as exc:
-        say(f"systemd-networkd not asked: {exc}")
-        return 0
-    if not running:
-        say("systemd-networkd is not running: it reads these files when it starts")
-        return 0
-    steps = [("reload",)] + ([("reconfigure", *interfaces)] if interfaces else [])
-    for step in steps:
-        result = runner.run("networkctl", *step)
-        if result.returncode != 0:
-            complain(f"networkctl {' '.join(step)} failed (exit {result.returncode}): "
-                     f"{result.stderr.strip() or result.stdout.strip()}")
-            return 1
-    say(f"systemd-networkd reloaded; reconfigured: {' '.join(interfaces) or 'nothing'}")
+        with open(args.file, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        complain(f"{args.file}: {exc.strerror}")
+        return 1
+    revision = applier(runner, args).apply(text, timeout=args.timeout, action="try")
+    deadline = time.strftime("%H:%M:%S", time.localtime(revision.meta["deadline"]))
+    say(f"revision {revision.id} applied; confirm by {deadline} (`tusk-net confirm`) or the "
+        "confirmed configuration comes back by itself")
+    return 0
+
+
+def cmd_confirm(runner, args):
+    revision = applier(runner, args).confirm()
+    say(f"revision {revision.id} confirmed")
+    return 0
+
+
+def cmd_cancel(runner, args):
+    revision = applier(runner, args).cancel()
+    say(f"revision {revision.id}: {revision.outcome}")
+    return 0
+
+
+def cmd_status(runner, args):
+    status = applier(runner, args).status()
+    pending = status["pending"]
+    say(f"confirmed revision: {status['confirmed'] or 'none'}")
+    if pending:
+        left = max(0, int(pending["deadline"] - time.time()))
+        say(f"pending revision: {pending['revision']} ({left} s left to confirm)")
+    return 0
+
+
+def cmd_recover(runner, args):
+    say(applier(runner, args).recover())
     return 0
 
 
 def cmd_mgmt_address(runner, args):
-    config, _, _ = current_config(runner)
-    for address in interface_addresses(runner, config.management.interface):
+    config, _, _ = current_config(runner, path=config_path(runner, args))
+    if config.management is None:
+        return 0
+    for address in interface_addresses(runner, config.management.name):
         say(address)
     return 0
 
@@ -134,14 +167,27 @@ def cmd_mgmt_address(runner, args):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="tusk-net", description=__doc__.splitlines()[0])
     parser.add_argument("--root", default="", help="a tree to use in place of / (tests)")
+    parser.add_argument("--netns", default=None, help="apply in this network namespace")
+    parser.add_argument("--state-dir", default=STATE_DIR, help="the revision store")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser("show", help="the configuration and the Ethernet interfaces found") \
         .set_defaults(func=cmd_show)
     check = sub.add_parser("check", help="check a network.toml")
     check.add_argument("file", nargs="?", help=f"default: {network.DEFAULT_PATH}")
     check.set_defaults(func=cmd_check)
-    sub.add_parser("apply", help="write systemd-networkd's files and reload it") \
-        .set_defaults(func=cmd_apply)
+    apply = sub.add_parser("apply", help="the confirmed network.toml into effect now")
+    apply.add_argument("--action", default="apply network.toml",
+                       help="what the revision history calls it (boot, console)")
+    apply.set_defaults(func=cmd_apply)
+    trial = sub.add_parser("try", help="apply FILE pending confirmation")
+    trial.add_argument("file")
+    trial.add_argument("--timeout", type=int, default=None, help="seconds (default 120)")
+    trial.set_defaults(func=cmd_try)
+    for name, func, text in (("confirm", cmd_confirm, "confirm the pending change"),
+                             ("cancel", cmd_cancel, "roll the pending change back now"),
+                             ("status", cmd_status, "confirmed and pending revisions"),
+                             ("recover", cmd_recover, "roll back what is overdue")):
+        sub.add_parser(name, help=text).set_defaults(func=func)
     sub.add_parser("mgmt-address", help="the management interface's addresses now") \
         .set_defaults(func=cmd_mgmt_address)
     args = parser.parse_args(argv)

@@ -72,8 +72,6 @@ def address_problem(value):
     what = unusable(iface.ip)
     if what:
         return f"{value!r} is {what}, not one an interface can have"
-    if iface.version == 6 and iface.ip.is_link_local:
-        return f"{value!r} is link-local: the kernel gives every IPv6 interface one by itself"
     net = iface.network
     if net.prefixlen == 0:
         return f"{value!r}: a /0 prefix is not a subnet"

@@ -246,6 +246,14 @@ class NetworkdBackend:
         return self._target
 
     def ports(self):
+        """The machine's Ethernet ports: facts.py's on the system; under a root tree (the
+        tests' fake appliance) the ports its /sys/class/net shows, by tusk-net's detection."""
+        if self.runner.root:
+            from appliance.network import SYSFS_NET, detect_interfaces
+
+            from .facts import Port
+            return {nic.name: Port(nic.name, nic.mac, nic.link, driver=nic.driver)
+                    for nic in detect_interfaces(self.runner.path(SYSFS_NET))}
         from .facts import ports
         return ports(self.target)
 

@@ -27,6 +27,7 @@ interfaces[1].addresses[0]. The file of releases before 2 ([management] and [[tr
 is read too and turned into this shape; it is written back in this one.
 """
 import json
+import re
 import tomllib
 
 from . import model
@@ -143,35 +144,76 @@ def from_document(document, present=None, zones=None):
     return config
 
 
+LEGACY = {"management": {"interface": (_STR, None), "address": (_STR, "dhcp"),
+                         "gateway": (_STR, ""), "dns": (_LIST, [])},
+          "traffic": {"interface": (_STR, None), "address": (_STR, "")}}
+
+
 def legacy_document(data):
     """The document of a release-1 file ([management] + [[traffic]]): the management
-    interface's gateway becomes a default route through it, its DNS servers the system's."""
+    interface's gateway becomes a default route through it, its DNS servers the system's.
+    Its own keys are checked first, named as that file names them."""
+    problems = []
+    for key in data:
+        if key not in LEGACY:
+            problems.append(Problem(Code.SCHEMA, f"[{key}]", "unknown section (known: "
+                                    "[management], [[traffic]])"))
     mgmt = data.get("management")
-    if not isinstance(mgmt, dict):
-        return data   # let from_document name what is wrong with it
-    address = mgmt.get("address", "dhcp")
-    port = {"name": mgmt.get("interface", ""), "role": model.MANAGEMENT,
-            "dhcp": address == "dhcp",
+    if mgmt is None:
+        problems.append(Problem(Code.SCHEMA, "[management]", "missing (required: it names "
+                                "the interface the dashboard answers on)"))
+    elif not isinstance(mgmt, dict):
+        problems.append(Problem(Code.SCHEMA, "[management]", "must be a table"))
+    else:
+        mgmt = _table(mgmt, LEGACY["management"], "[management]", problems)
+    traffic = data.get("traffic", [])
+    if not isinstance(traffic, list) or not all(isinstance(e, dict) for e in traffic):
+        problems.append(Problem(Code.SCHEMA, "[[traffic]]", "must be an array of tables, "
+                                "each written [[traffic]] (with two brackets)"))
+        traffic = []
+    traffic = [_table(entry, LEGACY["traffic"], f"[[traffic]] #{number}", problems)
+               for number, entry in enumerate(traffic, 1)]
+    if problems:
+        raise NetworkError([Problem(p.code, re.sub(r"^(\[[a-z]+\]|\[\[traffic\]\] #\d+)\.",
+                                                   r"\1 ", p.path), p.message)
+                            for p in problems])
+    address = mgmt["address"]
+    port = {"name": mgmt["interface"], "role": model.MANAGEMENT, "dhcp": address == "dhcp",
             "addresses": [] if address in ("dhcp", "") else [address]}
-    document = {"system": {"dns": mgmt.get("dns", [])}, "interfaces": [port], "routes": []}
-    if mgmt.get("gateway"):
+    document = {"system": {"dns": list(mgmt["dns"])}, "interfaces": [port], "routes": []}
+    if mgmt["gateway"]:
         document["routes"].append({"destination": model.DEFAULT_ROUTE,
                                    "gateway": mgmt["gateway"], "interface": port["name"]})
-    traffic = data.get("traffic", [])
-    for entry in traffic if isinstance(traffic, list) else [traffic]:
-        if isinstance(entry, dict):
-            address = entry.get("address", "")
-            document["interfaces"].append({"name": entry.get("interface", ""),
-                                           "role": model.TRAFFIC,
-                                           "addresses": [address] if address else []})
-    unknown = [key for key in data if key not in ("management", "traffic")]
-    for key in unknown:
-        document[key] = data[key]
+    for entry in traffic:
+        address = entry["address"]
+        port = {"name": entry["interface"], "role": model.TRAFFIC,
+                "addresses": [address] if address and address != "dhcp" else []}
+        if address == "dhcp":
+            port["dhcp"] = True   # refused by validate, naming the field
+        document["interfaces"].append(port)
     return document
 
 
+def legacy_path(path):
+    """A problem's path in a converted release-1 file, as that file names it."""
+    match = re.match(r"^interfaces\[(\d+)\](?:\.(\w+))?(\[\d+\])?$", path)
+    if match:
+        index, key = int(match.group(1)), match.group(2) or ""
+        where = "[management]" if index == 0 else f"[[traffic]] #{index}"
+        key = {"name": "interface", "addresses": "address", "dhcp": "address",
+               "role": "interface"}.get(key, key)
+        return f"{where} {key}".rstrip()
+    if path.startswith("routes[0]"):
+        return "[management] gateway"
+    if path.startswith("system.dns"):
+        return "[management] dns"
+    return path
+
+
 def is_legacy(data):
-    return isinstance(data, dict) and ("management" in data or "traffic" in data)
+    """A release-1 file: [management] or [[traffic]], and none of this release's keys."""
+    return isinstance(data, dict) and ("management" in data or "traffic" in data) and \
+        not any(key in data for key in TOP)
 
 
 def parse(text, path=DEFAULT_PATH, present=None, zones=None):
@@ -183,12 +225,13 @@ def parse(text, path=DEFAULT_PATH, present=None, zones=None):
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise NetworkError(Code.SYNTAX, path, f"not valid TOML: {exc}") from None
-    if is_legacy(data):
-        data = legacy_document(data)
+    legacy = is_legacy(data)
     try:
-        return from_document(data, present=present, zones=zones)
+        return from_document(legacy_document(data) if legacy else data, present=present,
+                             zones=zones)
     except NetworkError as error:
-        raise NetworkError([Problem(p.code, f"{path}: {p.path}" if p.path else path,
+        where = legacy_path if legacy else str
+        raise NetworkError([Problem(p.code, f"{path}: {where(p.path)}" if p.path else path,
                                     p.message) for p in error.problems]) from None
 
 

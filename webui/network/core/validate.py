@@ -14,7 +14,7 @@ import ipaddress
 
 from . import checks, model
 from .errors import Code, Problem
-from .model import MANAGEMENT, ROLES, TRAFFIC, UNUSED
+from .model import MANAGEMENT, ROLES, UNUSED
 
 KIND_KEY = {"port": "interfaces", "bond": "bonds", "vlan": "vlans"}
 
@@ -139,7 +139,7 @@ class Checker:
             self.fail(path, "no interface has the role management: the dashboard and SSH "
                       "would answer nowhere (only the console)")
             return
-        for index, port in ports[1:]:
+        for index, _ in ports[1:]:
             self.fail(f"interfaces[{index}].role", f"{ports[0][1].name} is already the "
                       "management port; there is one")
         index, port = ports[0]
@@ -231,6 +231,8 @@ class Checker:
                     if checks.address_problem(address):
                         continue
                     iface = ipaddress.ip_interface(address)
+                    if iface.version == 6 and iface.ip.is_link_local:
+                        continue   # fe80::/64 is on every IPv6 link by design
                     path = f"{key}[{index}].addresses[{number}]"
                     for other_path, other_link, other in seen:
                         if other_link == link.name or other.version != iface.version:
@@ -298,9 +300,16 @@ class Checker:
                     continue
                 iface = ipaddress.ip_interface(address)
                 if iface.version == gateway.version and gateway in iface.network:
+                    net = iface.network
                     if gateway == iface.ip:
                         self.fail(f"{path}.gateway", f"{route.gateway} is {candidate.name}'s "
                                   "own address")
+                    elif net.prefixlen < (31 if net.version == 4 else 127) and (
+                            gateway == net.network_address or
+                            net.version == 4 and gateway == net.broadcast_address):
+                        kind = "network" if gateway == net.network_address else "broadcast"
+                        self.fail(f"{path}.gateway", f"{route.gateway} is the {kind} address "
+                                  f"of {net}")
                     return
         where = f"none of {route.interface}'s subnets" if link else "no configured subnet"
         self.fail(f"{path}.gateway", f"{route.gateway} is not reachable: it is in {where} "
