@@ -86,6 +86,16 @@ def error_factory(error_class, codes):
     return error
 
 
+def timeout_problem(timeout, low, high):
+    """Why timeout (seconds to confirm, from a form, a job row or a command line) is not
+    one, or None: a whole number within low..high."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int):
+        return f"{str(timeout)[:40]!r} is not a whole number of seconds"
+    if not low <= timeout <= high:
+        return f"{timeout} s is outside {low}..{high} s"
+    return None
+
+
 def current_user():
     return os.environ.get("SUDO_USER") or getpass.getuser()
 

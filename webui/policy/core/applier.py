@@ -11,7 +11,7 @@ this class supplies what a rollback restores: a ruleset.
 import difflib
 import re
 
-from tusklib.commit import CommitConfirm, RestoreFailed, current_user
+from tusklib.commit import CommitConfirm, RestoreFailed, current_user, timeout_problem
 
 from . import capabilities
 from .constants import CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN, FAMILY, POLICY_MAX_BYTES, TABLE
@@ -160,12 +160,11 @@ class Applier(CommitConfirm):
 def _confirm_timeout(timeout, policy):
     if timeout is None:
         return policy.settings.confirm_timeout
-    if isinstance(timeout, bool) or not isinstance(timeout, int):
-        raise PolicyError(Code.SCHEMA, "confirm_timeout",
-                          f"{str(timeout)[:40]!r} is not a whole number of seconds")
-    if not CONFIRM_TIMEOUT_MIN <= timeout <= CONFIRM_TIMEOUT_MAX:
-        raise PolicyError(Code.RANGE, "confirm_timeout", f"{timeout} s is outside "
-                          f"{CONFIRM_TIMEOUT_MIN}..{CONFIRM_TIMEOUT_MAX} s")
+    reason = timeout_problem(timeout, CONFIRM_TIMEOUT_MIN, CONFIRM_TIMEOUT_MAX)
+    if reason:
+        code = Code.RANGE if isinstance(timeout, int) and not isinstance(timeout, bool) \
+            else Code.SCHEMA
+        raise PolicyError(code, "confirm_timeout", reason)
     return timeout
 
 
