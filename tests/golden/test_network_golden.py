@@ -37,8 +37,8 @@ KEYS = {
                  "Route": {"Destination", "Gateway", "Metric"}},
     ".netdev": {"NetDev": {"Name", "Kind"}, "VLAN": {"Id"},
                 "Bond": {"Mode", "TransmitHashPolicy", "MIIMonitorSec", "LACPTransmitRate"}},
-    "resolved.conf.d": {"Resolve": {"DNS"}},
-    "timesyncd.conf.d": {"Time": {"NTP"}},
+    "resolved.conf.d": {"Resolve": {"DNS", "FallbackDNS"}},
+    "timesyncd.conf.d": {"Time": {"NTP", "FallbackNTP"}},
 }
 
 

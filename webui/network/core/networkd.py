@@ -172,8 +172,10 @@ def _netdev(link):
 
 def _servers(section, key, servers):
     """A drop-in that replaces the daemon's server list ("KEY=" alone empties it: the
-    configuration is the whole list)."""
-    return f"{HEADER}\n[{section}]\n{key}={' '.join(servers)}\n"
+    configuration is the whole list) and empties its compiled-in fallback list: a
+    firewall talks to no resolver or time server the operator did not name (systemd's
+    fallbacks are public servers of Cloudflare, Google and others)."""
+    return f"{HEADER}\n[{section}]\n{key}={' '.join(servers)}\nFallback{key}=\n"
 
 
 def render_links(config):
