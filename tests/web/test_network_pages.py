@@ -2,6 +2,7 @@
 the machine's ports and the policy's zones; bad input gets its problem next to the field
 and leaves the draft exactly as it was. The machine is the web tier's namespace (eth1 and
 eth2, a veth pair), its facts read by the agent's own reader (agent_jobs.live_facts)."""
+import copy
 import dataclasses
 import re
 
@@ -10,6 +11,7 @@ import pytest
 from jobs.models import Job, PeriodicState
 from network import agent_jobs
 from network import draft as drafts
+from network.core.normalise import to_toml
 from network.models import ConfirmToken, Draft, NetworkState
 from policy import draft as policy_drafts
 from tuskweb import AGENT_NETNS, errors_of, wait
@@ -252,13 +254,21 @@ def test_renaming_a_bond_renames_it_in_vlans_and_routes(configured):
 
 
 def test_review_shows_the_diff_and_what_changes(configured):
-    NetworkState.objects.create(pk=1, confirmed_text="")
+    state = NetworkState.objects.create(pk=1, confirmed_text="")
     page = configured.get("/network/apply/").content.decode()
     assert '<span class="add">+[[vlans]]</span>' in page
     assert "link added: eth2.100 (vlan)" in page
     assert "address added: 10.1.100.1/24 on eth2.100" in page
-    # no confirmed configuration: everything is new, the management address included
-    assert 'id="management-moves"' in page
+    # no confirmed configuration: no address is known to move
+    assert 'id="management-moves"' not in page
+    before = copy.deepcopy(drafts.get().document)
+    (mgmt,) = [port for port in before["interfaces"] if port["name"] == "eth1"]
+    mgmt["addresses"] = ["192.0.2.9/24"]
+    state.confirmed_text = to_toml(drafts.check(before))
+    state.save()
+    page = configured.get("/network/apply/").content.decode()
+    assert re.search(r'id="management-moves"><p><strong>The management address moves'
+                     r'</strong> to 192\.0\.2\.1\.', page)
 
 
 def test_a_viewer_sees_the_pages_but_changes_nothing(viewer_client, machine):
@@ -288,29 +298,52 @@ def apply_draft(client, **headers):
     response = client.post("/network/apply/", {"version": version(), "timeout": "60"},
                            **headers)
     assert response.status_code == 302, errors_of(response)
-    return wait(Job.objects.filter(kind="network.apply").latest("id"), 60)
+    job = Job.objects.filter(kind="network.apply").latest("id")
+    assert response["Location"] in (f"/jobs/{job.pk}/?next=network_status",
+                                    f"/network/status/?job={job.pk}")
+    return wait(job, 60)
 
 
 def test_apply_and_confirm_through_the_new_address(agent, admin_client, settings):
-    """The management address moves (none confirmed yet: every address is new): the
-    status page gives the operator's session the one-time link; a confirm without the
-    local address is refused; at the new address it signs the operator in and confirms."""
+    """The management address moves (192.0.2.9 confirmed first, then 192.0.2.1): the
+    page Apply leads to and the status page give the operator's session the one-time link;
+    a confirm without the local address is refused; at the new address it signs the
+    operator in and confirms."""
     from kit import wait_until
     wait_until(facts_reported, 30, "the agent's first network.facts")
-    response = edit_port(admin_client, "eth1", role="management", addresses="192.0.2.1/24")
+    response = edit_port(admin_client, "eth1", role="management", addresses="192.0.2.9/24")
     assert response.status_code == 302, errors_of(response)
     # (no VLAN: the kernels the tests run on may lack 802.1Q; the namespace tier has them)
     assert add(admin_client, "routes", **ROUTE).status_code == 400   # eth2 is unused yet
     assert edit_port(admin_client, "eth2", addresses="10.1.100.1/24").status_code == 302
     assert add(admin_client, "routes", **ROUTE).status_code == 302
+    first = apply_draft(admin_client)   # nothing confirmed before: no address known to move
+    assert first.state == "succeeded" and not first.args["token_hash"], first.error
+    wait_until(lambda: NetworkState.objects.filter(pending__isnull=False).exists(), 10,
+               "the first change pending")
+    assert admin_client.post("/network/status/confirm/").status_code == 302
+    assert wait(Job.objects.get(kind="network.confirm"), 30).state == "succeeded"
+    wait_until(lambda: NetworkState.objects.filter(confirmed__isnull=False,
+                                                   pending__isnull=True).exists(), 10,
+               "the first change confirmed")
+    Job.objects.filter(kind="network.confirm").delete()
+    response = edit_port(admin_client, "eth1", role="management", addresses="192.0.2.1/24")
+    assert response.status_code == 302, errors_of(response)
     job = apply_draft(admin_client)
     assert job.state == "succeeded", job.error
     assert job.args["token_hash"] and len(job.args["token_hash"]) == 64
+    # the page Apply leads to carries the new address's link and the script that goes there
+    # (the old address goes away under it: a poll to it may never answer)
+    moving = admin_client.get(f"/network/status/?job={job.pk}")
+    assert 'class="confirm-url" href="https://192.0.2.1/network/confirm/?token=' in \
+        moving.content.decode() and "network-move.js" in moving.content.decode()
+    assert moving.wsgi_request.session["network_confirm_token"] in moving.content.decode()
     wait_until(lambda: NetworkState.objects.filter(pending__isnull=False).exists(), 10,
                "the pending change mirrored")
     status = admin_client.get("/network/status/", HTTP_HX_REQUEST="true")
     url = status["HX-Redirect"]
-    assert url.startswith("http://192.0.2.1/network/confirm/?token=")
+    # https on the default port, what the appliance serves, though this request was http
+    assert url.startswith("https://192.0.2.1/network/confirm/?token=")
     token = url.rpartition("=")[2]
     assert ConfirmToken.objects.get().token_sha256 != token   # only the hash is kept
 

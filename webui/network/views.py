@@ -13,7 +13,6 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_not_required
 from django.db import transaction
 from django.http import Http404
-from django.http.request import split_domain_port
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -22,6 +21,7 @@ from django.views.decorators.http import require_POST
 from accounts import audit
 from accounts.roles import is_admin
 from jobs import queue
+from jobs.models import Job
 
 from . import draft as drafts
 from .core.applier import DHCP, confirm_over
@@ -31,6 +31,7 @@ from .forms import FORMS_BY_SECTION, ApplyForm, PortForm, SystemForm
 from .models import ConfirmToken, NetworkState, Revision
 
 SESSION_TOKEN = "network_confirm_token"
+SESSION_OVER = "network_confirm_over"   # the addresses that token's change moves to
 # nginx sets it to the local address the connection came in on ($server_addr), replacing
 # whatever a client sent (rootfs-overlay/usr/lib/tusk/nginx.conf)
 LOCAL_ADDRESS_HEADER = "HTTP_X_TUSK_LOCAL_ADDR"
@@ -120,6 +121,8 @@ def _port(request):
 
 
 def interface_edit(request):
+    if not request.GET.get("port"):
+        return redirect("network")   # which port: the list to pick one from
     port = _port(request)
     draft = drafts.get()
     index = drafts.port_index(draft.document, port)
@@ -308,6 +311,8 @@ def apply(request):
             form.add_error(None, "The draft changed since this diff was shown; review it again.")
         else:
             job = _queue_apply(request, draft, form.cleaned_data["timeout"], over)
+            if over:   # the status page, which knows where the browser goes next
+                return redirect(reverse("network_status") + f"?job={job.pk}")
             return redirect(reverse("job", args=[job.pk]) + "?next=network_status")
     old_text = state.confirmed_text if state else ""
     return render(request, "network/apply.html", {
@@ -329,6 +334,7 @@ def _queue_apply(request, draft, timeout, over):
                 token_sha256=token_hash, user=request.user,
                 expires=timezone.now() + timedelta(seconds=timeout) + TOKEN_GRACE)
             request.session[SESSION_TOKEN] = token
+            request.session[SESSION_OVER] = over
         job = queue.enqueue("network.apply", {"document": draft.document, "timeout": timeout,
                                               "token_hash": token_hash}, request.user)
         audit.record(request, "network apply", f"draft version {draft.version}", job=job.pk,
@@ -340,6 +346,15 @@ def _host(address):
     return f"[{address}]" if ":" in address else address
 
 
+def confirm_urls(token, over):
+    """The one-time links at the new static management addresses. Always https on the
+    default port, which is what the appliance serves there, whatever listener this request
+    came to (the lab's loopback one is plain http on another port)."""
+    path = reverse("network_confirm")
+    return [f"https://{_host(address)}{path}?token={token}"
+            for address in over if address != DHCP]
+
+
 def new_urls(request, state):
     """The one-time links at the new management addresses, for the operator who applied
     (the token is in this session only); [] for anyone else."""
@@ -347,25 +362,40 @@ def new_urls(request, state):
     if not (state and state.pending and state.confirm_over and token and
             state.token_sha256 and sha256(token) == state.token_sha256):
         return []
-    port = split_domain_port(request.get_host())[1]
-    port = f":{port}" if port else ""
-    path = reverse("network_confirm")
-    return [f"{request.scheme}://{_host(address)}{port}{path}?token={token}"
-            for address in state.confirm_over if address != DHCP]
+    return confirm_urls(token, state.confirm_over)
+
+
+def _moving(request):
+    """The network.apply job of ?job= when this session queued it to move the management
+    address (its token is in the session), else None."""
+    token = request.session.get(SESSION_TOKEN)
+    pk = request.GET.get("job", "")
+    if not (token and pk.isdigit()):
+        return None
+    job = Job.objects.filter(pk=int(pk), kind="network.apply",
+                             created_by=request.user).first()
+    if job is None or job.args.get("token_hash") != sha256(token):
+        return None
+    return job
 
 
 def status(request):
     """The commit-confirm panel. For the operator who moved the management address: the
-    new address's link, and (polled by htmx) the browser sent there."""
+    new address's link, and the browser sent there - by htmx when the job or the pending
+    change is seen, by network-move.js when the old address stops answering."""
     context = status_context()
     state = context["state"]
-    urls = new_urls(request, state)
-    token = request.session.get(SESSION_TOKEN) if urls or (state and state.confirm_over) \
-        else None
+    job = _moving(request)
+    over = request.session.get(SESSION_OVER, []) if job else \
+        (state.confirm_over or []) if state and state.pending else []
+    urls = confirm_urls(request.session[SESSION_TOKEN], over) if job else \
+        new_urls(request, state)
+    token = request.session.get(SESSION_TOKEN) if urls or over else None
     response = render(request, "network/status.html", {
-        **context, "urls": urls, "confirm_path": reverse("network_confirm"), "token": token,
-        "over_dhcp": bool(state and DHCP in (state.confirm_over or []))})
-    if urls and request.headers.get("HX-Request"):
+        **context, "job": job, "urls": urls, "confirm_path": reverse("network_confirm"),
+        "token": token, "over_dhcp": DHCP in over})
+    done = job.state == Job.State.SUCCEEDED if job else bool(state and state.pending)
+    if urls and done and request.headers.get("HX-Request"):
         response["HX-Redirect"] = urls[0]   # another origin: a full navigation
     return response
 
