@@ -72,7 +72,9 @@ def applier(runner, args):
 
 
 def config_path(runner, args):
-    return applier(runner, args).config_path if args.netns else \
+    """The confirmed network.toml: the appliance's, or the namespace's in its state dir."""
+    from network.core.applier import CONFIG_NAME
+    return os.path.join(runner.path(args.state_dir), CONFIG_NAME) if args.netns else \
         runner.path(network.DEFAULT_PATH)
 
 
@@ -99,11 +101,12 @@ def cmd_check(runner, args):
 
 def cmd_apply(runner, args):
     target = applier(runner, args)
-    if not args.netns:
-        _, path, new = current_config(runner, create=True)
+    if args.netns:
+        config, path = network.load(target.config_path), target.config_path
+    else:
+        config, path, new = current_config(runner, create=True)
         if new:
             say(f"created {path}: the first Ethernet interface manages the box, on DHCP")
-    config, path, _ = current_config(runner, path=target.config_path)
     present = target.present()
     for index, port in enumerate(config.interfaces):
         if port.name not in present:

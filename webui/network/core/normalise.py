@@ -33,6 +33,7 @@ import tomllib
 from . import model
 from .errors import Code, NetworkError, Problem
 from .model import Bond, NetworkConfig, Port, Route, System, Vlan
+from .validate import validate
 
 DEFAULT_PATH = "/etc/tusk/network.toml"
 TEXT_MAX = 1 << 20   # a network.toml far larger than any box needs is refused unread
@@ -102,7 +103,6 @@ def _table(table, schema, where, problems):
 def from_document(document, present=None, zones=None):
     """The model of a document (a dict as the TOML file parses), checked whole; raises
     NetworkError with every problem. present, zones: see validate.validate."""
-    from .validate import validate
     problems = []
     if not isinstance(document, dict):
         raise NetworkError(Code.SCHEMA, "", f"must be a table, got {type_name(document)}")
