@@ -152,7 +152,7 @@ def test_backup_change_everything_restore_and_it_is_all_back(agent, netns, admin
     get_user_model().objects.filter(username="carol").update(is_active=False)
 
     saved = download(admin_client)
-    assert (saved["format"], saved["version"]) == ("tusk-backup", 1)
+    assert (saved["format"], saved["version"]) == ("tusk-backup", 2)
     assert saved["hostname"] and saved["created"]
     assert saved["policy"]["draft"] == parse_yaml(POLICY)
     confirmed = saved["policy"]["confirmed"]
@@ -407,7 +407,7 @@ BAD_FIELDS = [
     (_set(["created"], "yesterday"), "created: 'yesterday' is not a date and time (ISO 8601)"),
     (_set(["hostname"], 5), "hostname: expected a string, got a number"),
     (_set(["captures"], []), "captures: unknown key (known: format, version, created, "
-     "tusk_version, hostname, policy, tuning, users)"),
+     "tusk_version, hostname, policy, tuning, users, network)"),
     (_set(["tuning"], KeyError), "tuning: missing"),
 ]
 
@@ -419,13 +419,19 @@ def test_every_bad_field_is_named_and_nothing_changes(admin_client, change, expe
     make_user("bob", "viewer")
     saved = download(admin_client)
     change(saved)
-    before = snapshot()
-    response = upload(admin_client, saved)
+    refused_naming(admin_client, saved, expected)
+
+
+def refused_naming(client, document, expected, state=snapshot):
+    """The upload is refused with a problem that starts with expected, its field is on
+    the page, and state() is as before."""
+    before = state()
+    response = upload(client, document)
     assert response.status_code == 400
     found = problems(response)
     assert any(p.startswith(expected) for p in found), found
     assert expected.split(":")[0] in html.unescape(response.content.decode())
-    assert snapshot() == before
+    assert state() == before
 
 
 def test_all_problems_are_reported_at_once(admin_client):
@@ -453,8 +459,8 @@ def test_all_problems_are_reported_at_once(admin_client):
     (POLICY.encode(), "not valid JSON at line 1"),
     (b'{"format": "tusk-policy", "version": 1}', "format: not a Tusk backup: expected "
                                                  "'tusk-backup', got 'tusk-policy'"),
-    (b'{"format": "tusk-backup", "version": 2}', "version: version 2 is not readable here: "
-                                                 "this Tusk reads backup version 1"),
+    (b'{"format": "tusk-backup", "version": 3}', "version: version 3 is not readable here: "
+                                                 "this Tusk reads backup versions 1 to 2"),
     (b'{"format": "tusk-backup", "version": "1"}', "version: expected a whole number, got '1'"),
 ])
 def test_a_corrupted_or_foreign_file_is_refused_and_nothing_changes(admin_client, data,

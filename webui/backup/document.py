@@ -1,6 +1,6 @@
-"""The backup file: one JSON document, format "tusk-backup", version 1.
+"""The backup file: one JSON document, format "tusk-backup", version 2.
 
-    {"format": "tusk-backup", "version": 1, "created": "2026-…+00:00",
+    {"format": "tusk-backup", "version": 2, "created": "2026-…+00:00",
      "tusk_version": "…" or null, "hostname": "fw1",
      "policy": {"draft": {…the draft, as policy.Draft keeps it…},
                 "confirmed": null or {"revision": 7, "created": "…", "user": "alice",
@@ -8,12 +8,19 @@
      "tuning": {"boot_profile": "throughput" or "none",
                 "profiles": {"name": "…the operator's profile file…"}},
      "users": [{"username": "alice", "role": "admin", "password_hash": "pbkdf2_sha256$…",
-                "active": true, "must_change_password": false}]}
+                "active": true, "must_change_password": false}],
+     "network": null or {"draft": {…network.toml's structure, as network.Draft keeps it…},
+                         "confirmed": null or {"revision": 3 or null,
+                                               "document": {…the confirmed network.toml…}}}}
+
+Version 1 (before the network section) is read too: restoring it leaves the network as
+it is. network is null when the box had no network configuration to carry.
 
 build() writes it from what the box has now; parse() and check() read one back and
 report every problem with the path of its field (`users[2].role: unknown role
 "root" (known: admin, viewer)`), the policies through the policy engine's normalise
-stage and the tuning profiles through tusk-tune's parser. Only JSON is read: no
+stage, the tuning profiles through tusk-tune's parser and the network configurations
+through the network core (`network.draft.vlans[1].id: ...`). Only JSON is read: no
 pickle, no YAML, a bounded size, duplicate keys refused.
 """
 import hashlib
@@ -32,6 +39,10 @@ from django.utils import timezone
 
 from accounts.models import Role
 from accounts.roles import role_of
+from network.core import normalise as networks
+from network.core.errors import NetworkError
+from network.models import Draft as NetworkDraft
+from network.models import NetworkState
 from policy import draft as drafts
 from policy.core.errors import PolicyError, quoted
 from policy.core.normalise import load_policy, load_policy_text
@@ -42,7 +53,8 @@ from tuning.core.errors import TuneError
 from tusklib.problems import Problem, Problems
 
 FORMAT = "tusk-backup"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)                      # version 1: no network section
 MAX_BYTES = 16 * 1024 * 1024        # as a policy import (nginx's body limit is 17m)
 MAX_PROFILE_BYTES = 64 * 1024       # one tuning profile file
 MAX_USERS = 1000
@@ -51,9 +63,10 @@ USERNAME = re.compile(r"^[\w.@+-]{1,150}\Z")  # Django's user names (the users p
 VERSION_FILE = settings.BASE_DIR.parent / "version"  # /usr/lib/tusk/version (webui/install-into)
 NOT_INCLUDED = ("packet captures and their reports", "self-test results", "job history",
                 "the audit log", "statistics", "the revision history",
-                "the device's own files: tusk.toml, network.toml, the TLS certificate")
+                "the device's own files: tusk.toml, the TLS certificate")
 TOP_KEYS = ("format", "version", "created", "tusk_version", "hostname", "policy", "tuning",
             "users")
+TOP_KEYS_2 = TOP_KEYS + ("network",)
 USER_KEYS = ("username", "role", "password_hash", "active", "must_change_password")
 
 
@@ -67,6 +80,7 @@ class Code(IntEnum):
     POLICY = 53     # the policy engine refuses a policy in it
     TUNING = 54     # tusk-tune refuses a profile in it, or its boot profile
     IO = 55         # a file of this box cannot be read (making a backup)
+    NETWORK = 56    # the network core refuses a network configuration in it
 
 
 class BackupError(Problems):
@@ -126,15 +140,35 @@ def confirmed_revision():
     return Revision.objects.filter(number=state.confirmed).first()
 
 
+def network():
+    """The network draft and the confirmed configuration (the file the agent mirrors,
+    as a document), or None when the box has neither: nothing to carry then (a draft is
+    not made up here from the ports, as the Network pages do, for a backup)."""
+    state = NetworkState.objects.filter(pk=1).first()
+    confirmed = None
+    if state is not None and state.confirmed_text:
+        try:
+            config = networks.parse(state.confirmed_text, "network.toml")
+        except NetworkError as error:
+            raise BackupError(Code.IO, "network.confirmed", f"the confirmed configuration "
+                              f"cannot be read: {error}") from None
+        confirmed = {"revision": state.confirmed, "document": networks.to_document(config)}
+    draft = NetworkDraft.objects.filter(pk=1).values_list("document", flat=True).first()
+    if draft is None and confirmed is None:
+        return None
+    return {"draft": confirmed["document"] if draft is None else draft,
+            "confirmed": confirmed}
+
+
 def contents():
-    """The parts a restore puts back: policy, tuning, users."""
+    """The parts a restore puts back: policy, tuning, users, network."""
     revision = confirmed_revision()
     confirmed = None if revision is None else {
         "revision": revision.number, "created": revision.created.isoformat(),
         "user": revision.user, "policy_text": revision.policy_text}
     return {"policy": {"draft": drafts.get().document, "confirmed": confirmed},
             "tuning": {"boot_profile": boot_profile(), "profiles": operator_profiles()},
-            "users": users()}
+            "users": users(), "network": network()}
 
 
 def build():
@@ -148,10 +182,12 @@ def dump(document):
 
 
 def state_token():
-    """A hash of what a restore replaces (draft, users, tuning): a preview is confirmed
+    """A hash of what a restore replaces (drafts, users, tuning): a preview is confirmed
     only while it still describes what is there."""
     now = contents()
     now["policy"] = {"draft_version": drafts.get_meta().version}
+    now["network"] = {"draft_version": NetworkDraft.objects.filter(pk=1).values_list(
+        "version", flat=True).first()}
     return hashlib.sha256(json.dumps(now, sort_keys=True).encode()).hexdigest()
 
 
@@ -292,11 +328,11 @@ class _Checker:
             self.problem("version", f"expected a whole number, got {quoted(version)}",
                          Code.FILE)
             return False
-        if version != VERSION:
+        if version not in READS:
             self.problem("version", f"version {version} is not readable here: this Tusk reads "
-                                    f"backup version {VERSION}", Code.FILE)
+                                    f"backup versions {READS[0]} to {READS[-1]}", Code.FILE)
             return False
-        self.object(document, "", TOP_KEYS)
+        self.object(document, "", TOP_KEYS if version == 1 else TOP_KEYS_2)
         created = self.string(document, "created", "", 64)
         if created is not None:
             try:
@@ -349,6 +385,46 @@ class _Checker:
                          Code.SCHEMA)
             found = None
         self.problems += tuning_problems(found or {}, name)
+
+    def network(self, value):
+        """null, or the draft and the confirmed configuration, each checked whole by the
+        network core as the Network pages check a draft - but not against this box's
+        ports, which a restore maps first (restore.py)."""
+        if value is None:
+            return
+        network = self.object(value, "network", ("draft", "confirmed"))
+        if network is None:
+            return
+        if "draft" in network:
+            self.network_document(network["draft"], "network.draft")
+        confirmed = network.get("confirmed")
+        if confirmed is None:
+            return
+        path = "network.confirmed"
+        if self.object(confirmed, path, ("revision", "document")) is None:
+            return
+        revision = self.typed(confirmed, "revision", path, (int,), "a revision number or "
+                              "null", nullable=True)
+        if revision is not None and revision < 1:
+            self.problem(f"{path}.revision", f"{revision} is not a revision number")
+        if "document" in confirmed:
+            self.network_document(confirmed["document"], f"{path}.document")
+
+    def network_document(self, document, path):
+        if not isinstance(document, dict):
+            self.problem(path, f"expected an object, got {_kind(document)}", Code.SCHEMA)
+            return
+        size = len(json.dumps(document))
+        if size > networks.TEXT_MAX:  # the agent's network.apply refuses it
+            self.problem(path, f"{size >> 10} KiB; a network configuration is at most "
+                               f"{networks.TEXT_MAX >> 10} KiB")
+            return
+        try:
+            networks.from_document(document)
+        except NetworkError as error:
+            for problem in error.problems:
+                self.problem(_join(path, problem.path) if problem.path else path,
+                             problem.message, Code.NETWORK)
 
     def users(self, value, restoring):
         if not isinstance(value, list):
@@ -466,6 +542,8 @@ def check(document, restoring=None):
             checker.tuning(document["tuning"])
         if "users" in document:
             checker.users(document["users"], restoring)
+        if "network" in document and document["version"] != 1:
+            checker.network(document["network"])
     if checker.problems:
         problems = checker.problems
         if len(problems) > MAX_PROBLEMS:

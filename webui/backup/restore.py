@@ -1,13 +1,28 @@
 """What a restore changes (plan: the preview) and the restore itself: one transaction
-replaces the draft and the users, writes the audit entry and queues the agent jobs
-that apply the restored policy (the normal apply: unconfirmed, it rolls back by
-itself) and the tuning profile. A refused check or a stale preview changes nothing."""
+replaces the policy draft, the network draft and the users, writes the audit entry and
+queues the agent jobs that apply the restored policy (the normal apply: unconfirmed, it
+rolls back by itself) and the tuning profile. A refused check or a stale preview changes
+nothing.
+
+The network is restored into the Network pages' draft and never applied here: a network
+change can cut the operator off, so it goes through Review and apply (commit-confirm,
+confirmed over the new management address). A backup made on other hardware may name
+ports this box lacks: the operator maps each of its ports onto one of this box's, and the
+mapping renames the port wherever it is named - the network's links and references, the
+VLANs named after it (<port>.<id>) and the restored policy's zones."""
+import copy
+
 from django.contrib.auth import get_user_model, update_session_auth_hash
 from django.db import transaction
 
 from accounts import audit
 from accounts.models import Profile, Role
 from jobs import queue
+from network import draft as network_drafts
+from network.core import model as network_model
+from network.core.errors import NetworkError, Problem
+from network.core.normalise import from_document
+from network.models import Draft as NetworkDraft
 from policy import draft as drafts
 from policy.core.normalise import parse_yaml
 from policy.forms import TITLES
@@ -77,10 +92,95 @@ def _tuning_plan(tuning):
     return plan
 
 
+def backup_ports(network):
+    """{name: role} of the ports the backup's network configurations name (the draft's,
+    then the confirmed one's), in their order."""
+    found = {}
+    documents = [network["draft"]] + ([network["confirmed"]["document"]]
+                                      if network["confirmed"] else [])
+    for document in documents:
+        for port in document.get("interfaces") or []:
+            found.setdefault(port["name"], port.get("role", network_model.TRAFFIC))
+    return found
+
+
+def _network_plan(network):
+    """None for a backup without a network section; else its ports against this box's
+    (box None: the agent has not reported them yet) and whether they must be mapped."""
+    if network is None:
+        return None
+    box = network_drafts.present()
+    ports = backup_ports(network)
+    draft = NetworkDraft.objects.filter(pk=1).only("version", "document").first()
+    confirmed = network["confirmed"]
+    return {
+        "draft_version": draft and draft.version,
+        "same": draft is not None and draft.document == network["draft"],
+        "ports": [{"name": name, "role": role, "here": box is not None and name in box}
+                  for name, role in ports.items()],
+        "box": None if box is None else sorted(box),
+        "extra": sorted(set(box or ()) - set(ports)),
+        "map": box is not None and not set(ports) <= set(box),
+        "confirmed": confirmed and {"revision": confirmed["revision"]},
+        "confirmed_is_draft": bool(confirmed) and confirmed["document"] == network["draft"],
+    }
+
+
 def plan(document):
     """What restoring document would change, against what the box has now."""
     return {"policy": _policy_plan(document["policy"]), "users": _users_plan(document["users"]),
-            "tuning": _tuning_plan(document["tuning"]), "token": backups.state_token()}
+            "tuning": _tuning_plan(document["tuning"]),
+            "network": _network_plan(document.get("network")), "token": backups.state_token()}
+
+
+def network_to_restore(network, source, ports):
+    """(which one: DRAFT or CONFIRMED, the network document renamed by the port mapping
+    {backup port: this box's port}, {old: new} of every link renamed). The same source as
+    the policy's: the confirmed policy ran with the confirmed network, the drafts were
+    edited against each other; without a confirmed network, the draft."""
+    if source == CONFIRMED and network["confirmed"]:
+        document = network["confirmed"]["document"]
+    else:
+        source, document = DRAFT, network["draft"]
+    renames = network_drafts.follow_ports(document, ports)
+    return source, network_drafts.renamed(document, renames), renames
+
+
+def _zones_renamed(policy_document, renames):
+    """The policy with its zones' interfaces renamed ({old: new}), so that it names the
+    interfaces the restored network has."""
+    document = copy.deepcopy(policy_document)
+    for zone in document.get("zones") or []:
+        zone["interfaces"] = [renames.get(name, name) for name in zone["interfaces"]]
+    return document
+
+
+def _restore_network(request, network, source, ports):
+    """Replaces the network draft (not applied: Network -> Review and apply does that) with
+    the backup's, mapped onto this box's ports and checked against them as the Network
+    pages check a save (NetworkError, paths under network.draft / network.confirmed.
+    document). Not against the policy's zones: the restore replaces the policy too; the
+    review page and the agent check them before anything is applied.
+    Returns (source, {old: new}, whether the draft changed)."""
+    source, document, renames = network_to_restore(network, source, ports)
+    where = "network.confirmed.document" if source == CONFIRMED else "network.draft"
+    try:
+        from_document(document, present=network_drafts.present())
+    except NetworkError as error:
+        raise NetworkError([Problem(p.code, f"{where}.{p.path}" if p.path else where,
+                                    p.message) for p in error.problems]) from None
+    draft = NetworkDraft.objects.select_for_update().filter(pk=1).first()
+    user = request.user if request.user.is_authenticated else None
+    if draft is None:
+        NetworkDraft.objects.create(pk=1, document=document, updated_by=user)
+        return source, renames, True
+    if draft.document == document:
+        return source, renames, False
+    draft.document = document
+    draft.version += 1
+    draft.updated_by = user
+    draft.save(update_fields=["document", "version", "updated_by", "updated_at"])
+    return source, renames, True
 
 
 def _restore_users(wanted):
@@ -101,9 +201,12 @@ def _restore_users(wanted):
             "role": entry["role"], "must_change_password": entry["must_change_password"]})
 
 
-def restore(request, pending, token, source=DRAFT, apply=True):
+def restore(request, pending, token, source=DRAFT, apply=True, ports=None):
     """Restores the pending upload if the preview (token) still describes the box.
-    Returns (plan, the policy apply job or None, the tuning job or None)."""
+    ports: {backup port: this box's port} (ConfirmForm's checked mapping; {} when the
+    names match). Raises StaleRestore, or NetworkError when the network does not fit
+    this box; changes nothing then. Returns (plan, the policy apply job or None, the
+    tuning job or None, the network restored: {"source", "renamed", "changed"} or None)."""
     document = backups.read(pending.text.encode(), request.user.get_username())
     with transaction.atomic():
         drafts.get_meta()  # exists
@@ -112,11 +215,18 @@ def restore(request, pending, token, source=DRAFT, apply=True):
         changes = plan(document)
         if changes["token"] != token:
             raise StaleRestore()
-        policy = document["policy"]
+        policy, network, renames = document["policy"], document.get("network"), {}
+        restored = None
+        if network is not None:
+            network_source, renames, changed = _restore_network(
+                request, network, source, ports or {})
+            restored = {"source": network_source, "renamed": renames, "changed": changed}
         if source == CONFIRMED and policy["confirmed"]:
             text = policy["confirmed"]["policy_text"]
         else:
             source, text = DRAFT, drafts.to_yaml(policy["draft"])
+        if renames:
+            text = drafts.to_yaml(_zones_renamed(parse_yaml(text), renames))
         if drafts.get().document != parse_yaml(text):
             drafts.import_text(text, request.user)
         _restore_users(document["users"])
@@ -137,9 +247,11 @@ def restore(request, pending, token, source=DRAFT, apply=True):
                      users={k: len(v) for k, v in users.items()}, removed=users["removed"],
                      boot_profile=tuning["boot"], profiles=tuning["write"],
                      policy_job=apply_job and apply_job.pk,
-                     tuning_job=tuning_job and tuning_job.pk)
+                     tuning_job=tuning_job and tuning_job.pk, network=restored and {
+                         **restored, "ports": ports or {},
+                         "draft_version": NetworkDraft.objects.get(pk=1).version})
         pending.delete()
     me = get_user_model().objects.get(username=request.user.get_username())
     if me.password != request.user.password:
         update_session_auth_hash(request, me)  # the backup's password: stay signed in
-    return changes, apply_job, tuning_job
+    return changes, apply_job, tuning_job, restored

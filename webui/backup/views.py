@@ -10,9 +10,13 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from accounts import audit
+from network import draft as network_drafts
+from network.core.errors import NetworkError
+from policy.core.errors import PolicyError
 
 from . import document as backups
 from . import restore as restores
@@ -71,14 +75,38 @@ def upload(request):
     return redirect("backup_restore", pk=pending.pk)
 
 
+def _confirm_form(document, data=None, token=None):
+    box = network_drafts.present()
+    return ConfirmForm(data, initial={"token": token}, confirmed=document["policy"]["confirmed"],
+                       network=document.get("network"), box=box and sorted(box))
+
+
 def _preview(request, pending, document, form=None, stale=False, status=200):
     changes = restores.plan(document)
     if form is None:
-        form = ConfirmForm(initial={"token": changes["token"]},
-                           confirmed=document["policy"]["confirmed"])
+        form = _confirm_form(document, token=changes["token"])
     return render(request, "backup/restore.html", {
         "pending": pending, "backup": document, "changes": changes, "form": form,
         "stale": stale}, status=status)
+
+
+def _restored_message(pending, changes, apply_job, tuning_job, network):
+    users = changes["users"]
+    text = (f"Restored {pending.name}: the draft is the backup's policy; users "
+            f"{len(users['added'])} added, {len(users['updated'])} updated, "
+            f"{len(users['removed'])} removed."
+            + (f" Tuning is restored by job {tuning_job.pk} (Jobs page)." if tuning_job else "")
+            + (" Confirm the policy once the apply has loaded it, or it rolls back."
+               if apply_job else ""))
+    if network is None:
+        return text + " The backup has no network configuration: the network is as it was."
+    if not network["changed"]:
+        return text + " The network draft already was the backup's."
+    return format_html(
+        '{} The network draft is the backup\'s {} configuration and is not applied: a '
+        'network change can cut you off from this page, so it goes through <a href="{}">'
+        "Network → Review and apply</a>, which rolls it back unless you confirm it.",
+        text, network["source"], reverse("network_apply"))
 
 
 def restore(request, pk):
@@ -91,24 +119,22 @@ def restore(request, pk):
             "pending": pending, "problems": error.problems}, status=400)
     if request.method != "POST":
         return _preview(request, pending, document)
-    confirmed = document["policy"]["confirmed"]
-    form = ConfirmForm(request.POST, confirmed=confirmed)
+    form = _confirm_form(document, request.POST)
     if not form.is_valid():
         return _preview(request, pending, document, form, status=400)
     data = form.cleaned_data
     try:
-        changes, apply_job, tuning_job = restores.restore(
-            request, pending, data["token"], data.get("source", restores.DRAFT), data["apply"])
+        changes, apply_job, tuning_job, network = restores.restore(
+            request, pending, data["token"], data.get("source", restores.DRAFT), data["apply"],
+            data["ports"])
     except restores.StaleRestore:
         return _preview(request, pending, document, stale=True, status=400)
-    users = changes["users"]
-    messages.success(request, (
-        f"Restored {pending.name}: the draft is the backup's policy; users "
-        f"{len(users['added'])} added, {len(users['updated'])} updated, "
-        f"{len(users['removed'])} removed."
-        + (f" Tuning is restored by job {tuning_job.pk} (Jobs page)." if tuning_job else "")
-        + (" Confirm the policy once the apply has loaded it, or it rolls back."
-           if apply_job else "")))
+    except (NetworkError, PolicyError) as error:  # the network does not fit this box
+        for problem in error.problems:
+            form.add_error(None, str(problem))
+        return _preview(request, pending, document, form, status=400)
+    messages.success(request, _restored_message(pending, changes, apply_job, tuning_job,
+                                                network))
     if apply_job:
         return redirect(reverse("job", args=[apply_job.pk]) + "?next=policy_status")
     if tuning_job:

@@ -143,7 +143,7 @@ def save_item(key, index, item, version, user):
         old_name = entries[index].get("name")
         entries[index] = item
         if key in LINKS and old_name and item.get("name") != old_name:
-            _rename(document, old_name, item["name"])
+            _rename(document, {old_name: item["name"]})
     return _save(document, version, user)
 
 
@@ -161,11 +161,35 @@ def delete_item(key, index, version, user):
     return _save(document, version, user)
 
 
-def _rename(document, old, new):
+def _rename(document, renames):
+    """Where links are referred to, {old: new} at once (so that a swap works)."""
     for key, field in REFERENCES:
         for entry in document.get(key) or []:
-            if entry.get(field) == old:
-                entry[field] = new
+            if entry.get(field) in renames:
+                entry[field] = renames[entry[field]]
     for bond in document.get("bonds") or []:
-        bond["members"] = [new if m == old else m for m in bond.get("members") or []]
+        bond["members"] = [renames.get(m, m) for m in bond.get("members") or []]
+
+
+def follow_ports(document, ports):
+    """{old: new} of every link that is renamed when the ports are ({old port: new port},
+    a backup put onto other hardware): the ports, and each VLAN named the default way,
+    <parent>.<id>, on a renamed port, which follows its parent."""
+    renames = {old: new for old, new in ports.items() if old != new}
+    for vlan in document.get("vlans") or []:
+        parent = vlan.get("parent")
+        if parent in renames and vlan.get("name") == f"{parent}.{vlan.get('id')}":
+            renames[vlan["name"]] = f"{renames[parent]}.{vlan['id']}"
+    return renames
+
+
+def renamed(document, renames):
+    """A copy of document with links renamed ({old: new}, at once): their own names and
+    every reference to them."""
+    document = copy.deepcopy(document)
+    for key in LINKS:
+        for entry in document.get(key) or []:
+            entry["name"] = renames.get(entry.get("name"), entry.get("name"))
+    _rename(document, renames)
+    return document
 
