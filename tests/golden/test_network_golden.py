@@ -177,7 +177,7 @@ def apply(box, text):
 
 def add_link(box, name):
     """The link as the kernel would show it once networkd created it."""
-    os.makedirs(box.path(f"/sys/class/net/{name}"))
+    os.makedirs(box.path(f"/sys/class/net/{name}"), exist_ok=True)
 
 
 def test_apply_writes_every_file_and_a_second_apply_changes_nothing(box):
@@ -230,6 +230,21 @@ def test_a_vlan_that_changed_what_a_live_link_cannot_is_created_anew(box, change
     assert "deleted eth1.100: changed" in lines
     parent = parse(BASE + change).link("eth1.100").parent
     assert ("networkctl", "reconfigure", parent) in commands, "networkd creates it anew"
+
+
+def test_a_bond_tusk_did_not_make_is_made_anew_as_configured(box):
+    """Built-in bonding makes bond0 at boot (round-robin, max_bonds=1), before tusk-net
+    runs with /run empty: networkd would keep that one, mode and all. The VM appliance
+    test shows the 802.3ad bond networkd makes after it."""
+    add_link(box, "bond0")
+    lines, commands = apply(box, BASE + BOND)
+    assert commands.index(("ip", "link", "delete", "dev", "bond0")) < \
+        commands.index(("networkctl", "reload"))
+    assert "deleted bond0: not made from Tusk's files" in lines
+    assert {"eth2", "eth3"} <= {c[2] for c in commands if c[:2] == ("networkctl", "reconfigure")}
+    add_link(box, "bond0")                   # networkd's, from Tusk's file: kept from now on
+    lines, commands = apply(box, BASE + BOND)
+    assert commands == []
 
 
 def test_a_configured_vlan_that_is_missing_is_created_though_no_file_changed(box):

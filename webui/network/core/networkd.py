@@ -274,15 +274,20 @@ class NetworkdBackend:
         lines = []
         links = render_links(config)
         previous = self._previous()
-        wanted = netdev_identities(links)
-        doomed = sorted(name for name, identity in netdev_identities(previous).items()
-                        if wanted.get(name) != identity)
+        wanted, made = netdev_identities(links), netdev_identities(previous)
+        doomed = sorted(name for name, identity in made.items() if wanted.get(name) != identity)
+        # A configured bond or VLAN that exists but was not made from Tusk's files: the
+        # kernel's own bond0 (built-in bonding makes one at boot; systemd's max_bonds=0
+        # reaches the module only) or a leftover. networkd would keep it as it is, mode
+        # and all: it goes, and networkd makes it as configured.
+        doomed += sorted(name for name in wanted if name not in made and self._exists(name))
         # deleted before the files change: if a deletion fails, they still say what is Tusk's
         for name in doomed:
             if self._exists(name):
                 self._command(where(config, name), name, "ip", "link", "delete", "dev", name)
+                why = "changed" if name in made else "not made from Tusk's files"
                 lines.append(f"deleted {name}: "
-                             f"{'changed' if config.link(name) else 'no longer configured'}")
+                             f"{why if config.link(name) else 'no longer configured'}")
         changed = self._write(links, lines)
         for path in sorted(set(previous) - set(links)):
             self._remove(path, lines)
