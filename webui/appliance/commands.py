@@ -29,6 +29,7 @@ def defaults():
         "systemctl": ["systemctl"],
         "networkctl": ["networkctl"],
         "ip": ["ip"],
+        "nft": ["nft"],
         "shell": ["/bin/sh", "-l"],
     }
 

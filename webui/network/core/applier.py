@@ -16,12 +16,15 @@ A change of the management addresses must be confirmed over a new one: the pendi
 marker records them (confirm_over), and confirm(arrived_at=...) refuses a confirm that
 arrived elsewhere - if the operator's browser never reaches the new address, the old
 one comes back by itself. The web UI's one-time link to the new address carries a token
-whose hash the pending marker keeps (token_sha256).
+whose hash the pending marker keeps (token_sha256). On the appliance the host table
+(tusk_host) follows the management port into and out of every change (HostTable).
 """
 import hashlib
 import hmac
 import ipaddress
 import os
+import re
+import subprocess
 
 from tusklib.commit import (CommitConfirm, Failure, RestoreFailed, current_user,
                             timeout_problem)
@@ -37,6 +40,9 @@ CONFIG_NAME = "network.toml"
 APPLIED_NAME = "applied.txt"
 ROOT_NAME = "root"   # tests only: the --root tree this state directory belongs to
 DHCP = "dhcp"       # confirm_over: an address DHCP or router advertisements give
+POLICY_STATE_DIR = "/var/lib/tusk/policy"   # the appliance's policy store: its lock
+# the rule of table inet tusk_host that admits the dashboard (render_boot.host)
+MANAGEMENT_RULE = re.compile(r'iifname "([^"]+)" tcp dport .*comment "tusk: management"')
 
 
 def token_sha256(token):
@@ -66,6 +72,7 @@ class NetworkApplier(CommitConfirm):
                                  runner.root + "\n")
             self.backend = NetworkdBackend(runner)
             self.config_path = runner.path(DEFAULT_PATH)
+            self.host_table = HostTable(runner)
         else:
             from policy.core.target import Target
 
@@ -73,6 +80,9 @@ class NetworkApplier(CommitConfirm):
             self.backend = IprouteBackend(Target(netns),
                                           os.path.join(self.store.state_dir, "system"))
             self.config_path = os.path.join(self.store.state_dir, CONFIG_NAME)
+            # the lab's fw has no host table: its policy filters forwarding only, and the
+            # web UI's nginx there answers on every address
+            self.host_table = None
 
     def recorded_root(self):
         """The --root tree an earlier NetworkApplier of this state directory applied to
@@ -123,6 +133,7 @@ class NetworkApplier(CommitConfirm):
                        token_sha256=token_hash if isinstance(token_hash, str) else "")
             try:
                 lines = self.backend.apply(config)
+                self.follow_management(config, lines)
             except NetworkError as error:
                 self.store.clear_pending()
                 outcome = f"failed: {error.problems[0]}"
@@ -154,8 +165,15 @@ class NetworkApplier(CommitConfirm):
                                 "to go back to")
         try:
             self.backend.apply(config)
+            self.follow_management(config, [])
         except NetworkError as error:
             raise RestoreFailed(str(error.problems[0])) from None
+
+    def follow_management(self, config, lines):
+        """The host table admits the dashboard on config's management port (the
+        appliance's; the lab has none)."""
+        if self.host_table is not None:
+            self.host_table.follow(config, lines)
 
     def confirm(self, user=None, arrived_at=None, token=None):
         """Confirm the pending configuration and make it the confirmed file. arrived_at:
@@ -206,6 +224,7 @@ class NetworkApplier(CommitConfirm):
             if config is None:
                 raise NetworkError(Code.IO, self.config_path, "does not exist")
             lines = self.backend.apply(config)
+            self.follow_management(config, lines)
             text = to_toml(config)
             last = self.store.confirmed_id()
             if last is None or self.store.get(last).read(CONFIG_NAME) != text:
@@ -222,6 +241,71 @@ class NetworkApplier(CommitConfirm):
 
     def history(self):
         return self.store.all()
+
+
+class HostTable:
+    """The appliance's table inet tusk_host (policy/core/render_boot.host, loaded at boot
+    by appliance/boot.py) admits the dashboard on the management port only. When a change
+    moves management to another port, the confirm must arrive over the new port, so the
+    table follows every configuration put into effect: the applied one, and the confirmed
+    one a rollback, cancel or recover (the watchdog's too) puts back. Loaded as boot loads
+    it: nft -c, then one nft -f, under the policy applier's lock.
+
+    nft runs from the command table (appliance/commands.py): under --root only when
+    TUSK_COMMANDS names it (the tests give it a namespace's nft); otherwise, and when
+    there is no tusk_host table (boot has not loaded it yet, or the lockdown table stands
+    in), the table is left as it is."""
+
+    def __init__(self, runner):
+        self.runner = runner
+
+    def run(self, argv, stdin=None):
+        """policy.core.target.Target's run, for the policy applier's nft_check/nft_load."""
+        from policy.core.target import CommandResult
+        proc = subprocess.run(self.runner.argv(*argv), input=stdin, capture_output=True,
+                              text=True)
+        return CommandResult(proc.returncode, proc.stdout, proc.stderr)
+
+    def nft_check(self, ruleset):
+        return self.run(["nft", "-c", "-f", "-"], stdin=ruleset)
+
+    def nft_load(self, ruleset):
+        return self.run(["nft", "-f", "-"], stdin=ruleset)
+
+    def management(self):
+        """The port the loaded table admits the dashboard on ("" none), or None when
+        there is no table or nft cannot be asked."""
+        from appliance.commands import CommandError
+        from policy.core.constants import FAMILY, HOST_TABLE
+        try:
+            result = self.run(["nft", "list", "table", FAMILY, HOST_TABLE])
+        except (CommandError, OSError):
+            return None
+        if not result.ok:
+            return None
+        found = MANAGEMENT_RULE.search(result.stdout)
+        return found.group(1) if found else ""
+
+    def follow(self, config, lines):
+        """Loads the table for config's management port if the loaded one admits another;
+        NetworkError(APPLY) when the kernel or the lock refuses it (nothing changed)."""
+        from policy.core import render_boot
+        from policy.core.applier import Applier
+        from policy.core.errors import PolicyError
+        port = config.management.name if config.management else ""
+        loaded = self.management()
+        if loaded is None or loaded == port:
+            return
+        applier = Applier(self.runner.path(POLICY_STATE_DIR))
+        applier.target = self   # its nft, as boot's is the system's
+        try:
+            applier.check_and_load(render_boot.host(port or None))
+        except PolicyError as error:
+            raise NetworkError(Code.APPLY, "", "table inet tusk_host could not follow the "
+                               f"management port to {port or '(none)'}: "
+                               f"{error.problems[0].message}") from None
+        lines.append(f"host table: the dashboard answers on {port or 'no port'} "
+                     f"(was {loaded or 'none'})")
 
 
 def confirm_timeout(timeout):
