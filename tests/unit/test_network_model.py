@@ -10,7 +10,7 @@ import pytest
 from network.core import model
 from network.core.errors import Code, NetworkError
 from network.core.normalise import from_document, parse, to_document, to_toml
-from network.core.validate import validate
+from network.core.validate import mtu_warnings, validate, zone_problems
 
 BASE = {
     "version": 2,
@@ -229,3 +229,50 @@ def test_to_toml_round_trips_everything():
     assert parse(text) == config
     assert to_toml(parse(text)) == text
     assert to_document(parse(text)) == to_document(config)
+
+
+# -- where the policy meets the network, from the policy's side ---------------------------
+
+NETWORK = document(interfaces={2: {"role": "unused"}, 3: {"mtu": 9000}},
+                   bonds=[{"name": "bond0", "members": ["eth1"], "mtu": 9000}],
+                   vlans=[{"name": "eth3.100", "parent": "eth3", "id": 100, "mtu": 1500}])
+NETWORK["interfaces"][1]["addresses"] = []
+NETWORK["interfaces"].append({"name": "eth4"})
+
+
+@pytest.mark.parametrize("interface, fragment", [
+    ("eth9", "zone outside: eth9: the network configuration has no such interface (its "
+             "traffic interfaces: bond0, eth3, eth3.100, eth4); add it on Network → "
+             "Interfaces"),
+    ("eth0", "zone outside: eth0 is the management port: a zone's interfaces carry "
+             "forwarded traffic"),
+    ("eth2", "zone outside: eth2 has the role unused (its link stays down): give it the "
+             "role traffic on Network → Interfaces"),
+    ("eth1", "zone outside: eth1 is a member of the bond bond0, which carries its traffic: "
+             "name bond0 instead (Network → Bonds)"),
+])
+def test_a_zone_interface_that_is_no_traffic_link_is_named_by_its_policy_path(
+        interface, fragment):
+    config = from_document(NETWORK)
+    zones = [("inside", ["eth3.100", "bond0"]), ("outside", ["eth4", interface])]
+    found = zone_problems(config, zones)
+    assert [path for path, _ in found] == ["zones[1].interfaces[1]"]
+    assert found[0][1].startswith(fragment), found[0][1]
+
+
+def test_vlans_bonds_and_traffic_ports_are_zone_interfaces():
+    config = from_document(NETWORK)
+    assert zone_problems(config, [("a", ["eth3", "eth3.100"]), ("b", ["bond0", "eth4"])]) == []
+
+
+def test_the_mtu_warning_knows_vlans_and_bonds():
+    """eth3 (9000) carries eth3.100 (1500); bond0 has 9000: a class between the VLAN and
+    the bond is warned about, one between the bond and eth3 is not (same MTU), a clamped
+    one never."""
+    config = from_document(NETWORK)
+    paths = [("backup", ["eth3.100"], ["bond0"], False), ("bulk", ["bond0"], ["eth3"], False),
+             ("clamped", ["eth3.100"], ["bond0"], True)]
+    assert mtu_warnings(config, paths) == [
+        "class backup: eth3.100 (MTU 1500) -> bond0 (MTU 9000): segments sized for bond0 "
+        "must be cut down to eth3.100's by path MTU discovery; set the class's MSS clamp "
+        "to pmtu, or the same MTU on both"]

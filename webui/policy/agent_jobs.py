@@ -2,13 +2,18 @@
 revision. Each runs the policy engine's applier on the configured target and then
 mirrors the revision store into the database - as the periodic policy.sync does, for
 what changes without a job (a watchdog's rollback, the CLI, a table changed by hand).
+Apply and roll back first check the policy's zones against the box's network
+configuration (the network jobs check the other way round).
 At start, the target kernel's capabilities, for the pages (views.seqrand_available)."""
 from jobs.registry import JobFailed, handler, on_start, periodic
 
+from . import draft as drafts
 from . import sync
 from .core import capabilities as kernel
 from .core.applier import Applier
+from .core.constants import POLICY_MAX_BYTES
 from .core.errors import PolicyError
+from .core.normalise import load_policy_text
 from .core.target import Target
 
 CAPABILITIES = "policy.capabilities"
@@ -40,11 +45,42 @@ def _revision_result(revision, applier):
             "deadline": pending["deadline"] if pending else None}
 
 
+def network_configs(config):
+    """[(which, NetworkConfig)] of the box, from the network's own file and store (root's,
+    as the network jobs read them; never the database's mirror): the confirmed
+    configuration and a change awaiting confirmation; [] when there is none (a machine
+    tusk-net does not manage, such as the tests' namespaces)."""
+    from network.agent_jobs import applier_for
+    from network.core.errors import NetworkError
+    try:
+        network = applier_for(config)
+        found = [(drafts.CONFIRMED_NETWORK, network.confirmed()),
+                 (drafts.PENDING_NETWORK, network.pending_config())]
+    except NetworkError as error:
+        raise JobFailed("the box's network configuration cannot be read, so the zones "
+                        f"cannot be checked against it: {error}") from None
+    return [(which, network) for which, network in found if network is not None]
+
+
+def check_network(run, policy_text):
+    """PolicyError when a zone of policy_text names an interface that is not a traffic
+    link of the box's network configuration (drafts.network_problems). Text that is no
+    valid policy is left to the applier, which names its problems."""
+    if not isinstance(policy_text, str) or len(policy_text) > POLICY_MAX_BYTES:
+        return
+    try:
+        policy = load_policy_text(policy_text)
+    except PolicyError:
+        return
+    drafts.check_network(policy, network_configs(run.config))
+
+
 @handler("policy.apply", "Apply policy")
 def apply(run):
     applier = _applier(run)
-    run.progress(10, "checking the ruleset with nft -c")
+    run.progress(10, "checking the zones against the network, the ruleset with nft -c")
     try:
+        check_network(run, run.args["policy_text"])
         revision = applier.apply(run.args["policy_text"], user=run.user,
                                  timeout=run.args.get("timeout"))
     except PolicyError as error:
@@ -79,8 +115,10 @@ def cancel(run):
 @handler("policy.rollback", "Roll back to a revision")
 def rollback(run):
     applier = _applier(run)
+    number = int(run.args["revision"])
     try:
-        revision = applier.rollback_to(int(run.args["revision"]), user=run.user,
+        check_network(run, applier.store.get(number).policy_text)
+        revision = applier.rollback_to(number, user=run.user,
                                        timeout=run.args.get("timeout"))
     except PolicyError as error:
         sync.sync(run.config)

@@ -18,6 +18,7 @@ SECTIONS = ("zones", "address_sets", "services", "classes")
 REFERENCES = {"zones": ("from", "to"), "address_sets": ("source", "destination"),
               "services": ("services",)}
 EMPTY = {"version": 1, "zones": [], "address_sets": [], "services": [], "classes": []}
+CONFIRMED_NETWORK, PENDING_NETWORK = "confirmed", "pending"   # network_configs()' which
 
 
 class StaleDraft(Exception):
@@ -71,10 +72,62 @@ def to_yaml(document):
     return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
 
 
+def network_configs():
+    """[(which, NetworkConfig)]: the box's network configuration as the agent last
+    mirrored it - the confirmed one, and a change awaiting confirmation - or [] when the
+    box has none (a machine tusk-net does not manage: the tests' namespaces). One that
+    cannot be read is left out here; the agent reads the files again before applying."""
+    from network.core.errors import NetworkError
+    from network.core.normalise import parse
+    from network.models import NetworkState
+    from network.models import Revision as NetworkRevision
+    state = NetworkState.objects.filter(pk=1).first()
+    if state is None:
+        return []
+    texts = [(CONFIRMED_NETWORK, state.confirmed_text)]
+    if state.pending:
+        texts.append((PENDING_NETWORK, NetworkRevision.objects.filter(
+            number=state.pending).values_list("text", flat=True).first()))
+    configs = []
+    for which, text in texts:
+        if not text:
+            continue
+        try:
+            configs.append((which, parse(text, "network.toml")))
+        except NetworkError:
+            continue
+    return configs
+
+
+def network_problems(policy, configs):
+    """[Problem]: each zone interface of policy (a Policy) that is not a traffic link of
+    one of configs (network_configs(), or the agent's): the policy and the network
+    checked together where they meet (network.core.validate.zone_problems). A place
+    wrong in both is named once."""
+    from network.core.validate import zone_problems
+    zones = [(zone.name, zone.interfaces) for zone in policy.zones]
+    found = {}
+    for which, config in configs:
+        for path, message in zone_problems(config, zones):
+            if which == PENDING_NETWORK:
+                message += " (in the network change that awaits confirmation)"
+            found.setdefault(path, Problem(Code.INTERFACE, path, message))
+    return list(found.values())
+
+
+def check_network(policy, configs=None):
+    """Raises PolicyError with network_problems() of the box's network (configs: the
+    mirrored ones when None)."""
+    problems = network_problems(policy, network_configs() if configs is None else configs)
+    if problems:
+        raise PolicyError(problems)
+
+
 def _save(document, version, user):
-    """Validates and stores document if the draft is still at version. Raises
-    PolicyError (every problem) or StaleDraft; saves nothing then."""
-    load_policy(document)
+    """Validates and stores document if the draft is still at version - also against the
+    box's network configuration. Raises PolicyError (every problem) or StaleDraft; saves
+    nothing then."""
+    check_network(load_policy(document))
     get_meta()  # exists
     with transaction.atomic():
         draft = Draft.objects.select_for_update().only("version").get(pk=1)

@@ -243,11 +243,17 @@ def apply(request):
     """GET: the diff of the rendered ruleset against the live one. POST: queue the apply."""
     draft = drafts.get()
     live = live_revision(fields=None)
-    new = render_ruleset(load_policy(draft.document))
+    policy = load_policy(draft.document)
+    new = render_ruleset(policy)
     old = live.ruleset if live else ""
+    # the network may have changed since the draft was saved (a port made management)
+    problems = drafts.network_problems(policy, drafts.network_configs())
     form = ApplyForm(request.POST or None, initial={"version": draft.version})
     if request.method == "POST" and form.is_valid():
-        if form.cleaned_data["version"] != draft.version:
+        if problems:
+            form.add_error(None, "The draft does not fit the box's network configuration; "
+                                 "change the zones named above first.")
+        elif form.cleaned_data["version"] != draft.version:
             form.add_error(None, "The draft changed since this diff was shown; review it again.")
         else:
             job = queue.enqueue("policy.apply", {
@@ -259,7 +265,8 @@ def apply(request):
     return render(request, "policy/apply.html", {
         "form": form, "diff": _diff(old, new, f"live ({live or 'empty'})",
                                     f"draft version {draft.version}"),
-        "live": live, "draft": draft}, status=400 if form.errors else 200)
+        "live": live, "draft": draft, "problems": problems},
+        status=400 if form.errors else 200)
 
 
 def status(request):

@@ -369,6 +369,48 @@ def validate(config, present=None, zones=None):
     return Checker(config, present, zones).run()
 
 
+def zone_problems(config, zones):
+    """Where the policy meets the network, from the policy's side (zone_interfaces is the
+    network's): every interface a policy's zone names must be a traffic link of config -
+    a traffic port outside a bond, a bond or a VLAN. zones: [(zone name, [interface
+    names])] in the policy's order. Returns [(path, message)] with the policy's paths
+    (zones[1].interfaces[0]); the policy's side turns them into its own errors.
+
+    Errors, not warnings, for the management port and an unused port or bond member too:
+    a zone on the management port forwards networks onto the port the dashboard answers
+    on (why VLANs are refused there), an unused port's link is down and a member's
+    traffic is its bond's; and the network's own check refuses every save of a
+    configuration whose such link a zone uses - a warning here would leave the Network
+    pages unable to save anything. The policy names interfaces exactly (an nft set of
+    type ifname: no wildcards), so each name is looked up as it is."""
+    traffic = set(config.traffic_links)
+    known = ", ".join(sorted(traffic)) or "none"
+    problems = []
+    for zone_index, (zone, names) in enumerate(zones):
+        for index, name in enumerate(names):
+            if name in traffic:
+                continue
+            link = config.link(name)
+            if link is None:
+                reason = (f"{name}: the network configuration has no such interface (its "
+                          f"traffic interfaces: {known}); add it on Network → Interfaces "
+                          "(or VLANs, Bonds) first, or name one of those")
+            elif name in config.bond_of:
+                bond = config.bond_of[name]
+                reason = (f"{name} is a member of the bond {bond}, which carries its traffic: "
+                          f"name {bond} instead (Network → Bonds)")
+            elif link.role == MANAGEMENT:
+                reason = (f"{name} is the management port: a zone's interfaces carry "
+                          "forwarded traffic, which must stay off the port the dashboard "
+                          "answers on; name a traffic interface, or give the port another "
+                          "role on Network → Interfaces")
+            else:
+                reason = (f"{name} has the role {link.role} (its link stays down): give it "
+                          "the role traffic on Network → Interfaces, or name another")
+            problems.append((f"zones[{zone_index}].interfaces[{index}]",
+                             f"zone {zone}: {reason}"))
+    return problems
+
 
 def mtu_warnings(config, paths):
     """Where the network meets the policy's paths: a class between two interfaces of
