@@ -193,3 +193,56 @@ def test_a_missing_ethtool_is_named_with_its_package(tmp_path):
         subprocess.run(["ip", "netns", "del", namespace])
     assert result.returncode == Code.IO, result.stderr
     assert "ethtool: not installed" in result.stderr and "Debian package ethtool" in result.stderr
+
+
+VLAN_NETWORK = """version = 2
+[[interfaces]]
+name = "eth9"
+role = "management"
+dhcp = true
+[[interfaces]]
+name = "eth0"
+[[interfaces]]
+name = "eth1"
+mtu = 9000
+[[vlans]]
+name = "eth1.100"
+parent = "eth1"
+id = 100
+"""
+VLAN_POLICY = """version: 1
+zones:
+  - {name: office, interfaces: [eth0]}
+  - {name: storage, interfaces: [eth1.100]}
+classes:
+  - {name: backup, from: office, to: storage, action: accept}
+"""
+
+
+def test_the_mtu_check_takes_a_vlans_mtu_from_the_network_configuration(tmp_path, tree):
+    """No NIC shows eth1.100: the box's network configuration gives it eth1's 9000 (a VLAN
+    without an MTU of its own has its parent's), so the class into it is warned about."""
+    (tmp_path / "policy.yaml").write_text(VLAN_POLICY)
+    args = ("--policy", str(tmp_path / "policy.yaml"), "--profile-dir", str(HERE / "profiles"),
+            "plan", "site-jumbo")
+    result = tune(tree, *args)
+    assert result.returncode == 0, result.stderr
+    assert "class backup" not in result.stdout, "without a network.toml eth1.100 is unknown"
+    os.makedirs(os.path.join(tree, "etc/tusk"))
+    with open(os.path.join(tree, "etc/tusk/network.toml"), "w") as handle:
+        handle.write(VLAN_NETWORK)
+    result = tune(tree, *args)
+    assert result.returncode == 0, result.stderr
+    assert ("mtu: class backup: eth0 (MTU 1500) -> eth1.100 (MTU 9000): segments sized for "
+            "eth1.100 must be cut down to eth0's") in result.stdout
+    result = tune(tree, "--network", str(tmp_path / "none.toml"), *args)
+    assert "class backup" not in result.stdout, "--network names the file read"
+
+
+def test_a_broken_network_configuration_is_named(tmp_path, tree):
+    (tmp_path / "network.toml").write_text("version = 2\n[[interfaces]]\nname = 5\n")
+    result = tune(tree, "--network", str(tmp_path / "network.toml"), "--policy",
+                  str(HERE / "policy-storage.yaml"), "plan")
+    assert result.returncode == Code.IO
+    assert f"{tmp_path / 'network.toml'}: the network configuration cannot be read: " \
+        in result.stderr, result.stderr

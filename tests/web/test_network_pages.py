@@ -271,6 +271,36 @@ def test_review_shows_the_diff_and_what_changes(configured):
                      r'</strong> to 192\.0\.2\.1\.', page)
 
 
+MTU_POLICY = """version: 1
+zones:
+  - {name: inside, interfaces: [eth2]}
+  - {name: tagged, interfaces: [eth2.100]}
+classes:
+  - {name: bulk, from: inside, to: tagged, action: accept}
+  - {name: clamped, from: tagged, to: inside, action: accept, mss: {mode: pmtu}}
+"""
+
+
+def test_review_warns_of_a_class_between_a_port_and_its_smaller_vlan(configured):
+    """eth2 gets MTU 9000, its VLAN eth2.100 1500: the policy's class from one to the other
+    without an MSS clamp is named on Review and apply; the clamped one is not."""
+    response = edit_port(configured, "eth2", addresses="198.51.100.1/24", mtu="9000")
+    assert response.status_code == 302, errors_of(response)
+    page = configured.get("/network/apply/").content.decode()
+    assert 'id="mtu-warnings"' not in page, "no policy yet: no paths"
+    policy_drafts.import_text(MTU_POLICY, None)
+    page = configured.get("/network/apply/").content.decode()
+    assert 'id="mtu-warnings"' not in page, "the VLAN has its parent's 9000 so far"
+    response = configured.post("/network/vlans/0/", {**VLAN, "mtu": "1500",
+                                                     "version": version()})
+    assert response.status_code == 302, errors_of(response)
+    page = configured.get("/network/apply/").content.decode()
+    warnings = re.search(r'id="mtu-warnings">(.*?)</div>', page, re.S).group(1)
+    assert ("class bulk: eth2 (MTU 9000) -&gt; eth2.100 (MTU 1500): segments sized for eth2 "
+            "must be cut down to eth2.100&#x27;s by path MTU discovery") in warnings
+    assert "clamped" not in warnings
+
+
 def test_a_viewer_sees_the_pages_but_changes_nothing(viewer_client, machine):
     page = viewer_client.get("/network/").content.decode()
     assert "eth1" in page and "Edit" not in page

@@ -4,6 +4,7 @@ own can enter the lab's namespace (tusk-tune --netns runs itself again under `ip
 netns exec`, which mounts that namespace's /sys). What it prints with --json is kept
 in TuningReport for the Tuning page; apply and rollback plan again afterwards, so
 that the page shows what is left to do."""
+import os
 import subprocess
 import sys
 
@@ -12,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs.registry import JobFailed, handler
+from network.core.applier import CONFIG_NAME
 from tusklib import children
 
 from .core.profile import DEFAULT_PROFILE
@@ -29,8 +31,9 @@ def _tusk_tune(run, command, *argv, ok=(0,)):
     config = run.config
     call = [sys.executable, str(TUSK_TUNE), "--json", "--state-dir", config.tuning_state_dir,
             "--policy-dir", config.state_dir]
-    if config.netns:
-        call += ["--netns", config.netns]
+    if config.netns:   # the lab's confirmed network.toml is in its network state dir
+        call += ["--netns", config.netns, "--network",
+                 os.path.join(config.network_state_dir, CONFIG_NAME)]
     result, error = None, ""
     try:
         result = children.run_json(call + [command, *argv], TIMEOUT, ok=ok)

@@ -46,10 +46,29 @@ def live_policy_paths(args):
         return []
 
 
+def network_config(args):
+    """The box's confirmed network configuration (--network, by default the appliance's
+    file; under --root, the tree's) for the MTUs of its VLANs and bonds; None without a
+    policy to check or without the file (a lab or a machine tusk-net does not manage)."""
+    if args.no_policy:
+        return None
+    from network.core.errors import NetworkError
+    from network.core.normalise import DEFAULT_PATH, load
+    path = args.network or (os.path.join(args.root, DEFAULT_PATH.lstrip("/")) if args.root
+                            else DEFAULT_PATH)
+    if not os.path.exists(path):
+        return None
+    try:
+        return load(path)
+    except NetworkError as error:
+        raise TuneError(Code.IO, path, "the network configuration cannot be read: "
+                        f"{error.problems[0]}") from None
+
+
 def tuner(args):
     host = TreeHost(args.root) if args.root else SystemHost()
     dirs = profiles.search_dirs(args.profile_dir) if args.profile_dir else None
-    return Tuner(host, args.state_dir, dirs, live_policy_paths(args))
+    return Tuner(host, args.state_dir, dirs, live_policy_paths(args), network_config(args))
 
 
 def out(args, data, text):
@@ -148,6 +167,8 @@ def parser():
                      "the live policy's")
     top.add_argument("--policy-dir", default=DEFAULT_POLICY_DIR)
     top.add_argument("--no-policy", action="store_true", help="do not read any policy")
+    top.add_argument("--network", help="the network configuration whose VLANs and bonds the "
+                     "MTU check knows (default: /etc/tusk/network.toml, when it exists)")
     top.add_argument("--json", action="store_true")
     sub = top.add_subparsers(dest="command", required=True)
     sub.add_parser("profiles", help="list the profiles").set_defaults(func=cmd_profiles)

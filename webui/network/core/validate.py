@@ -419,19 +419,25 @@ def mtu_warnings(config, paths):
     [(class, from interfaces, to interfaces, clamped)]. Warnings, not problems: PMTUD
     may work; the operator decides."""
     names = {link.name for link in config.links}
+    return path_mtu_warnings(paths, lambda name: config.effective_mtu(name)
+                             if name in names else None)
+
+
+def path_mtu_warnings(paths, mtu_of):
+    """The one wording of the MTU warning, for the Network pages and tusk-tune's plan.
+    mtu_of(interface): the MTU it will have, None when unknown (then no warning)."""
     warnings = []
     for name, inside, outside, clamped in paths:
         if clamped:
             continue
         for a in inside:
             for b in outside:
-                if a not in names or b not in names:
+                mtu_a, mtu_b = mtu_of(a), mtu_of(b)
+                if mtu_a is None or mtu_b is None or mtu_a == mtu_b:
                     continue
-                mtu_a, mtu_b = config.effective_mtu(a), config.effective_mtu(b)
-                if mtu_a != mtu_b:
-                    big, small = (a, b) if mtu_a > mtu_b else (b, a)
-                    warnings.append(f"class {name}: {a} (MTU {mtu_a}) -> {b} (MTU {mtu_b}): "
-                                    f"segments sized for {big} must be cut down to {small}'s "
-                                    "by path MTU discovery; set the class's MSS clamp to "
-                                    "pmtu, or the same MTU on both")
+                big, small = (a, b) if mtu_a > mtu_b else (b, a)
+                warnings.append(f"class {name}: {a} (MTU {mtu_a}) -> {b} (MTU {mtu_b}): "
+                                f"segments sized for {big} must be cut down to {small}'s "
+                                "by path MTU discovery; set the class's MSS clamp to "
+                                "pmtu, or the same MTU on both")
     return warnings

@@ -69,11 +69,14 @@ def current_value(host, write, cache):
 
 
 class Tuner:
-    def __init__(self, host, state_dir, profile_dirs=None, paths=()):
+    def __init__(self, host, state_dir, profile_dirs=None, paths=(), network=None):
+        """paths and network: the live policy's paths and the box's network configuration,
+        for the MTU check (planner.Planner)."""
         self.host = host
         self.state_dir = state_dir
         self.profile_dirs = profile_dirs
         self.paths = paths
+        self.network = network
 
     # -- reading --------------------------------------------------------------------
 
@@ -86,7 +89,8 @@ class Tuner:
 
     def plan(self, name):
         profile = self.profile(name)
-        return planner.plan(profile, self.detect(profile), self.host, self.paths)
+        return planner.plan(profile, self.detect(profile), self.host, self.paths,
+                            self.network)
 
     # -- state ----------------------------------------------------------------------
 
@@ -145,7 +149,8 @@ class Tuner:
 
     def apply(self, name):
         profile = self.profile(name)
-        plan = planner.plan(profile, self.detect(profile), self.host, self.paths)
+        plan = planner.plan(profile, self.detect(profile), self.host, self.paths,
+                            self.network)
         with self.locked():
             before = self.state()
             state = json.loads(json.dumps(before)) if before else {
@@ -158,7 +163,8 @@ class Tuner:
                     self._write(write, state, done, result)
                 if done:
                     # the kernel has made (or removed) queues: plan them as they are now
-                    plan = planner.plan(profile, self.detect(profile), self.host, self.paths)
+                    plan = planner.plan(profile, self.detect(profile), self.host,
+                                        self.paths, self.network)
                     plan.writes[:0] = first
                     result.plan = plan
                 for write in plan.writes:

@@ -7,6 +7,7 @@ txqueuelen, queue interrupts, RPS, XPS; then the RFS table and the [sysctl]
 section. Channels come first because they create and remove queues: apply writes
 them, detects again and plans the rest against the queues that then exist.
 """
+from network.core.validate import path_mtu_warnings
 from tusklib.problems import Problem
 
 from .errors import Code, TuneError
@@ -26,13 +27,16 @@ def sysctl_path(name):
 
 
 class Planner:
-    def __init__(self, profile, machine, host, paths=()):
+    def __init__(self, profile, machine, host, paths=(), network=None):
         """paths: [(class name, [interfaces in], [interfaces out], clamps_mss)] from the
-        live policy: the interfaces traffic crosses, for the MTU check."""
+        live policy: the interfaces traffic crosses, for the MTU check. network: the box's
+        network configuration (network.core.model.NetworkConfig) or None: the MTU its
+        VLANs and bonds will have, which no NIC of the machine shows."""
         self.profile = profile
         self.machine = machine
         self.host = host
         self.paths = paths
+        self.network = network
         self.plan = Plan(profile, machine)
         self.problems = []
         self.overrides = profile.interfaces()
@@ -431,17 +435,14 @@ class Planner:
 
     def warn_mtu(self, tuned):
         mtus = {nic.name: self.planned_mtu(nic) for nic in self.machine.nics}
+        if self.network is not None:
+            # a VLAN or bond has the MTU its configuration gives it (its own, else its
+            # parent's or bond's); a port keeps what this plan sets on it
+            mtus.update((link.name, self.network.effective_mtu(link.name))
+                        for link in self.network.links if link.kind != "port")
         if self.paths:
-            for name, inside, outside, clamped in self.paths:
-                for a in inside:
-                    for b in outside:
-                        if a in mtus and b in mtus and mtus[a] != mtus[b] and not clamped:
-                            big, small = (a, b) if mtus[a] > mtus[b] else (b, a)
-                            self.plan.warn("mtu", f"class {name}: {a} (MTU {mtus[a]}) -> {b} "
-                                           f"(MTU {mtus[b]}): segments sized for {big} must "
-                                           f"be cut down to {small}'s by path MTU discovery; "
-                                           "set the class's MSS clamp to pmtu, or the same MTU "
-                                           "on both")
+            for warning in path_mtu_warnings(self.paths, mtus.get):
+                self.plan.warn("mtu", warning)
             return
         names = [nic.name for nic in tuned if not nic.virtual]
         if len({mtus[n] for n in names}) > 1:
@@ -451,8 +452,8 @@ class Planner:
                            "mss pmtu); with a policy loaded, this check names the classes")
 
 
-def plan(profile, machine, host, paths=()):
-    return Planner(profile, machine, host, paths).run()
+def plan(profile, machine, host, paths=(), network=None):
+    return Planner(profile, machine, host, paths, network).run()
 
 
 def policy_paths(policy):
