@@ -173,7 +173,8 @@ def test_restored_onto_the_same_box_without_a_mapping(saved, admin_client, admin
     assert not Job.objects.filter(kind__startswith="network.").exists()   # never applied here
     entry = AuditEntry.objects.get(action="backup restore")
     assert entry.detail["network"] == {"source": "draft", "renamed": {}, "ports": {},
-                                       "changed": True, "draft_version": 8}
+                                       "changed": True, "draft_version": 8,
+                                       "policy_waits": False}
     message = admin_client.get("/backup/").content.decode()
     assert ('is not applied: a network change can cut you off from this page, so it goes '
             'through <a href="/network/apply/">Network → Review and apply</a>') in message
@@ -227,6 +228,26 @@ def test_onto_other_ports_the_mapping_renames_them_everywhere(saved, admin_clien
     shown = html.unescape(review.content.decode())
     assert '<span class="add">+name = "enp2s0.100"</span>' in shown
     assert '<span class="add">+members = ["enp4s0", "enp3s0"]</span>' in shown
+
+
+def test_onto_a_box_running_another_network_the_policy_waits_for_the_restored_one(
+        saved, admin_client, netns, settings):
+    """The new box runs its first network (management only): the restored policy is
+    checked against the network restored with it, not refused for naming its links, and
+    is not applied before that network is (the agent would refuse it)."""
+    become_other_box(netns, settings)
+    NetworkState.objects.create(pk=1, confirmed=1, confirmed_text=(
+        'version = 2\n[[interfaces]]\nname = "enp1s0"\nrole = "management"\n'
+        'addresses = ["192.0.2.1/24"]\n'))
+    url, page = preview(admin_client, saved)
+    response = confirm(admin_client, url, page, apply="on", **port_fields(MAPPING))
+    assert response.status_code == 302, errors_of(response)
+    zones = drafts.get().document["zones"]
+    assert [z["interfaces"] for z in zones] == [["enp2s0.100"], ["bond0", "enp2s0"]]
+    assert not Job.objects.filter(kind="policy.apply").exists()
+    shown = html.unescape(admin_client.get(response["Location"]).content.decode())
+    assert "The policy is not applied yet: its zones name links that only the restored " \
+           "network has. Apply the network first, then the policy." in shown
 
 
 def test_a_swap_of_two_ports_renames_both(saved, admin_client, netns, settings):

@@ -24,7 +24,7 @@ from network.core.errors import NetworkError, Problem
 from network.core.normalise import from_document
 from network.models import Draft as NetworkDraft
 from policy import draft as drafts
-from policy.core.normalise import parse_yaml
+from policy.core.normalise import load_policy, parse_yaml
 from policy.forms import TITLES
 from policy.models import Draft
 from policy.views import status_context
@@ -159,13 +159,13 @@ def _restore_network(request, network, source, ports):
     """Replaces the network draft (not applied: Network -> Review and apply does that) with
     the backup's, mapped onto this box's ports and checked against them as the Network
     pages check a save (NetworkError, paths under network.draft / network.confirmed.
-    document). Not against the policy's zones: the restore replaces the policy too; the
-    review page and the agent check them before anything is applied.
-    Returns (source, {old: new}, whether the draft changed)."""
+    document). Not against the policy's zones: the restore replaces the policy too, and
+    the restored policy is checked against this network instead.
+    Returns (source, {old: new}, whether the draft changed, the NetworkConfig)."""
     source, document, renames = network_to_restore(network, source, ports)
     where = "network.confirmed.document" if source == CONFIRMED else "network.draft"
     try:
-        from_document(document, present=network_drafts.present())
+        config = from_document(document, present=network_drafts.present())
     except NetworkError as error:
         raise NetworkError([Problem(p.code, f"{where}.{p.path}" if p.path else where,
                                     p.message) for p in error.problems]) from None
@@ -173,14 +173,14 @@ def _restore_network(request, network, source, ports):
     user = request.user if request.user.is_authenticated else None
     if draft is None:
         NetworkDraft.objects.create(pk=1, document=document, updated_by=user)
-        return source, renames, True
+        return source, renames, True, config
     if draft.document == document:
-        return source, renames, False
+        return source, renames, False, config
     draft.document = document
     draft.version += 1
     draft.updated_by = user
     draft.save(update_fields=["document", "version", "updated_by", "updated_at"])
-    return source, renames, True
+    return source, renames, True, config
 
 
 def _restore_users(wanted):
@@ -206,7 +206,8 @@ def restore(request, pending, token, source=DRAFT, apply=True, ports=None):
     ports: {backup port: this box's port} (ConfirmForm's checked mapping; {} when the
     names match). Raises StaleRestore, or NetworkError when the network does not fit
     this box; changes nothing then. Returns (plan, the policy apply job or None, the
-    tuning job or None, the network restored: {"source", "renamed", "changed"} or None)."""
+    tuning job or None, the network restored: {"source", "renamed", "changed",
+    "policy_waits"} or None)."""
     document = backups.read(pending.text.encode(), request.user.get_username())
     with transaction.atomic():
         drafts.get_meta()  # exists
@@ -216,11 +217,12 @@ def restore(request, pending, token, source=DRAFT, apply=True, ports=None):
         if changes["token"] != token:
             raise StaleRestore()
         policy, network, renames = document["policy"], document.get("network"), {}
-        restored = None
-        if network is not None:
-            network_source, renames, changed = _restore_network(
+        restored, against = None, None   # the policy is checked against the box's network
+        if network is not None:          # ... or against the one restored with it
+            network_source, renames, changed, config = _restore_network(
                 request, network, source, ports or {})
             restored = {"source": network_source, "renamed": renames, "changed": changed}
+            against = [("restored", config)]
         if source == CONFIRMED and policy["confirmed"]:
             text = policy["confirmed"]["policy_text"]
         else:
@@ -228,7 +230,7 @@ def restore(request, pending, token, source=DRAFT, apply=True, ports=None):
         if renames:
             text = drafts.to_yaml(_zones_renamed(parse_yaml(text), renames))
         if drafts.get().document != parse_yaml(text):
-            drafts.import_text(text, request.user)
+            drafts.import_text(text, request.user, against)
         _restore_users(document["users"])
         tuning = changes["tuning"]
         tuning_job = queue.enqueue("backup.tuning", {
@@ -237,7 +239,13 @@ def restore(request, pending, token, source=DRAFT, apply=True, ports=None):
             request.user) if tuning["job"] else None
         draft = drafts.get()
         apply_job = None
-        if apply and status_context(draft)["changes_pending"]:
+        # Applied now only if it fits the network the box runs: a zone on a link only the
+        # restored network has waits until that network is applied (the agent would refuse).
+        waits = restored is not None and bool(drafts.network_problems(
+            load_policy(draft.document), drafts.network_configs()))
+        if restored is not None:
+            restored["policy_waits"] = waits
+        if apply and not waits and status_context(draft)["changes_pending"]:
             apply_job = queue.enqueue("policy.apply", {
                 "policy_text": drafts.to_yaml(draft.document), "timeout": None,
                 "draft_version": draft.version}, request.user)

@@ -100,6 +100,9 @@ def _restored_message(pending, changes, apply_job, tuning_job, network):
                if apply_job else ""))
     if network is None:
         return text + " The backup has no network configuration: the network is as it was."
+    if network["policy_waits"]:
+        text += (" The policy is not applied yet: its zones name links that only the "
+                 "restored network has. Apply the network first, then the policy.")
     if not network["changed"]:
         return text + " The network draft already was the backup's."
     return format_html(

@@ -123,11 +123,11 @@ def check_network(policy, configs=None):
         raise PolicyError(problems)
 
 
-def _save(document, version, user):
+def _save(document, version, user, network=None):
     """Validates and stores document if the draft is still at version - also against the
-    box's network configuration. Raises PolicyError (every problem) or StaleDraft; saves
-    nothing then."""
-    check_network(load_policy(document))
+    box's network configuration (network: check_network's configs). Raises PolicyError
+    (every problem) or StaleDraft; saves nothing then."""
+    check_network(load_policy(document), network)
     get_meta()  # exists
     with transaction.atomic():
         draft = Draft.objects.select_for_update().only("version").get(pk=1)
@@ -185,11 +185,13 @@ def move_class(index, offset, version, user):
     return _save(document, version, user)
 
 
-def import_text(text, user):
-    """A whole policy file replaces the draft - only if it is valid."""
+def import_text(text, user, network=None):
+    """A whole policy file replaces the draft - only if it is valid, also against network
+    (check_network's configs: the box's when None; a restore passes the network it
+    restores with the policy)."""
     load_policy_text(text)
     document = parse_yaml(text)
-    return _save(document, None, user)
+    return _save(document, None, user, network)
 
 
 def _rename(document, section, old, new):
