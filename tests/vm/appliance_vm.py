@@ -3,6 +3,7 @@
 HTTPS port forwarded to the host's loopback), two traffic NICs and disks - driven as an
 operator would: over the serial console (the console menu) and HTTPS (the web UI).
 """
+import codecs
 import http.cookiejar
 import re
 import shutil
@@ -18,6 +19,8 @@ from pathlib import Path
 import vm
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
+# (the firewall's traffic NIC's PCI slot, its peer's): ensN is the NIC in slot N
+WIRES = ((0x4, 0x10), (0x5, 0x11), (0xc, 0x12))
 
 
 def free_port():
@@ -50,13 +53,18 @@ class Appliance:
         if kernel:
             argv += ["-kernel", str(kernel), "-append",
                      f"root=/dev/vda rw console=ttyS0,115200 no_timer_check {append}".strip()]
-        # management: ens3, HTTPS forwarded; traffic: ens4, ens5 (isolated)
+        # management: ens3, HTTPS forwarded. Traffic: ens4, ens5, ens12, each wired
+        # (a QEMU hub of two ports) to a NIC of the same VM - ens16, ens17, ens18 - that
+        # the tests move into network namespaces standing in for the networks beside
+        # the firewall. No option ROMs: the firmware boots the disk, never the network.
+        nic = "virtio-net-pci,romfile=,speed=1000,duplex=full,netdev={},addr={:#x}"
         argv += ["-netdev", f"user,id=mgmt,hostfwd=tcp:127.0.0.1:{self.https_port}-:443",
-                 "-device", "virtio-net-pci,netdev=mgmt,addr=0x3",
-                 "-netdev", "user,id=t1,restrict=on",
-                 "-device", "virtio-net-pci,netdev=t1,addr=0x4",
-                 "-netdev", "user,id=t2,restrict=on",
-                 "-device", "virtio-net-pci,netdev=t2,addr=0x5"]
+                 "-device", nic.format("mgmt", 0x3)]
+        for slot, peer in WIRES:
+            argv += ["-netdev", f"hubport,id=n{slot},hubid={slot}",
+                     "-device", nic.format(f"n{slot}", slot),
+                     "-netdev", f"hubport,id=n{peer},hubid={slot}",
+                     "-device", nic.format(f"n{peer}", peer)]
         for index, (path, fmt, readonly) in enumerate(disks):
             argv += ["-drive", f"file={path},format={fmt},if=none,id=d{index}"
                      + (",readonly=on" if readonly else ""),
@@ -71,13 +79,21 @@ class Appliance:
         self.reader.start()
 
     def _read(self):
+        # The serial line arrives in small reads: a UTF-8 character or an escape sequence
+        # may be cut between two, so both are put together before they are cleaned.
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        partial = ""
         while True:
             chunk = self.proc.stdout.read1(65536)
             if not chunk:
                 return
-            text = chunk.decode("utf-8", errors="replace")
+            text = decoder.decode(chunk)
             self.log.write(text)
             self.log.flush()
+            text, partial = partial + text, ""
+            cut = text.rfind("\x1b")
+            if cut != -1 and len(text) - cut < 32 and not ANSI.match(text, cut):
+                text, partial = text[:cut], text[cut:]
             with self.lock:
                 self.buffer += ANSI.sub("", text)
 
@@ -190,8 +206,10 @@ class Web:
         return self._open(urllib.request.Request(self.base + path))
 
     def post(self, path, fields):
+        """fields: {name: value, or a list of values (a multiple select)}."""
         token = next((c.value for c in self.jar if c.name == "csrftoken"), "")
-        data = urllib.parse.urlencode({"csrfmiddlewaretoken": token, **fields}).encode()
+        data = urllib.parse.urlencode({"csrfmiddlewaretoken": token, **fields},
+                                      doseq=True).encode()
         request = urllib.request.Request(self.base + path, data=data,
                                          headers={"Referer": self.base + path})
         return self._open(request)

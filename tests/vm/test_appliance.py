@@ -2,22 +2,31 @@
 
 Tusk's kernel boots a root filesystem laid out like the image (tools/build-appliance-
 rootfs: Debian trixie's programs + webui/ + rootfs-overlay/, systemd, the same unit
-files) with a management NIC, two traffic NICs and three disks: the live system (vda),
+files) with a management NIC, three traffic NICs and three disks: the live system (vda),
 the installation medium (vdb, an ISO9660 labelled TUSK_MEDIUM with the kernel and
-the system image, as the ISO carries them) and an empty 6 GiB disk (vdc).
+the system image, as the ISO carries them) and an empty 6 GiB disk (vdc). Each traffic
+NIC is wired to a NIC of the same VM (appliance_vm.WIRES) that the test moves into a
+network namespace: `client` behind a VLAN, `server` behind an LACP bond.
 
 1. live boot: every Tusk unit comes up; the console menu is on the serial console;
    the dashboard answers over HTTPS on the management address with the certificate
    made at first boot; nothing is forwarded yet (fail-closed ruleset).
-2. a policy imported, applied and confirmed over HTTPS is live in nft.
-3. tusk-install refuses the live system's disk and the medium, then installs to vdc
+2. the network from the dashboard: a VLAN on ens4 and an 802.3ad bond of ens5 and
+   ens12 with addresses and a route, applied and confirmed; systemd-networkd brings
+   them up, and the lab's backend (iproute2) makes the same links, addresses and routes
+   of the same configuration in a namespace.
+3. a policy imported, applied and confirmed over HTTPS is live in nft, and a class
+   carries the client's flow over the VLAN and the bond to the server.
+4. tusk-install refuses the live system's disk and the medium, then installs to vdc
    from the console menu.
-4. the VM boots from vdc alone (SeaBIOS, then UEFI/OVMF): the same policy is loaded
+5. the VM boots from vdc alone (SeaBIOS, then UEFI/OVMF): the same policy is loaded
    before the interfaces come up, the admin's password and the revision history are
-   the ones of the live session.
+   the ones of the live session, the confirmed network comes up again and the flow
+   goes through; a network change left pending at power loss is gone at the next boot.
 The steps share one sequence of boots; a failed step fails the ones after it.
 """
 import hashlib
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -40,9 +49,9 @@ settings:
   confirm_timeout: 600
 zones:
   - name: inside
-    interfaces: [ens4]
+    interfaces: [ens4.100]
   - name: outside
-    interfaces: [ens5]
+    interfaces: [bond0]
 services:
   - name: replication
     protocol: tcp
@@ -118,7 +127,8 @@ def open_shell(appliance):
     """From the menu's prompt (where every step leaves the console) into its shell."""
     appliance.send(SHELL_OPTION + "\n")
     appliance.expect(r"[#$] $|[#$] \S*$", 60)
-    appliance.send("export PS1='# ' TERM=dumb; stty -echo\n")
+    # kernel messages stay in the journal, off the console the test reads
+    appliance.send("export PS1='# ' TERM=dumb; stty -echo; dmesg -n 1\n")
     rc, _ = appliance.shell("true")
     assert rc == 0
 
@@ -196,7 +206,166 @@ def test_dashboard_answers_over_https_with_the_first_boot_certificate(step):
     assert status == 200 and "Password changed" in body, body[-2000:]
 
 
-# -- 2. a policy from the web UI --------------------------------------------------------
+# -- 2. the network from the web UI ---------------------------------------------------
+
+VLAN, VLAN_ADDRESS, CLIENT = "ens4.100", "198.51.100.1/24", "198.51.100.2"
+BOND, BOND_ADDRESS, SERVER = "bond0", "203.0.113.1/24", "203.0.113.2"
+BEHIND, SERVICE = "10.99.0.0/24", "10.99.0.1"     # a network behind the server's router
+PENDING_ADDRESS = "198.51.100.9/24"
+# The networks beside the firewall, in namespaces of the same VM: `client` on ens4's
+# wire, tagged with VLAN 100; `server` on the wires of ens5 and ens12, bonded with LACP,
+# routing BEHIND. Namespaces do not survive a boot: every boot sets them up again.
+PEERS = f"""
+ip netns add client && ip netns add server &&
+ip link set ens16 netns client &&
+ip -n client link add link ens16 name ens16.100 type vlan id 100 &&
+ip -n client addr add {CLIENT}/24 dev ens16.100 &&
+ip -n client link set ens16 up && ip -n client link set ens16.100 up &&
+ip -n client route add default via {VLAN_ADDRESS.split("/")[0]} &&
+ip link set ens17 netns server && ip link set ens18 netns server &&
+ip -n server link add bond1 type bond mode 802.3ad xmit_hash_policy layer3+4 &&
+ip -n server link set ens17 master bond1 && ip -n server link set ens18 master bond1 &&
+ip -n server link set bond1 up && ip -n server link set lo up &&
+ip -n server addr add {SERVER}/24 dev bond1 &&
+ip -n server addr add {SERVICE}/32 dev lo &&
+ip -n server route add default via {BOND_ADDRESS.split("/")[0]}
+""".strip().replace("\n", " ")
+
+
+def form_version(client, path):
+    status, body = client.get(path)
+    assert status == 200, f"GET {path}: HTTP {status}\n{body[-2000:]}"
+    return hidden(body, "version")
+
+
+def save(client, path, fields):
+    """One item of the network draft, as its form posts it; the draft must take it."""
+    status, body = client.post(path, {"version": form_version(client, path), **fields})
+    assert status == 200 and "errorlist" not in body, \
+        f"POST {path} refused (HTTP {status}):\n{body[-3000:]}"
+
+
+def wait_network(appliance, pattern):
+    """Until `tusk-net status` matches pattern (the agent's job runs in the background)."""
+    return ok(appliance, f"for i in $(seq 300); do tusk-net status | grep -Eq '{pattern}' "
+                         f"&& break; sleep 1; done; tusk-net status | grep -E '{pattern}'", 330)
+
+
+def apply_network(client, appliance):
+    """Review and apply; returns the pending revision's number."""
+    version = form_version(client, "/network/apply/")
+    status, body = client.post("/network/apply/", {"version": version, "timeout": "600"})
+    assert status == 200, body[-2000:]
+    open_shell(appliance)
+    pending = wait_network(appliance, r"pending revision: [0-9]+")
+    close_shell(appliance)
+    return int(re.search(r"pending revision: (\d+)", pending).group(1))
+
+
+def network_is_up(appliance):
+    """The confirmed network as systemd-networkd brought it up: the VLAN on ens4, the
+    802.3ad bond of ens5 and ens12 aggregated with the server's bond, the route to the
+    network behind the server; the client and the server reach the firewall over them."""
+    vlan = ok(appliance, f"ip -d addr show dev {VLAN}")
+    assert f"{VLAN}@ens4" in vlan and "vlan protocol 802.1Q id 100" in vlan \
+        and f"inet {VLAN_ADDRESS}" in vlan, vlan
+    ok(appliance, "for i in $(seq 120); do grep -q 'Number of ports: 2' "
+                  "/proc/net/bonding/bond0 && break; sleep 1; done")
+    bond = ok(appliance, "cat /proc/net/bonding/bond0")
+    assert "IEEE 802.3ad Dynamic link aggregation" in bond and "layer3+4" in bond \
+        and "Slave Interface: ens5" in bond and "Slave Interface: ens12" in bond \
+        and "Number of ports: 2" in bond, bond     # both members in one aggregator
+    assert f"inet {BOND_ADDRESS}" in ok(appliance, f"ip addr show dev {BOND}")
+    route = ok(appliance, f"ip route show {BEHIND}")
+    assert f"via {SERVER} dev {BOND} proto static" in route, route
+    ok(appliance, f"ip netns exec client ping -c 1 -W 5 {VLAN_ADDRESS.split('/')[0]}")
+    ok(appliance, f"ip netns exec server ping -c 1 -W 5 {BOND_ADDRESS.split('/')[0]}")
+
+
+def test_network_from_the_dashboard_brings_up_a_vlan_and_a_bond(step):
+    client = log_in(step.vm, PASSWORD)
+    for port in ("ens4", "ens5", "ens12"):
+        save(client, f"/network/interfaces/edit/?port={port}",
+             {"role": "traffic", "description": "", "addresses": "", "mtu": "0"})
+    save(client, "/network/vlans/new/", {"name": VLAN, "parent": "ens4", "id": "100",
+                                         "description": "the client's VLAN",
+                                         "addresses": VLAN_ADDRESS, "mtu": "0"})
+    save(client, "/network/bonds/new/", {"name": BOND, "mode": "802.3ad",
+                                         "hash_policy": "layer3+4",
+                                         "members": ["ens5", "ens12"], "description": "",
+                                         "addresses": BOND_ADDRESS, "mtu": "0"})
+    save(client, "/network/routes/new/", {"destination": BEHIND, "gateway": SERVER,
+                                          "metric": "0", "interface": ""})
+    status, body = client.get("/network/apply/")    # the review shows what will change
+    assert status == 200 and VLAN in body and BOND in body and BEHIND in body, body[-3000:]
+    revision = apply_network(client, step.vm)
+    status, body = client.post("/network/status/confirm/", {})
+    assert status == 200, body[-2000:]
+    open_shell(step.vm)
+    wait_network(step.vm, f"confirmed revision: {revision}$")
+    assert "pending" not in ok(step.vm, "tusk-net status")
+    ok(step.vm, PEERS)
+    network_is_up(step.vm)
+    # nothing is forwarded yet: no policy is confirmed (the fail-closed ruleset)
+    rc, out = step.vm.shell(f"ip netns exec client ping -c 1 -W 3 {SERVICE}")
+    assert rc != 0, out
+    close_shell(step.vm)
+    step.facts["network_revision"] = revision
+
+
+# One configuration through both backends: the lab's iproute2 backend applies the
+# confirmed network.toml in a namespace whose ports have the same names (veths), with
+# the management port given the address DHCP gave ens3 (the lab refuses DHCP).
+TWIN = """
+ip netns add twin && mkdir -p /run/twin &&
+for port in ens3 ens4 ens5 ens12; do
+  ip -n twin link add $port type veth peer name peer-$port || exit 1; done &&
+PYTHONPATH=/usr/lib/tusk/webui python3 -c '
+import dataclasses, sys
+from network.core import normalise
+config = normalise.load("/etc/tusk/network.toml")
+ports = tuple(dataclasses.replace(p, dhcp=False, autoconf=False, addresses=(sys.argv[1],))
+              if p is config.management else p for p in config.interfaces)
+with open("/run/twin/network.toml", "w") as out:
+    out.write(normalise.to_toml(dataclasses.replace(config, interfaces=ports)))
+' "$(ip -4 -o addr show dev ens3 | awk '{print $4}')" &&
+tusk-net --netns twin --state-dir /run/twin apply
+""".strip()
+# links, global addresses and static routes of the traffic side, as JSON, for netns
+# ("" is the box itself); the twin's ports are veths standing in for the NICs
+LIVE = """PYTHONPATH=/usr/lib/tusk/webui python3 -c '
+import json, sys
+from network.core import facts
+from policy.core.target import Target
+live = facts.snapshot(Target(sys.argv[1] or None))
+names = {"ens4", "ens5", "ens12", "ens4.100", "bond0"}
+print("LIVE" + json.dumps({
+  "links": sorted([l.name, "" if l.kind == "veth" else l.kind, l.up, l.mtu, l.master,
+                   l.parent, l.vlan_id, l.bond_mode, l.hash_policy]
+                  for l in live.links if l.name in names),
+  "addresses": sorted([a.interface, a.address] for a in live.addresses
+                      if a.interface in names and a.scope == "global"),
+  "routes": sorted([r.destination, r.gateway, r.interface, r.metric, r.family]
+                   for r in live.routes if r.protocol == "static")}))
+' """
+
+
+def live(appliance, netns=""):
+    output = ok(appliance, LIVE + (netns or "''"))
+    return json.loads(output[output.index("LIVE") + 4:].strip())
+
+
+def test_networkd_and_iproute2_make_the_same_network_of_one_configuration(step):
+    open_shell(step.vm)
+    ok(step.vm, TWIN, 300)
+    networkd, iproute2 = live(step.vm), live(step.vm, "twin")
+    ok(step.vm, "ip netns delete twin; rm -rf /run/twin")
+    close_shell(step.vm)
+    assert networkd["links"] and networkd["addresses"] and networkd["routes"]
+    assert networkd == iproute2
+
+
+# -- 3. a policy from the web UI --------------------------------------------------------
 
 def test_policy_applied_over_https_is_live_in_nft(step):
     client = log_in(step.vm, PASSWORD)
@@ -219,11 +388,31 @@ def test_policy_applied_over_https_is_live_in_nft(step):
     table = ok(step.vm, "nft list table inet tusk")
     assert 'tusk: classes[0] bulk-copy' in table and 'ct helper set "seqrand-both"' in table \
         and 'iifname @zone_inside oifname @zone_outside tcp dport 5201' in table \
-        and re.search(r'set zone_inside \{[^}]*elements = \{ "ens4" \}', table)
+        and re.search(rf'set zone_inside \{{[^}}]*elements = \{{ "{VLAN}" \}}', table)
+    flow(step.vm)      # in over the VLAN, out over the bond, through the class
     close_shell(step.vm)
 
 
-# -- 3. install --------------------------------------------------------------------------
+def class_packets(appliance):
+    counter = ok(appliance, "nft list counter inet tusk class_bulk-copy")
+    return int(re.search(r"packets (\d+)", counter).group(1))
+
+
+def flow(appliance):
+    """The client's TCP flow to the service behind the server: through the class (its
+    counter grows), with its sequence numbers randomised (the class's seqrand)."""
+    before = class_packets(appliance)
+    ok(appliance, f"ip netns exec server iperf3 -s -1 -D -B {SERVICE} && for i in $(seq 30); "
+                  f"do ip netns exec server ss -Hltn | grep -q '{SERVICE}:5201' && break; "
+                  "sleep 1; done")
+    ok(appliance, f"ip netns exec client iperf3 -c {SERVICE} -n 4M --connect-timeout 10000",
+       300)
+    assert class_packets(appliance) > before
+    tracked = ok(appliance, f"conntrack -L -p tcp --orig-dst {SERVICE} --dport 5201")
+    assert "helper=seqrand-both" in tracked, tracked
+
+
+# -- 4. install --------------------------------------------------------------------------
 
 def test_install_refuses_the_boot_disks_then_installs(step):
     open_shell(step.vm)
@@ -247,7 +436,7 @@ def test_install_refuses_the_boot_disks_then_installs(step):
     step.vm = None
 
 
-# -- 4. the installed system -------------------------------------------------------------
+# -- 5. the installed system -------------------------------------------------------------
 
 def installed_boot(step, work, name, firmware=None):
     step.vm = Appliance(name, [(work["target"], "raw", False)], ARTIFACTS, firmware=firmware)
@@ -273,16 +462,28 @@ def installed_boot(step, work, name, firmware=None):
     close_shell(step.vm)
     status, body = client.get("/policy/")        # the draft, kept in the database
     assert status == 200 and "bulk-copy" in body, body[-2000:]
+    open_shell(step.vm)                         # the confirmed network came up again
+    status = ok(step.vm, "tusk-net status")
+    assert f"confirmed revision: {step.facts['network_revision']}" in status \
+        and "pending" not in status, status
+    ok(step.vm, PEERS)
+    network_is_up(step.vm)
+    flow(step.vm)
+    close_shell(step.vm)
     return client
 
 
 def test_installed_system_boots_from_disk_with_policy_and_data(step, work):
-    installed_boot(step, work, "installed-bios")
-    step.vm.send("7\n")
-    step.vm.expect(r"\[y/N\]", 30)
-    step.vm.send("y\n")
-    step.vm.wait_exit(300)
-    step.vm.kill()
+    client = installed_boot(step, work, "installed-bios")
+    # a network change applied and never confirmed when the power goes
+    save(client, "/network/vlans/0/", {"name": VLAN, "parent": "ens4", "id": "100",
+                                       "description": "the client's VLAN", "mtu": "0",
+                                       "addresses": f"{VLAN_ADDRESS} {PENDING_ADDRESS}"})
+    apply_network(client, step.vm)
+    open_shell(step.vm)
+    assert f"inet {PENDING_ADDRESS}" in ok(step.vm, f"ip addr show dev {VLAN}")
+    ok(step.vm, "sync")
+    step.vm.kill()                               # no shutdown: the power is cut
     step.vm = None
 
 
@@ -291,3 +492,8 @@ def test_installed_system_boots_under_uefi(step, work):
         if not Path(path).exists():
             pytest.fail(f"missing {path} (Debian package ovmf; make vm-deps)", pytrace=False)
     installed_boot(step, work, "installed-uefi", firmware=OVMF)
+    # the change pending at power loss was dropped: the confirmed network came up
+    # (installed_boot: no revision pending) without its address
+    open_shell(step.vm)
+    assert PENDING_ADDRESS not in ok(step.vm, f"ip addr show dev {VLAN}")
+    close_shell(step.vm)
