@@ -79,6 +79,24 @@ def test_the_interfaces_page_shows_each_port_with_its_live_facts(admin_client, m
         == [("eth1", "management", True), ("eth2", "unused", False)]
 
 
+def test_no_draft_is_kept_before_the_agent_reports_the_machine(admin_client, netns, settings):
+    """Before the agent's first report there is nothing to start a draft from: the pages
+    show an empty one without keeping it (kept, it would stay without ports, invalid -
+    and so would every backup of it); once the ports are known the draft starts from
+    them, and a save keeps it."""
+    for path in ("/network/", "/network/apply/", "/network/vlans/"):
+        assert admin_client.get(path).status_code == 200
+    assert not Draft.objects.exists()
+    settings.TUSK = dataclasses.replace(settings.TUSK, netns=netns)
+    PeriodicState.objects.update_or_create(name=drafts.FACTS, defaults={
+        "result": agent_jobs.live_facts(settings.TUSK)})
+    response = edit_port(admin_client, "eth2")
+    assert response.status_code == 302, errors_of(response)
+    document = Draft.objects.get(pk=1).document
+    assert [(p["name"], p["role"]) for p in document["interfaces"]] == [
+        ("eth1", "management"), ("eth2", "traffic")]
+
+
 def test_every_page_renders(configured):
     for url in ("/network/", "/network/vlans/", "/network/bonds/", "/network/routes/",
                 "/network/system/", "/network/apply/", "/network/status/",

@@ -99,10 +99,16 @@ def starting_document():
 
 def get():
     draft = Draft.objects.filter(pk=1).first()
-    if draft is None:
-        Draft.objects.get_or_create(pk=1, defaults={"document": starting_document()})
-        draft = Draft.objects.get(pk=1)
-    return draft
+    if draft is not None:
+        return draft
+    document = starting_document()
+    if not document["interfaces"]:
+        # the agent has reported neither a confirmed configuration nor the ports yet: a
+        # draft kept now would have no port, be invalid and stay so (a backup of it too);
+        # it is shown, and kept by the first save
+        return Draft(pk=1, document=document)
+    Draft.objects.get_or_create(pk=1, defaults={"document": document})
+    return Draft.objects.get(pk=1)
 
 
 def check(document):
@@ -115,8 +121,8 @@ def _save(document, version, user):
     """Validates and stores document if the draft is still at version. Raises
     NetworkError (every problem) or StaleDraft; saves nothing then."""
     check(document)
-    get()
     with transaction.atomic():
+        Draft.objects.get_or_create(pk=1, defaults={"document": get().document})
         draft = Draft.objects.select_for_update().get(pk=1)
         if version is not None and draft.version != version:
             raise StaleDraft()
