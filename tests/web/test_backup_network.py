@@ -293,6 +293,29 @@ def test_a_bad_mapping_names_the_field_and_changes_nothing(saved, admin_client, 
     assert snapshot() == before and PendingRestore.objects.exists()
 
 
+def test_a_box_with_fewer_ports_restores_the_rest_and_keeps_its_network(saved, admin_client,
+                                                                        netns, settings):
+    """Four ports in the backup, two on this box: no mapping can take them all. Leaving
+    this box's network as it is restores the rest; no port field is then asked for."""
+    become_other_box(netns, settings, ["enp1s0", "enp2s0"])
+    url, page = preview(admin_client, saved)
+    assert "keep_network" in page.context["form"].fields
+    network_before = NetworkDraft.objects.get(pk=1)
+    response = confirm(admin_client, url, page)
+    assert response.status_code == 400 and "port-eth3" in errors_of(response)
+    response = confirm(admin_client, url, page, keep_network="on")
+    assert response.status_code == 302, errors_of(response)
+    network_after = NetworkDraft.objects.get(pk=1)
+    assert (network_after.version, network_after.document) == \
+        (network_before.version, network_before.document)
+    assert [z["interfaces"] for z in drafts.get().document["zones"]] == \
+        [["eth2.100"], ["bond0", "eth2"]]                       # the backup's, not renamed
+    entry = AuditEntry.objects.get(action="backup restore")
+    assert entry.detail["network"] is None and entry.detail["network_kept"] is True
+    assert "The network was left as it is, as you chose." in \
+        html.unescape(admin_client.get(response["Location"]).content.decode())
+
+
 def test_a_network_that_does_not_fit_this_box_is_refused_naming_it(saved, admin_client,
                                                                    netns, settings):
     """The ports' names match, but an MTU the backup's box allowed is beyond this box's

@@ -37,9 +37,16 @@ class ConfirmForm(forms.Form):
                                          "draft: confirm it on the Policy page, or it rolls "
                                          "back. The network is never applied here.")
 
+    keep_network = forms.BooleanField(
+        required=False, label="Leave this box's network as it is",
+        help_text="Restore the rest: the backup's network is not restored and needs no "
+                  "ports mapped; the policy is then checked against this box's network.")
+
     def __init__(self, *args, confirmed=None, network=None, box=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.network = network
+        if not network:
+            del self.fields["keep_network"]
         network_confirmed = network and network["confirmed"]
         if confirmed or network_confirmed:
             policy = (f"the policy of the backup's confirmed revision {confirmed['revision']}"
@@ -69,6 +76,11 @@ class ConfirmForm(forms.Form):
     def clean(self):
         data = super().clean()
         chosen = {}
+        if data.get("keep_network"):   # nothing to map: the backup's network stays out
+            for name in self.ports:
+                self.errors.pop(PORT_FIELD + name, None)
+            data["ports"] = {}
+            return data
         for name in self.ports:
             port = data.get(PORT_FIELD + name)
             if not port:

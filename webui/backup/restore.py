@@ -201,13 +201,14 @@ def _restore_users(wanted):
             "role": entry["role"], "must_change_password": entry["must_change_password"]})
 
 
-def restore(request, pending, token, source=DRAFT, apply=True, ports=None):
+def restore(request, pending, token, source=DRAFT, apply=True, ports=None,
+            keep_network=False):
     """Restores the pending upload if the preview (token) still describes the box.
     ports: {backup port: this box's port} (ConfirmForm's checked mapping; {} when the
-    names match). Raises StaleRestore, or NetworkError when the network does not fit
-    this box; changes nothing then. Returns (plan, the policy apply job or None, the
-    tuning job or None, the network restored: {"source", "renamed", "changed",
-    "policy_waits"} or None)."""
+    names match); keep_network: the backup's network is left out. Raises StaleRestore,
+    or NetworkError when the network does not fit this box; changes nothing then.
+    Returns (plan, the policy apply job or None, the tuning job or None, the network
+    restored: {"source", "renamed", "changed", "policy_waits"} or None)."""
     document = backups.read(pending.text.encode(), request.user.get_username())
     with transaction.atomic():
         drafts.get_meta()  # exists
@@ -216,7 +217,8 @@ def restore(request, pending, token, source=DRAFT, apply=True, ports=None):
         changes = plan(document)
         if changes["token"] != token:
             raise StaleRestore()
-        policy, network, renames = document["policy"], document.get("network"), {}
+        policy, renames = document["policy"], {}
+        network = None if keep_network else document.get("network")
         restored, against = None, None   # the policy is checked against the box's network
         if network is not None:          # ... or against the one restored with it
             network_source, renames, changed, config = _restore_network(
@@ -257,7 +259,8 @@ def restore(request, pending, token, source=DRAFT, apply=True, ports=None):
                      policy_job=apply_job and apply_job.pk,
                      tuning_job=tuning_job and tuning_job.pk, network=restored and {
                          **restored, "ports": ports or {},
-                         "draft_version": NetworkDraft.objects.get(pk=1).version})
+                         "draft_version": NetworkDraft.objects.get(pk=1).version},
+                     network_kept=bool(keep_network and document.get("network")))
         pending.delete()
     me = get_user_model().objects.get(username=request.user.get_username())
     if me.password != request.user.password:

@@ -90,7 +90,7 @@ def _preview(request, pending, document, form=None, stale=False, status=200):
         "stale": stale}, status=status)
 
 
-def _restored_message(pending, changes, apply_job, tuning_job, network):
+def _restored_message(pending, changes, apply_job, tuning_job, network, kept):
     users = changes["users"]
     text = (f"Restored {pending.name}: the draft is the backup's policy; users "
             f"{len(users['added'])} added, {len(users['updated'])} updated, "
@@ -99,7 +99,8 @@ def _restored_message(pending, changes, apply_job, tuning_job, network):
             + (" Confirm the policy once the apply has loaded it, or it rolls back."
                if apply_job else ""))
     if network is None:
-        return text + " The backup has no network configuration: the network is as it was."
+        return text + (" The network was left as it is, as you chose." if kept else
+                       " The backup has no network configuration: the network is as it was.")
     if network["policy_waits"]:
         text += (" The policy is not applied yet: its zones name links that only the "
                  "restored network has. Apply the network first, then the policy.")
@@ -129,15 +130,16 @@ def restore(request, pk):
     try:
         changes, apply_job, tuning_job, network = restores.restore(
             request, pending, data["token"], data.get("source", restores.DRAFT), data["apply"],
-            data["ports"])
+            data["ports"], data.get("keep_network", False))
     except restores.StaleRestore:
         return _preview(request, pending, document, stale=True, status=400)
     except (NetworkError, PolicyError) as error:  # the network does not fit this box
         for problem in error.problems:
             form.add_error(None, str(problem))
         return _preview(request, pending, document, form, status=400)
-    messages.success(request, _restored_message(pending, changes, apply_job, tuning_job,
-                                                network))
+    messages.success(request, _restored_message(
+        pending, changes, apply_job, tuning_job, network,
+        kept=bool(data.get("keep_network")) and document.get("network") is not None))
     if apply_job:
         return redirect(reverse("job", args=[apply_job.pk]) + "?next=policy_status")
     if tuning_job:
