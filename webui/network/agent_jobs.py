@@ -17,6 +17,7 @@ from policy.core.errors import PolicyError
 from policy.core.normalise import parse_yaml
 from policy.core.revisions import Store as PolicyStore
 from policy.core.target import Target
+from tusklib.commit import ZONES_CHECKED
 
 from . import sync
 from .core import facts
@@ -116,12 +117,13 @@ def apply(run):
     applier = applier_for(run.config)
     try:
         timeout = confirm_timeout(args.get("timeout"))
-        zones = policy_zones(run.config)
-        run.progress(10, "checking the configuration against this machine and the policy")
-        config = from_document(document, present=applier.present(), zones=zones)
-        run.progress(30, f"applying with {applier.backend.describe()}")
-        revision = applier.apply(to_toml(config), user=run.user, timeout=timeout, zones=zones,
-                                 token_hash=token_hash)
+        with ZONES_CHECKED:
+            zones = policy_zones(run.config)
+            run.progress(10, "checking the configuration against this machine and the policy")
+            config = from_document(document, present=applier.present(), zones=zones)
+            run.progress(30, f"applying with {applier.backend.describe()}")
+            revision = applier.apply(to_toml(config), user=run.user, timeout=timeout,
+                                     zones=zones, token_hash=token_hash)
     except NetworkError as error:
         _after(run, applier)
         raise JobFailed(str(error), result=_problems(error)) from None

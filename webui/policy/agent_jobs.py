@@ -6,6 +6,7 @@ Apply and roll back first check the policy's zones against the box's network
 configuration (the network jobs check the other way round).
 At start, the target kernel's capabilities, for the pages (views.seqrand_available)."""
 from jobs.registry import JobFailed, handler, on_start, periodic
+from tusklib.commit import ZONES_CHECKED
 
 from . import draft as drafts
 from . import sync
@@ -80,9 +81,10 @@ def apply(run):
     applier = _applier(run)
     run.progress(10, "checking the zones against the network, the ruleset with nft -c")
     try:
-        check_network(run, run.args["policy_text"])
-        revision = applier.apply(run.args["policy_text"], user=run.user,
-                                 timeout=run.args.get("timeout"))
+        with ZONES_CHECKED:
+            check_network(run, run.args["policy_text"])
+            revision = applier.apply(run.args["policy_text"], user=run.user,
+                                     timeout=run.args.get("timeout"))
     except PolicyError as error:
         sync.sync(run.config)
         raise JobFailed(str(error), result=_problems(error)) from None
@@ -117,9 +119,10 @@ def rollback(run):
     applier = _applier(run)
     number = int(run.args["revision"])
     try:
-        check_network(run, applier.store.get(number).policy_text)
-        revision = applier.rollback_to(number, user=run.user,
-                                       timeout=run.args.get("timeout"))
+        with ZONES_CHECKED:
+            check_network(run, applier.store.get(number).policy_text)
+            revision = applier.rollback_to(number, user=run.user,
+                                           timeout=run.args.get("timeout"))
     except PolicyError as error:
         sync.sync(run.config)
         raise JobFailed(str(error), result=_problems(error)) from None

@@ -30,12 +30,19 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from enum import Enum
 
 from .files import write_atomically
+
+# Where the two domains meet: the agent's policy jobs check a policy's zones against the
+# network, its network jobs check a configuration against the policy's zones. Each check
+# and the apply after it hold this lock, so that two jobs running side by side cannot both
+# pass checks that together fail (a zone on a VLAN the other job removes).
+ZONES_CHECKED = threading.Lock()
 
 PENDING = "pending"
 CONFIRMED = "confirmed"
