@@ -233,9 +233,8 @@ def test_a_vlan_that_changed_what_a_live_link_cannot_is_created_anew(box, change
 
 
 def test_a_bond_tusk_did_not_make_is_made_anew_as_configured(box):
-    """Built-in bonding makes bond0 at boot (round-robin, max_bonds=1), before tusk-net
-    runs with /run empty: networkd would keep that one, mode and all. The VM appliance
-    test shows the 802.3ad bond networkd makes after it."""
+    """A leftover bond0, or the built-in driver's own (round-robin) on a kernel started
+    without bonding.max_bonds=0: networkd would keep it, mode and all."""
     add_link(box, "bond0")
     lines, commands = apply(box, BASE + BOND)
     assert commands.index(("ip", "link", "delete", "dev", "bond0")) < \

@@ -52,7 +52,8 @@ class Appliance:
                      "-drive", f"if=pflash,format=raw,file={vars_copy}"]
         if kernel:
             argv += ["-kernel", str(kernel), "-append",
-                     f"root=/dev/vda rw console=ttyS0,115200 no_timer_check {append}".strip()]
+                     f"root=/dev/vda rw console=ttyS0,115200 no_timer_check bonding.max_bonds=0 "
+                     f"{append}".strip()]   # as the ISO's boot entry (post-image.sh)
         # management: ens3, HTTPS forwarded. Traffic: ens4, ens5, ens12, each wired
         # (a QEMU hub of two ports) to a NIC of the same VM - ens16, ens17, ens18 - that
         # the tests move into network namespaces standing in for the networks beside

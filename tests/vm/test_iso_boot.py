@@ -43,7 +43,7 @@ HOST_TOOLS = {"xorriso": ("bin", "xorriso"), "grub-mkimage": ("bin", "grub-commo
 TEST_TOOLS = {vm.QEMU: "qemu-system-x86", "zstd": "zstd", "mke2fs": "e2fsprogs",
               "sfdisk": "fdisk", "blkid": "util-linux", "mdir": "mtools",
               "osirrox": "xorriso"}
-KERNEL_ARGS = "console=tty0 console=ttyS0,115200"
+KERNEL_ARGS = "console=tty0 console=ttyS0,115200 bonding.max_bonds=0"
 # The line GRUB's embedded config prints: where the firmware started GRUB, and the
 # device it found the ISO 9660 file system on.
 GRUB_LINE = re.compile(r"Tusk: GRUB from (\S*), boot medium (\S*) \(TUSK_MEDIUM ([0-9-]+)\)")

@@ -36,7 +36,9 @@ MIN_SYSTEM_MIB = 2048
 MIN_DATA_MIB = 1024
 # stopped while /data is copied, started again afterwards (a live session goes on)
 SERVICES = ("tusk-nginx.service", "tusk-web.service", "tusk-agent.service", "tusk-db.service")
-KERNEL_ARGS = "rootwait rw console=tty0 console=ttyS0,115200"
+# bonding.max_bonds=0: no bond0 of the built-in driver's own (systemd's modprobe.d asks it
+# of the module; built in, only the command line reaches it): networkd makes the bonds
+KERNEL_ARGS = "rootwait rw console=tty0 console=ttyS0,115200 bonding.max_bonds=0"
 
 
 class InstallError(Exception):

@@ -34,7 +34,9 @@
 set -eu
 
 VOLUME_ID=TUSK_MEDIUM
-KERNEL_ARGS="console=tty0 console=ttyS0,115200"
+# bonding.max_bonds=0: the built-in bonding driver makes no bond0 of its own (what
+# systemd's modprobe.d asks of the module); networkd makes the bonds network.toml names
+KERNEL_ARGS="console=tty0 console=ttyS0,115200 bonding.max_bonds=0"
 # Built into both GRUB images: there are no module files on the ISO to load later.
 GRUB_MODULES="normal configfile linux boot echo test search search_fs_uuid search_label
 iso9660 fat part_msdos part_gpt serial terminal halt reboot"

@@ -276,10 +276,10 @@ class NetworkdBackend:
         previous = self._previous()
         wanted, made = netdev_identities(links), netdev_identities(previous)
         doomed = sorted(name for name, identity in made.items() if wanted.get(name) != identity)
-        # A configured bond or VLAN that exists but was not made from Tusk's files: the
-        # kernel's own bond0 (built-in bonding makes one at boot; systemd's max_bonds=0
-        # reaches the module only) or a leftover. networkd would keep it as it is, mode
-        # and all: it goes, and networkd makes it as configured.
+        # A configured bond or VLAN that exists but was not made from Tusk's files: a
+        # leftover, or the built-in bonding driver's own bond0 on a kernel started without
+        # bonding.max_bonds=0 (the image's boot entries pass it). networkd would keep it
+        # as it is, mode and all: it goes, and networkd makes it as configured.
         doomed += sorted(name for name in wanted if name not in made and self._exists(name))
         # deleted before the files change: if a deletion fails, they still say what is Tusk's
         for name in doomed:
