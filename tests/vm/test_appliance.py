@@ -11,8 +11,8 @@ network namespace: `client` behind a VLAN, `server` behind an LACP bond.
 1. live boot: every Tusk unit comes up; the console menu is on the serial console;
    the dashboard answers over HTTPS on the management address with the certificate
    made at first boot; nothing is forwarded yet (fail-closed ruleset).
-2. the network from the dashboard: a VLAN on ens4 and an 802.3ad bond of ens5 and
-   ens12 with addresses and a route, applied and confirmed; systemd-networkd brings
+2. the network from the dashboard, in Chromium: a VLAN on ens4 and an 802.3ad bond of
+   ens5 and ens12 with addresses and a route, applied and confirmed; systemd-networkd brings
    them up, and the lab's backend (iproute2) makes the same links, addresses and routes
    of the same configuration in a namespace.
 3. a policy imported, applied and confirmed over HTTPS is live in nft, and a class
@@ -32,6 +32,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect, sync_playwright
 
 import vm
 from appliance_vm import Appliance, hidden, make_medium
@@ -65,6 +66,8 @@ classes:
     action: accept
     seqrand: both
 """
+CHROMIUM = "/usr/bin/chromium"
+BROWSER_MS, APPLY_MS = 120_000, 330_000    # a page, an agent job under TCG
 MENU = r"Enter an option"
 SHELL_OPTION = "8"
 
@@ -270,7 +273,7 @@ def network_is_up(appliance):
     assert f"{VLAN}@ens4" in vlan and "vlan protocol 802.1Q id 100" in vlan \
         and f"inet {VLAN_ADDRESS}" in vlan, vlan
     ok(appliance, "for i in $(seq 120); do grep -q 'Number of ports: 2' "
-                  "/proc/net/bonding/bond0 && break; sleep 1; done")
+                  "/proc/net/bonding/bond0 && break; sleep 1; done", 200)
     bond = ok(appliance, "cat /proc/net/bonding/bond0")
     assert "IEEE 802.3ad Dynamic link aggregation" in bond and "layer3+4" in bond \
         and "Slave Interface: ens5" in bond and "Slave Interface: ens12" in bond \
@@ -282,28 +285,70 @@ def network_is_up(appliance):
     ok(appliance, f"ip netns exec server ping -c 1 -W 5 {BOND_ADDRESS.split('/')[0]}")
 
 
+def submit(page):
+    """Save to draft; the draft must take it (the form is gone: back on the list)."""
+    page.click("form#item-form button[type=submit]")
+    expect(page.locator("form#item-form")).to_have_count(0)
+
+
+def network_in_chromium(appliance):
+    """The Network pages as the operator uses them, in Chromium over the box's HTTPS: the
+    traffic ports, a VLAN with its address, an LACP bond, a route; Review and apply;
+    Confirm. Returns the revision confirmed."""
+    base = appliance.base_url()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        try:
+            page = browser.new_context(ignore_https_errors=True).new_page()
+            page.set_default_timeout(BROWSER_MS)       # pages are slow under TCG
+            page.goto(f"{base}/accounts/login/")
+            page.fill("#id_username", "admin")
+            page.fill("#id_password", PASSWORD)
+            page.click("button[type=submit]")
+            expect(page.locator("h1")).to_have_text("Dashboard")
+            for port in ("ens4", "ens5", "ens12"):
+                page.goto(f"{base}/network/interfaces/edit/?port={port}")
+                page.select_option("#id_role", "traffic")
+                submit(page)
+            page.goto(f"{base}/network/vlans/new/")
+            page.fill("#id_name", VLAN)
+            page.select_option("#id_parent", "ens4")
+            page.fill("#id_id", "100")
+            page.fill("#id_description", "the client's VLAN")
+            page.fill("#id_addresses", VLAN_ADDRESS)
+            submit(page)
+            page.goto(f"{base}/network/bonds/new/")
+            page.fill("#id_name", BOND)
+            page.select_option("#id_mode", "802.3ad")
+            page.select_option("#id_hash_policy", "layer3+4")
+            page.select_option("#id_members", ["ens5", "ens12"])
+            page.fill("#id_addresses", BOND_ADDRESS)
+            submit(page)
+            page.goto(f"{base}/network/routes/new/")
+            page.fill("#id_destination", BEHIND)
+            page.fill("#id_gateway", SERVER)
+            submit(page)
+            page.goto(f"{base}/network/apply/")            # what will change, then apply
+            for text in (VLAN, BOND, BEHIND):
+                expect(page.locator("main")).to_contain_text(text)
+            page.fill("#id_timeout", "600")
+            page.click("#apply")
+            expect(page.locator("#confirm")).to_be_visible(timeout=APPLY_MS)
+            page.click("#confirm")
+            expect(page.locator("#network-status")).to_contain_text(
+                "is confirmed and in effect", timeout=APPLY_MS)
+        finally:
+            browser.close()
+
+
 def test_network_from_the_dashboard_brings_up_a_vlan_and_a_bond(step):
-    client = log_in(step.vm, PASSWORD)
-    for port in ("ens4", "ens5", "ens12"):
-        save(client, f"/network/interfaces/edit/?port={port}",
-             {"role": "traffic", "description": "", "addresses": "", "mtu": "0"})
-    save(client, "/network/vlans/new/", {"name": VLAN, "parent": "ens4", "id": "100",
-                                         "description": "the client's VLAN",
-                                         "addresses": VLAN_ADDRESS, "mtu": "0"})
-    save(client, "/network/bonds/new/", {"name": BOND, "mode": "802.3ad",
-                                         "hash_policy": "layer3+4",
-                                         "members": ["ens5", "ens12"], "description": "",
-                                         "addresses": BOND_ADDRESS, "mtu": "0"})
-    save(client, "/network/routes/new/", {"destination": BEHIND, "gateway": SERVER,
-                                          "metric": "0", "interface": ""})
-    status, body = client.get("/network/apply/")    # the review shows what will change
-    assert status == 200 and VLAN in body and BOND in body and BEHIND in body, body[-3000:]
-    revision = apply_network(client, step.vm)
-    status, body = client.post("/network/status/confirm/", {})
-    assert status == 200, body[-2000:]
+    network_in_chromium(step.vm)
     open_shell(step.vm)
-    wait_network(step.vm, f"confirmed revision: {revision}$")
-    assert "pending" not in ok(step.vm, "tusk-net status")
+    status = ok(step.vm, "tusk-net status")
+    assert "pending" not in status, status
+    revision = int(re.search(r"confirmed revision: (\d+)", status).group(1))
+    assert revision > 1, status          # 1: the configuration the first boot made
     ok(step.vm, PEERS)
     network_is_up(step.vm)
     # nothing is forwarded yet: no policy is confirmed (the fail-closed ruleset)
