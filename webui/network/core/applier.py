@@ -28,6 +28,7 @@ import subprocess
 
 from tusklib.commit import (CommitConfirm, Failure, RestoreFailed, current_user,
                             timeout_problem)
+from policy.core.target import CommandResult, Target
 from tusklib.files import write_atomically
 
 from . import model
@@ -74,8 +75,6 @@ class NetworkApplier(CommitConfirm):
             self.config_path = runner.path(DEFAULT_PATH)
             self.host_table = HostTable(runner)
         else:
-            from policy.core.target import Target
-
             from .iproute2 import IprouteBackend
             self.backend = IprouteBackend(Target(netns),
                                           os.path.join(self.store.state_dir, "system"))
@@ -243,7 +242,7 @@ class NetworkApplier(CommitConfirm):
         return self.store.all()
 
 
-class HostTable:
+class HostTable(Target):
     """The appliance's table inet tusk_host (policy/core/render_boot.host, loaded at boot
     by appliance/boot.py) admits the dashboard on the management port only. When a change
     moves management to another port, the confirm must arrive over the new port, so the
@@ -256,21 +255,16 @@ class HostTable:
     there is no tusk_host table (boot has not loaded it yet, or the lockdown table stands
     in), the table is left as it is."""
 
-    def __init__(self, runner):
+    def __init__(self, runner):   # no namespace, no tool check: the command table has them
         self.runner = runner
+        self.netns = None
 
     def run(self, argv, stdin=None):
-        """policy.core.target.Target's run, for the policy applier's nft_check/nft_load."""
-        from policy.core.target import CommandResult
+        """Target.run through the command table, for the policy applier's nft_check and
+        nft_load and for the listing below."""
         proc = subprocess.run(self.runner.argv(*argv), input=stdin, capture_output=True,
                               text=True)
         return CommandResult(proc.returncode, proc.stdout, proc.stderr)
-
-    def nft_check(self, ruleset):
-        return self.run(["nft", "-c", "-f", "-"], stdin=ruleset)
-
-    def nft_load(self, ruleset):
-        return self.run(["nft", "-f", "-"], stdin=ruleset)
 
     def management(self):
         """The port the loaded table admits the dashboard on ("" none), or None when
