@@ -61,7 +61,10 @@ def tusk():
         log.close()
 
 
-@pytest.fixture(scope="session")
+# One Chromium per module, not per session: a live sync_playwright() keeps an asyncio loop
+# running in the main thread, and any later test that starts its own (vm/test_appliance.py)
+# would be refused by Playwright.
+@pytest.fixture(scope="module")
 def browser():
     from playwright.sync_api import sync_playwright
     with sync_playwright() as playwright:
@@ -108,9 +111,14 @@ def page(browser, request):
 NEW_PASSWORD = "elephants never forget 42"
 
 
-@pytest.fixture(scope="session")
+_FIRST_LOGIN_DONE = []   # the lab lives for the session; its first login happens once
+
+
+@pytest.fixture(scope="module")
 def admin_password(tusk, browser):
     """The first login, as a new user makes it: the one-time password, then one's own."""
+    if _FIRST_LOGIN_DONE:
+        return NEW_PASSWORD
     url, one_time = tusk
     context = browser.new_context()
     page = context.new_page()
@@ -127,6 +135,7 @@ def admin_password(tusk, browser):
     page.click("button[type=submit]")
     expect(page.locator("h1")).to_have_text("Dashboard")
     context.close()
+    _FIRST_LOGIN_DONE.append(True)
     return NEW_PASSWORD
 
 
