@@ -85,7 +85,7 @@ BAD = [
     ("top-level-number", "42\n", Code.SCHEMA, "", "must be a mapping, not a number"),
     ("unknown-key-top", PRELUDE + "zone: []\n", Code.SCHEMA, "zone", "unknown key (allowed: "),
     ("unknown-key-settings", "settings: {confirm_timeout: 60, timeout: 5}\n", Code.SCHEMA,
-     "settings.timeout", "unknown key (allowed: confirm_timeout)"),
+     "settings.timeout", "unknown key (allowed: confirm_timeout, log_default_deny, log_rate)"),
     ("unknown-key-zone", with_sections(zones="  - {name: inside, interfaces: [eth1], vlan: 5}\n"),
      Code.SCHEMA, "zones[0].vlan", "unknown key"),
     ("unknown-key-class", with_class("action: accept, verdict: drop"), Code.SCHEMA,

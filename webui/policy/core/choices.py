@@ -28,3 +28,11 @@ SEQRAND_INITIATOR = "initiator"
 SEQRAND_BOTH = "both"
 SEQRAND_MODES = (SEQRAND_NONE, SEQRAND_INITIATOR, SEQRAND_BOTH)
 SEQRAND_HELPER_TYPES = {SEQRAND_INITIATOR: "seqrand", SEQRAND_BOTH: "seqrand-both"}
+
+# Source NAT: the egress interface's own address (masquerade) or a given address/range.
+TRANSLATE_MASQUERADE = "masquerade"
+TRANSLATE_ADDRESS = "address"
+TRANSLATE_MODES = (TRANSLATE_MASQUERADE, TRANSLATE_ADDRESS)
+
+# A source NAT port range applies to these; other protocols get the address only.
+SNAT_PORT_PROTOCOLS = ("tcp", "udp")

@@ -35,13 +35,43 @@ POLICY_MAX_BYTES = 16 * 1024 * 1024
 
 COMMENT_MAX = 128
 
-# ct mark layout owned by Tusk: the low 16 bits carry the TCP profile of the class
-# that accepted the connection (so the reply SYN/ACK gets the same treatment),
-# bit 16 marks connections for the flowtable fast path. Bits 17-31 are left alone.
+# ct mark layout: Tusk owns all 32 bits, and a class writes them all at once when it
+# accepts a connection (ct mark set <value>). The low 16 bits carry the TCP profile of
+# the class (so the reply SYN/ACK gets the same treatment), bit 16 marks connections
+# for the flowtable fast path, bits 17-31 the 1-based ordinal of the class in the
+# policy (classes[i] is i + 1; 0: no class - untracked, or accepted before any class,
+# such as related traffic of another connection's helper). Live flows read the class
+# from there, so the number of classes is limited to what 15 bits hold.
 CT_MARK_PROFILE_MASK = 0x0000FFFF
 CT_MARK_FASTPATH_BIT = 0x00010000
-CT_MARK_TUSK_MASK = CT_MARK_PROFILE_MASK | CT_MARK_FASTPATH_BIT
+CT_MARK_CLASS_SHIFT = 17
+CT_MARK_CLASS_MASK = 0xFFFE0000
 MAX_TCP_PROFILES = CT_MARK_PROFILE_MASK
+MAX_CLASSES = CT_MARK_CLASS_MASK >> CT_MARK_CLASS_SHIFT
+
+# The packet mark (meta mark) bit a hairpin forward's DNAT sets on the first packet of
+# a reflected connection, so nat_postrouting masquerades exactly those. Nothing else in
+# Tusk sets or reads the packet mark (no policy routing by fwmark, no ct mark copied
+# into it); it lives only as long as that packet, between prerouting and postrouting.
+META_MARK_HAIRPIN_BIT = 0x00000001
+
+# Logging: every log rule sends to this NFLOG group (ulogd reads it) with the prefix
+# tusk:<verdict>:<class> (LOG_PREFIX; the default deny: tusk:drop: with an empty class),
+# all through one named limit object, so a flood of logged packets costs at most
+# log_rate messages a second whatever the number of classes that log; the burst is
+# LOG_BURST_FACTOR times the rate.
+LOG_GROUP = 1
+LOG_PREFIX = "tusk:{verdict}:{cls}"
+LOG_LIMIT = "log_rate"
+LOG_RATE_DEFAULT = 50
+LOG_RATE_MIN = 1
+LOG_RATE_MAX = 1000
+LOG_BURST_FACTOR = 2
+LOG_DEFAULT_DENY_DEFAULT = True
+
+# A forward whose to_ports is a range maps port by port (8000 -> 9000, 8001 -> 9001,
+# ...): nftables has no shifted range, so the rule carries one map element per port.
+PORT_SHIFT_MAX = 1024
 
 # Protocols a service may name. Ports only make sense for the first group.
 PORT_PROTOCOLS = ("tcp", "udp", "sctp", "udplite")

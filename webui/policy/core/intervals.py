@@ -107,3 +107,8 @@ def address_text(family, iv):
 
 def port_text(iv):
     return str(iv.low) if iv.low == iv.high else f"{iv.low}-{iv.high}"
+
+
+def literal(elements):
+    """nft text of one element as itself, several as an anonymous set."""
+    return elements[0] if len(elements) == 1 else f"{{ {', '.join(elements)} }}"

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from . import choices
-from .constants import CONFIRM_TIMEOUT_DEFAULT
+from .constants import (
+    CONFIRM_TIMEOUT_DEFAULT, LOG_DEFAULT_DENY_DEFAULT, LOG_RATE_DEFAULT,
+)
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ class TrafficClass:
     seqrand: str = choices.SEQRAND_NONE
     fastpath: bool = False
     notrack: bool = False
+    log: bool = False
     comment: str = ""
 
     def tcp_profile(self):
@@ -103,8 +106,57 @@ class TrafficClass:
 
 
 @dataclass(frozen=True)
+class SourceNat:
+    """Source NAT of traffic leaving through a zone (nat.source[i]): the egress
+    interface's own address (masquerade) or an address or range of one family, and
+    optionally a source port range for TCP and UDP. source empty: any address."""
+
+    name: str
+    to_zone: str
+    translate: str = choices.TRANSLATE_MASQUERADE
+    source: tuple = ()
+    address: str = ""            # canonical text: an address or a range a-b
+    address_family: str | None = None
+    ports: Interval | None = None
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class PortForward:
+    """Destination NAT of traffic arriving through a zone (nat.forwards[i]). address ""
+    means any address of the box's own; to_ports None keeps the ports, one port sends
+    every external port to it, a range of the same length as the (single) external
+    range maps port by port. class_name names the traffic class that admits the
+    translated traffic."""
+
+    name: str
+    from_zone: str
+    protocol: str
+    ports: tuple                 # merged Intervals
+    to_address: str
+    family: str                  # of to_address (and address)
+    class_name: str
+    address: str = ""
+    to_ports: Interval | None = None
+    hairpin: bool = False
+    comment: str = ""
+
+    def translated_ports(self):
+        """The destination ports the translated traffic has (what its class must admit)."""
+        return self.ports if self.to_ports is None else (self.to_ports,)
+
+
+@dataclass(frozen=True)
+class Nat:
+    source: tuple = ()
+    forwards: tuple = ()
+
+
+@dataclass(frozen=True)
 class Settings:
     confirm_timeout: int = CONFIRM_TIMEOUT_DEFAULT
+    log_default_deny: bool = LOG_DEFAULT_DENY_DEFAULT
+    log_rate: int = LOG_RATE_DEFAULT
 
 
 @dataclass(frozen=True)
@@ -116,6 +168,7 @@ class Policy:
     address_sets: tuple = ()
     services: tuple = ()
     classes: tuple = ()
+    nat: Nat = field(default_factory=Nat)
 
     @cached_property
     def zone(self):
@@ -128,3 +181,11 @@ class Policy:
     @cached_property
     def service(self):
         return {s.name: s for s in self.services}
+
+    @cached_property
+    def traffic_class(self):
+        return {c.name: c for c in self.classes}
+
+    def logs(self):
+        """Whether any rule logs (then the ruleset has the shared limit object)."""
+        return self.settings.log_default_deny or any(c.log for c in self.classes)

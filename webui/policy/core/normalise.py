@@ -12,7 +12,8 @@ import yaml
 from . import choices
 from .constants import (
     COMMENT_MAX, CONFIRM_TIMEOUT_DEFAULT, CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN,
-    IFNAME_PATTERN, MSS_MAX, MSS_MIN, NAME_PATTERN, POLICY_VERSION, PORT_PROTOCOLS,
+    IFNAME_PATTERN, LOG_DEFAULT_DENY_DEFAULT, LOG_RATE_DEFAULT, LOG_RATE_MAX, LOG_RATE_MIN,
+    MAX_CLASSES, MSS_MAX, MSS_MIN, NAME_PATTERN, POLICY_VERSION, PORT_PROTOCOLS,
     PORTLESS_PROTOCOLS,
 )
 from .errors import Code, PolicyError, Problem, quoted, shortened
@@ -20,6 +21,7 @@ from .intervals import OutOfRange, merge, parse_address, parse_port
 from .model import (
     AddressSet, Mss, Policy, Service, Settings, TcpOptions, TrafficClass, Zone,
 )
+from .nat import NatChecker
 
 _NAME = re.compile(NAME_PATTERN)
 _IFNAME = re.compile(IFNAME_PATTERN)
@@ -204,7 +206,7 @@ class _Checker:
         if document is None:
             document = {}
         doc = self.mapping(document, "", optional=(
-            "version", "settings", "zones", "address_sets", "services", "classes"))
+            "version", "settings", "zones", "address_sets", "services", "classes", "nat"))
         if doc is None:
             return None
         version = doc.get("version", POLICY_VERSION)
@@ -218,19 +220,30 @@ class _Checker:
         policy = Policy(settings=settings, zones=tuple(zones),
                         address_sets=tuple(address_sets), services=tuple(services))
         classes = self.classes(self.sequence(doc.get("classes"), "classes"), policy)
+        policy = Policy(settings=settings, zones=policy.zones, address_sets=policy.address_sets,
+                        services=policy.services, classes=tuple(classes))
+        nat = NatChecker(self, policy).nat(doc.get("nat"))
         return Policy(settings=settings, zones=policy.zones, address_sets=policy.address_sets,
-                      services=policy.services, classes=tuple(classes))
+                      services=policy.services, classes=policy.classes, nat=nat)
 
     def settings(self, value):
         if value is None:
             return Settings()
-        doc = self.mapping(value, "settings", optional=("confirm_timeout",))
+        doc = self.mapping(value, "settings", optional=(
+            "confirm_timeout", "log_default_deny", "log_rate"))
         if doc is None:
             return Settings()
         timeout = doc.get("confirm_timeout", CONFIRM_TIMEOUT_DEFAULT)
         timeout = self.integer(timeout, "settings.confirm_timeout",
                                CONFIRM_TIMEOUT_MIN, CONFIRM_TIMEOUT_MAX)
-        return Settings(confirm_timeout=timeout or CONFIRM_TIMEOUT_DEFAULT)
+        log_default_deny = (LOG_DEFAULT_DENY_DEFAULT if doc.get("log_default_deny") is None
+                            else self.boolean(doc["log_default_deny"],
+                                              "settings.log_default_deny"))
+        log_rate = self.integer(doc.get("log_rate", LOG_RATE_DEFAULT), "settings.log_rate",
+                                LOG_RATE_MIN, LOG_RATE_MAX)
+        return Settings(confirm_timeout=timeout or CONFIRM_TIMEOUT_DEFAULT,
+                        log_default_deny=log_default_deny,
+                        log_rate=log_rate or LOG_RATE_DEFAULT)
 
     def zones(self, items):
         zones = []
@@ -321,12 +334,16 @@ class _Checker:
     def classes(self, items, policy):
         result = []
         first_with_match = {}
+        if len(items) > MAX_CLASSES:
+            self.fail(Code.RANGE, "classes", f"{len(items)} classes; at most {MAX_CLASSES} "
+                      "(a connection's mark carries the number of the class that accepted "
+                      "it in 15 bits)")
         names = self.unique_names(items, "classes", {})
         for index, (item, name) in enumerate(zip(items, names)):
             here = f"classes[{index}]"
             doc = self.mapping(item, here, required=("name", "action"), optional=(
                 "comment", "from", "to", "source", "destination", "services", "mss",
-                "tcp_options", "seqrand", "fastpath", "notrack"))
+                "tcp_options", "seqrand", "fastpath", "notrack", "log"))
             if doc is None or name is None:
                 continue
             before = len(self.problems)
@@ -348,6 +365,7 @@ class _Checker:
                                     choices.SEQRAND_MODES, choices.SEQRAND_NONE),
                 fastpath=self.boolean(doc.get("fastpath"), f"{here}.fastpath"),
                 notrack=self.boolean(doc.get("notrack"), f"{here}.notrack"),
+                log=self.boolean(doc.get("log"), f"{here}.log"),
                 comment=self.comment(doc.get("comment"), f"{here}.comment"),
             )
             if len(self.problems) == before:

@@ -4,8 +4,9 @@ The skeleton lives in ruleset.nft.in (skeleton() fills in the table names of
 constants.py, for render_boot.py's tables too); this module emits the rule lines.
 Names follow one grammar - zone_<zone>, addr_<set>_v4|_v6, svc_<service>,
 class_<class> (for classes whose actions take more than one rule), tcp_profile_<n>,
-counter class_<class> - and every rule carries a comment naming the policy object it
-came from, so `nft list ruleset` explains itself.
+counter class_<class>, limit log_rate, nat_prerouting and nat_postrouting
+(render_nat.py) - and every rule carries a comment naming the policy object it came
+from, so `nft list ruleset` explains itself.
 
 Address sets and port lists of more than one element become named interval sets
 (lookup cost independent of their size); a single element is written inline,
@@ -16,10 +17,11 @@ from importlib import resources
 
 from . import choices
 from .constants import (
-    CT_MARK_FASTPATH_BIT, CT_MARK_PROFILE_MASK, CT_MARK_TUSK_MASK, FAMILY, HOST_TABLE,
-    LOCKDOWN_TABLE, TABLE,
+    CT_MARK_CLASS_SHIFT, CT_MARK_FASTPATH_BIT, CT_MARK_PROFILE_MASK, FAMILY, HOST_TABLE,
+    LOCKDOWN_TABLE, LOG_BURST_FACTOR, LOG_GROUP, LOG_LIMIT, LOG_PREFIX, TABLE,
 )
-from .intervals import address_text, merge, port_text
+from .intervals import address_text, literal, merge, port_text
+from .render_nat import NatRenderer
 
 FLOWTABLE = "fastpath"
 _FAMILY = {"ipv4": ("ip", "v4"), "ipv6": ("ip6", "v6")}
@@ -60,6 +62,20 @@ def class_comment(index, cls):
     return f"tusk: classes[{index}] {cls.name}"
 
 
+def class_mark(index, cls, profile_number=0):
+    """The ct mark an accepting, tracked class writes: its TCP profile, the fast-path bit
+    and its ordinal (index + 1), all 32 bits at once (constants.py: the layout)."""
+    mark = profile_number | ((index + 1) << CT_MARK_CLASS_SHIFT)
+    return mark | CT_MARK_FASTPATH_BIT if cls.fastpath else mark
+
+
+def log_rule(verdict, class_name=""):
+    """The rule that logs (a class's or the default deny's) packets through the shared
+    limit: a rule of its own, so the limit never decides the verdict."""
+    prefix = LOG_PREFIX.format(verdict=verdict, cls=class_name)
+    return f'limit name "{LOG_LIMIT}" log group {LOG_GROUP} prefix "{prefix}"'
+
+
 class _Renderer:
     def __init__(self, policy):
         self.policy = policy
@@ -73,8 +89,10 @@ class _Renderer:
 
     def text(self):
         objects = []
-        for block in (self.helpers(), self.flowtable(), self.counters(), self.sets(),
-                      self.profile_chains(), self.class_chains(), self.raw_chain()):
+        nat = NatRenderer(self)
+        for block in (self.helpers(), self.flowtable(), self.limits(), self.counters(),
+                      self.sets(), self.profile_chains(), self.class_chains(), self.raw_chain(),
+                      nat.prerouting(), nat.postrouting()):
             objects.extend(block)
         return (_SKELETON.replace("@objects@\n", "".join(f"{line}\n" for line in objects))
                 .replace("@forward@\n", "".join(f"\t\t{line}\n" for line in self.forward())))
@@ -101,6 +119,13 @@ class _Renderer:
                 f"\t\tdevices = {{ {', '.join(f'{chr(34)}{d}{chr(34)}' for d in devices)} }}",
                 "\t}"]
 
+    def limits(self):
+        if not self.policy.logs():
+            return []
+        rate = self.policy.settings.log_rate
+        return [f"\tlimit {LOG_LIMIT} {{",
+                f"\t\trate {rate}/second burst {rate * LOG_BURST_FACTOR} packets",
+                "\t}"]
 
     def counters(self):
         names = ["invalid", "default_deny"] + [f"class_{c.name}" for c in self.policy.classes]
@@ -138,22 +163,20 @@ class _Renderer:
             lines.append("\t}")
         return lines
 
-    def class_body(self, cls):
-        """The rules of a class after its match: the TCP profile on SYN, then the
-        counted verdict carrying the helper and ct mark statements."""
-        rules, statements, mark = [], [], 0
+    def class_body(self, index, cls):
+        """The rules of a class after its match: the log rule, the TCP profile on SYN,
+        then the counted verdict carrying the helper and ct mark statements."""
+        rules, statements, number = [], [], 0
+        if cls.log:
+            rules.append(log_rule(cls.action, cls.name))
         profile = cls.tcp_profile()
         if profile is not None:
             number = self.profiles[profile]
             rules.append(f"tcp flags syn / syn,rst jump tcp_profile_{number}")
-            mark |= number
         if cls.seqrand != choices.SEQRAND_NONE:
             statements.append(f'ct helper set "{choices.SEQRAND_HELPER_TYPES[cls.seqrand]}"')
-        if cls.fastpath:
-            mark |= CT_MARK_FASTPATH_BIT
-        if mark and not cls.notrack:
-            keep = 0xFFFFFFFF & ~CT_MARK_TUSK_MASK
-            statements.append(f"ct mark set ct mark and 0x{keep:08x} or 0x{mark:08x}")
+        if cls.action == "accept" and not cls.notrack:
+            statements.append(f"ct mark set 0x{class_mark(index, cls, number):08x}")
         counter = " ".join(statements + [f'counter name "class_{cls.name}"'])
         if cls.action == "reject":
             rules += [f"meta l4proto tcp {counter} reject with tcp reset", f"{counter} reject"]
@@ -161,17 +184,17 @@ class _Renderer:
             rules.append(f"{counter} {cls.action}")
         return rules
 
-    def dispatch(self, cls):
+    def dispatch(self, index, cls):
         """What a dispatch rule does once the class matched: the whole body inline when
         it is one rule (most classes: no chain, no jump, fewer rules to load), else a
         jump to class_<name>."""
-        body = self.class_body(cls)
+        body = self.class_body(index, cls)
         return body[0] if len(body) == 1 else f"jump class_{cls.name}"
 
     def class_chains(self):
         lines = []
         for index, cls in enumerate(self.policy.classes):
-            body = self.class_body(cls)
+            body = self.class_body(index, cls)
             if len(body) == 1:
                 continue
             comment = _comment(class_comment(index, cls))
@@ -189,6 +212,7 @@ class _Renderer:
                  "\t\ttype filter hook prerouting priority raw; policy accept;",
                  '\t\tfib daddr type local return comment "tusk: traffic to the firewall '
                  'itself stays tracked"']
+        lines += [f"\t\t{rule}" for rule in NatRenderer(self).tracked()]
         for index, cls in enumerate(self.policy.classes[:last + 1]):
             comment = _comment(class_comment(index, cls))
             # both directions: replies of an earlier tracked class must stay tracked too
@@ -219,11 +243,13 @@ class _Renderer:
                   'ct state invalid counter name "invalid" drop comment "tusk: invalid"']
         for index, cls in enumerate(self.policy.classes):
             comment = _comment(class_comment(index, cls))
-            action = self.dispatch(cls)
+            action = self.dispatch(index, cls)
             directions = (False, True) if cls.notrack else (False,)
             for reverse in directions:
                 for match in self.matches(cls, reverse=reverse, prerouting=False):
                     lines.append(f"{match}{action} {comment}")
+        if self.policy.settings.log_default_deny:
+            lines.append(f'{log_rule("drop")} comment "tusk: settings.log_default_deny"')
         lines.append('counter name "default_deny" drop comment "tusk: default deny between zones"')
         return lines
 
@@ -271,7 +297,7 @@ class _Renderer:
         if len(present) == 1 and len(getattr(self.policy.address_set[present[0]], family)) > 1:
             return f"{keyword} {direction} @addr_{present[0]}_{suffix} "
         merged = merge(iv for n in present for iv in getattr(self.policy.address_set[n], family))
-        return f"{keyword} {direction} {_literal([address_text(family, iv) for iv in merged])} "
+        return f"{keyword} {direction} {literal([address_text(family, iv) for iv in merged])} "
 
     def service_matches(self, cls, port_field):
         if not cls.services:
@@ -289,14 +315,9 @@ class _Renderer:
                 result.append(f"{protocol} {port_field} @svc_{services[0].name} ")
             else:
                 merged = merge(iv for s in services for iv in s.ports)
-                ports = _literal([port_text(iv) for iv in merged])
+                ports = literal([port_text(iv) for iv in merged])
                 result.append(f"{protocol} {port_field} {ports} ")
         return result
-
-
-def _literal(elements):
-    """One element as itself, several as an anonymous interval set."""
-    return elements[0] if len(elements) == 1 else f"{{ {', '.join(elements)} }}"
 
 
 def _set(name, type_, elements, interval=True):
