@@ -9,6 +9,7 @@ import yaml
 from django.db import transaction
 
 from .core.errors import Code, PolicyError, Problem
+from .core.nat import network_facts
 from .core.normalise import load_policy, load_policy_text, parse_yaml
 from .core.render import render
 from .models import Draft, Revision
@@ -101,17 +102,22 @@ def network_configs():
 
 def network_problems(policy, configs):
     """[Problem]: each zone interface of policy (a Policy) that is not a traffic link of
-    one of configs (network_configs(), or the agent's): the policy and the network
-    checked together where they meet (network.core.validate.zone_problems). A place
-    wrong in both is named once."""
-    from network.core.validate import zone_problems
+    one of configs (network_configs(), or the agent's), and its NAT where the network
+    cannot carry it: the policy and the network checked together where they meet
+    (network.core.validate.zone_problems, nat_problems). A place wrong in both is named
+    once."""
+    from network.core.validate import nat_problems, zone_problems
     zones = [(zone.name, zone.interfaces) for zone in policy.zones]
+    forwards, masquerades = network_facts(policy)
     found = {}
     for which, config in configs:
-        for path, message in zone_problems(config, zones):
-            if which == PENDING_NETWORK:
-                message += " (in the network change that awaits confirmation)"
-            found.setdefault(path, Problem(Code.INTERFACE, path, message))
+        for code, problems in ((Code.INTERFACE, zone_problems(config, zones)),
+                               (Code.CONTRADICTION,
+                                nat_problems(config, zones, forwards, masquerades))):
+            for path, message in problems:
+                if which == PENDING_NETWORK:
+                    message += " (in the network change that awaits confirmation)"
+                found.setdefault(path, Problem(code, path, message))
     return list(found.values())
 
 

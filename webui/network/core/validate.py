@@ -412,6 +412,88 @@ def zone_problems(config, zones):
     return problems
 
 
+def nat_problems(config, zones, forwards, masquerades):
+    """Where the policy's NAT meets the network, from the policy's side (zone_problems'
+    neighbour; the policy's own paths). zones: [(zone, [interface names])];
+    forwards: [(to_address, class name, the class's to zone or None)] in the order of
+    nat.forwards; masquerades: [(egress zone, {4, 6} the rule needs - empty: any family)
+    or None (a rule that is not masquerade)] in the order of nat.source.
+
+    A forward's server must be on a traffic network of the box - a prefix of a traffic
+    link's address, or behind a static route other than the default one (with it every
+    address would be "routed") - and not the box itself; where a class names the zone it
+    sends to, the link the server is reached by must be in that zone, or the class never
+    sees the forward. A masquerade needs an address of each family it translates on the
+    zone's links. Returns [(path, message)]."""
+    zone_of = {name: zone for zone, names in zones for name in names}
+    interfaces = dict(zones)
+    traffic = set(config.traffic_links)
+    networks, own = [], {}
+    for link in config.links:
+        for address in link.addresses:
+            if checks.address_problem(address):
+                continue
+            iface = ipaddress.ip_interface(address)
+            own[iface.ip] = link.name
+            if link.name in traffic and not (iface.version == 6 and iface.ip.is_link_local):
+                networks.append((iface.network, link.name))
+    for route in config.routes:
+        if route.destination == model.DEFAULT_ROUTE or \
+                checks.destination_problem(route.destination):
+            continue
+        name = route.interface or next((link for net, link in networks if route.gateway and
+                                        not checks.ip_problem(route.gateway) and
+                                        ipaddress.ip_address(route.gateway) in net), None)
+        if name in traffic:
+            networks.append((route.network, name))
+    problems = []
+    for index, (to_address, class_name, class_zone) in enumerate(forwards):
+        address = ipaddress.ip_address(to_address)
+        if address in own:
+            problems.append((f"nat.forwards[{index}].to_address", f"{address} is the box's "
+                             f"own address (on {own[address]}): a forward passes traffic on "
+                             "to a server behind the firewall"))
+            continue
+        found = [(net.prefixlen, link) for net, link in networks
+                 if net.version == address.version and address in net]
+        if not found:
+            known = ", ".join(sorted({str(net) for net, _ in networks
+                                      if net.version == address.version})) or "none"
+            problems.append((f"nat.forwards[{index}].to_address", f"{address} is in none of "
+                             f"the box's traffic networks and behind no static route (the "
+                             f"networks: {known}); add its network or a route on Network, "
+                             "or correct the address"))
+            continue
+        link = max(found)[1]
+        if class_zone is not None and link not in interfaces.get(class_zone, ()):
+            where = f"zone {zone_of[link]}" if link in zone_of else "no zone"
+            problems.append((f"nat.forwards[{index}].class", f"class {class_name!r} admits "
+                             f"traffic to zone {class_zone} only, and {address} is reached "
+                             f"through {link}, which is in {where}: the class never sees "
+                             "this forward"))
+    for index, rule in enumerate(masquerades):
+        if rule is None:
+            continue
+        zone, families = rule
+        have = {iface.version for name in interfaces.get(zone, ())
+                for iface in _addresses(config.link(name))
+                if not (iface.version == 6 and iface.ip.is_link_local)}
+        missing = sorted(set(families) - have) if families else ([] if have else [4, 6])
+        if missing:
+            what = " or ".join(f"IPv{v}" for v in missing)
+            problems.append((f"nat.source[{index}].to", f"SNAT on a zone without addresses: "
+                             f"zone {zone}'s links ({', '.join(interfaces.get(zone, ()))}) "
+                             f"have no {what} address to masquerade with; give them one on "
+                             "Network, or translate to an address"))
+    return problems
+
+
+def _addresses(link):
+    if link is None:
+        return []
+    return [ipaddress.ip_interface(a) for a in link.addresses if not checks.address_problem(a)]
+
+
 def mtu_warnings(config, paths):
     """Where the network meets the policy's paths: a class between two interfaces of
     different MTU - VLANs and bonds included, each with the MTU it will have - whose MSS

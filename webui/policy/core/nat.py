@@ -20,6 +20,21 @@ _FAMILY_NAME = {"ipv4": "IPv4", "ipv6": "IPv6"}
 _VERB = {"drop": "drops it", "reject": "rejects it"}
 
 
+def network_facts(policy):
+    """What network.core.validate.nat_problems checks of policy's NAT, as plain data:
+    [(to_address, class name, the class's to zone)] of the forwards, and of the source
+    rules [(egress zone, {4, 6} its source sets hold)] for a masquerade, None for the
+    others."""
+    forwards = [(f.to_address, f.class_name, policy.traffic_class[f.class_name].to_zone)
+                for f in policy.nat.forwards]
+    masquerades = [
+        (rule.to_zone, {int(family[-1]) for name in rule.source
+                        for family in policy.address_set[name].families})
+        if rule.translate == choices.TRANSLATE_MASQUERADE else None
+        for rule in policy.nat.source]
+    return forwards, masquerades
+
+
 class NatChecker:
     """Normalises the nat section with the checker of the whole document (normalise's
     _Checker: mapping, sequence, fail, ...) and the policy built so far."""
