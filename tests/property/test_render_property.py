@@ -3,6 +3,10 @@
 The generator builds documents that satisfy every rule in docs/POLICY.md; a
 PolicyError on a generated document is therefore a failure too. seqrand and
 fastpath are left out: this kernel refuses them by design (tested elsewhere).
+Classes may log, the log settings vary, and there is NAT: source rules of both kinds
+(none where a notrack class could leave by their zone) and port forwards, each with a
+class of its own put first (so no earlier class takes its traffic) whose destination is
+a set holding just the server.
 """
 import ipaddress
 import re
@@ -15,7 +19,9 @@ from policy.core.model import Interval
 from policy.core.normalise import load_policy
 from policy.core.render import render
 
-NAMES = st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True)
+# "zz" starts the names of the forwards' own classes and sets: never a generated name
+NAMES = st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True).filter(
+    lambda name: not name.startswith("zz"))
 
 
 def ipv4_entry():
@@ -98,13 +104,97 @@ def policies(draw):
             if draw(st.booleans()):
                 cls["tcp_options"] = options
         cls["notrack"] = draw(st.booleans())
+        cls["log"] = draw(st.booleans())
         key = (cls.get("from"), cls.get("to"), frozenset(cls.get("source", [])),
                frozenset(cls.get("destination", [])), frozenset(cls.get("services", [])))
         if key not in seen:   # an identical earlier match would shadow it: an error
             seen.add(key)
             classes.append(cls)
-    return {"version": 1, "zones": zones, "address_sets": address_sets,
-            "services": services, "classes": classes}
+    nat = {"source": source_rules(draw, zones, address_sets, families, classes),
+           "forwards": []}
+    forward_classes = []
+    for index in range(draw(st.integers(0, 3))):
+        forward, server, cls = port_forward(draw, index, zones)
+        nat["forwards"].append(forward)
+        address_sets.append(server)
+        forward_classes.append(cls)
+    settings = {"log_default_deny": draw(st.booleans()), "log_rate": draw(st.integers(1, 1000))}
+    return {"version": 1, "settings": settings, "zones": zones, "address_sets": address_sets,
+            "services": services, "classes": forward_classes + classes, "nat": nat}
+
+
+def host(draw, family, network):
+    """A unicast address of family in network (a prefix no special address is in)."""
+    net = ipaddress.ip_network(network)
+    return str(net[draw(st.integers(1, net.num_addresses - 2))])
+
+
+def source_rules(draw, zones, address_sets, families, classes):
+    """SNAT rules; none leaving by a zone a notrack class may send to (its packets are
+    never translated: an error)."""
+    if any(c["notrack"] and "to" not in c for c in classes):
+        return []
+    untracked = {c["to"] for c in classes if c["notrack"]}
+    egress = [z["name"] for z in zones if z["name"] not in untracked]
+    rules = []
+    for index in range(draw(st.integers(0, 3)) if egress else 0):
+        rule = {"name": f"s{index}", "to": draw(st.sampled_from(egress)),
+                "translate": draw(st.sampled_from(["masquerade", "address"]))}
+        available = {4, 6}
+        if address_sets and draw(st.booleans()):
+            rule["source"] = draw(st.lists(st.sampled_from([a["name"] for a in address_sets]),
+                                           min_size=1, max_size=2, unique=True))
+            available = set().union(*(families[n] for n in rule["source"]))
+        if rule["translate"] == "address":
+            if draw(st.booleans()) and 4 in available or 6 not in available:
+                first = ipaddress.ip_address(host(draw, 4, "198.51.100.0/24"))
+            else:
+                first = ipaddress.ip_address(host(draw, 6, "2001:db8:5::/64"))
+            width = draw(st.integers(0, 20))
+            rule["address"] = str(first) if not width else f"{first}-{first + width}"
+        if draw(st.booleans()):
+            rule["ports"] = draw(PORT_ITEM)
+        rules.append(rule)
+    return rules
+
+
+def port_forward(draw, index, zones):
+    """A forward (ports and a server of their own: forwards never overlap, nor does one's
+    class take another's traffic), the set holding its server and the class admitting
+    it."""
+    six = draw(st.booleans())
+    base = 1000 + index * 3000
+    width = draw(st.integers(0, 60))
+    kind = draw(st.sampled_from(["one", "range", "list"]))
+    ports = ([base] if kind == "one" else [f"{base}-{base + width}"] if kind == "range"
+             else [base, base + 1, f"{base + 10}-{base + 10 + width}"])
+    forward = {"name": f"f{index}", "from": draw(st.sampled_from(zones))["name"],
+               "protocol": draw(st.sampled_from(["tcp", "udp", "sctp", "udplite"])),
+               "ports": ports,
+               "to_address": host(draw, 6, f"2001:db8:7:{index}::/64") if six
+               else host(draw, 4, f"10.77.{index}.0/24"),
+               "class": f"zz-c{index}"}
+    if draw(st.booleans()):
+        forward["address"] = host(draw, 6, "2001:db8:9::/64") if six \
+            else host(draw, 4, "192.0.2.0/24")
+    to_ports = draw(st.sampled_from(["same", "one", "shifted"]))
+    if to_ports == "one":
+        forward["to_ports"] = draw(PORT)
+    elif to_ports == "shifted" and kind == "range":
+        start = draw(st.integers(1, 65535 - width))
+        forward["to_ports"] = f"{start}-{start + width}"
+    hairpin = len(zones) > 1 and draw(st.booleans())
+    if hairpin:
+        forward["hairpin"] = True
+    server = {"name": f"zz-s{index}", "entries": [forward["to_address"]]}
+    cls = {"name": f"zz-c{index}", "destination": [server["name"]], "action": "accept"}
+    if not hairpin and draw(st.booleans()):
+        cls["from"] = forward["from"]
+    if forward["protocol"] == "tcp" and draw(st.booleans()):
+        cls["mss"] = {"mode": "pmtu"}
+        cls["tcp_options"] = {"sack_permitted": "strip"}
+    cls["log"] = draw(st.booleans())
+    return forward, server, cls
 
 
 @settings(max_examples=60, deadline=None,
@@ -125,6 +215,16 @@ def test_valid_policies_render_to_rulesets_nft_accepts(document, nft_check):
             assert names[target.group(1)] == (int(target.group(2)), target.group(3)), line
             dispatched.add(target.group(1))
     assert dispatched == set(names), "every class needs at least one dispatch rule"
+    for index, cls in enumerate(policy.classes):
+        logs = f'log group 1 prefix "tusk:{cls.action}:{cls.name}" comment "tusk: classes[{index}] '
+        assert (logs in ruleset) == cls.log, f"classes[{index}] log: {cls.log}"
+    assert ('prefix "tusk:drop:" comment' in ruleset) == policy.settings.log_default_deny
+    assert ("\tlimit log_rate {" in ruleset) == policy.logs()
+    for section, chain, items in (("forwards", "nat_prerouting", policy.nat.forwards),
+                                  ("source", "nat_postrouting", policy.nat.source)):
+        body = ruleset.split(f"\tchain {chain} {{\n")[1].split("\n\t}")[0] if items else ""
+        for index, item in enumerate(items):
+            assert f'comment "tusk: nat.{section}[{index}] {item.name}"' in body, (section, index)
     result = nft_check(ruleset)
     assert result.returncode == 0, f"nft -c refused:\n{result.stderr}\n{ruleset}"
 
