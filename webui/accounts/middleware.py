@@ -8,8 +8,9 @@ from .roles import is_admin
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 # URL names any signed-in user may post to
 OPEN_TO_VIEWERS = {"login", "logout", "password_change"}
-# URL names reachable while a password must be changed (the upload gate answers 403 itself)
-BEFORE_PASSWORD_CHANGE = {"login", "logout", "password_change", "upload_gate"}
+# URL names reachable while a password must be changed (the upload gate answers 403 itself;
+# the metrics scrape, login_not_required, takes its scrape token and never the session)
+BEFORE_PASSWORD_CHANGE = {"login", "logout", "password_change", "upload_gate", "metrics_scrape"}
 
 
 class ClientAddressMiddleware:

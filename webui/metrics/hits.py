@@ -1,0 +1,67 @@
+"""The hit counters on the policy's traffic classes list (policy/views.py): packets, bytes
+and last hit of each class's named counter (`class_<name>`) in the live ruleset, as the
+agent last read them (counters.py). The list is the draft's, so a class may not be in
+the live ruleset yet."""
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
+
+from dashboard.templatetags.tusk import si
+
+from .constants import READING_PK
+from .models import CounterReading
+from .values import number, utc_time
+
+
+def _ago(seconds):
+    if seconds < 90:
+        return f"{max(0, round(seconds))} s ago"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min ago"
+    if seconds < 36 * 3600:
+        return f"{round(seconds / 3600)} h ago"
+    return f"{round(seconds / 86400)} days ago"
+
+
+class ClassHits:
+    """One reading of the counters, for one page of the list."""
+
+    def __init__(self):
+        self.reading = CounterReading.objects.filter(pk=READING_PK).first()
+        self.now = timezone.now()
+
+    def caption(self):
+        """A line above the list: where the numbers come from and how old they are."""
+        if self.reading is None:
+            return "Hits: the agent has not read the ruleset's counters yet."
+        age = _ago((self.now - self.reading.read_at).total_seconds())
+        if not self.reading.table_loaded:
+            return f"Hits: no Tusk ruleset is loaded (checked {age})."
+        return (f"Hits: the packets each class's rule matched in the live ruleset, read {age}: "
+                "a connection's first packet (the rest pass as established), every packet of "
+                "a notrack class. Every apply starts them again from zero.")
+
+    def cell(self, name):
+        """The <td> of class name."""
+        reading = self.reading
+        counters = reading.counters if reading and isinstance(reading.counters, dict) else {}
+        value = counters.get(f"class_{name}")
+        if not (isinstance(value, list) and len(value) == 3) or \
+                number(value[0]) is None or number(value[1]) is None:
+            why = ("not read yet" if reading is None else
+                   "no ruleset loaded" if not reading.table_loaded else "not applied")
+            return format_html('<td class="hits muted">{}</td>', why)
+        packets, octets, last_hit = value
+        when = utc_time(last_hit)
+        if when is not None:
+            hit = format_html('<span title="{}" data-last-hit="{}">last hit {}</span>',
+                              f"{when:%Y-%m-%d %H:%M:%S} UTC", when.isoformat(),
+                              _ago((self.now - when).total_seconds()))
+        elif packets:
+            hit = format_html('<span class="muted">hit before {} UTC</span>',
+                              f"{reading.observed_since:%H:%M:%S}")
+        else:
+            hit = mark_safe('<span class="muted">no hits</span>')
+        return format_html('<td class="hits" data-packets="{}" data-bytes="{}" title="{} packets, '
+                           '{} bytes">{} pkt, {}<br>{}</td>', packets, octets, packets, octets,
+                           si(packets), si(octets, "B"), hit)
