@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 from accounts import audit
 from accounts.roles import is_admin
 from jobs import queue
+from metrics.hits import ClassHits
 
 from . import draft as drafts
 from .agent_jobs import CAPABILITIES
@@ -82,9 +83,10 @@ def overview(request):
 PAGE_SIZE = 50
 
 
-def _rows(section, items, base, admin, last):
+def _rows(section, items, base, admin, last, hits=None):
     """The list's rows as HTML, built here rather than in a template loop: Django's
-    template engine made a page of 50 classes cost 20 ms (bench-ui)."""
+    template engine made a page of 50 classes cost 20 ms (bench-ui). hits: the classes'
+    counters (metrics.hits.ClassHits)."""
     rows = []
     for index, item in items:
         link = format_html('<a href="{}{}/">{}</a>', base, index, item.get("name", ""))
@@ -102,9 +104,9 @@ def _rows(section, items, base, admin, last):
             badges = "".join(f'<span class="badge">{b}</span>' for b, on in (
                 ("fast path", item.get("fastpath")), ("notrack", item.get("notrack"))) if on)
             cells = format_html(
-                "<td>{}</td><td>{}</td><td>{} → {}</td><td>{}</td><td>{} {}</td><td>{}</td>",
+                "<td>{}</td><td>{}</td><td>{} → {}</td><td>{}</td><td>{} {}</td><td>{}</td>{}",
                 index, link, item.get("from") or "any", item.get("to") or "any", match,
-                item.get("action", ""), mark_safe(badges), tcp)
+                item.get("action", ""), mark_safe(badges), tcp, hits.cell(item.get("name")))
             buttons = format_html(
                 '<button class="secondary" title="move up" formaction="{0}{1}/move/up/"{2}>↑'
                 '</button><button class="secondary" title="move down" '
@@ -137,12 +139,13 @@ def section_list(request, section):
     if query:
         items = [(i, item) for i, item in items if query in str(item.get("name", ""))]
     page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
+    hits = ClassHits() if section == "classes" else None
     return render(request, "policy/section.html", {
         **status_context(draft), "section": section, "title": TITLES[section][0],
         "noun": TITLES[section][1], "items": page.object_list, "page": page, "q": query,
-        "draft": draft, "total": len(items),
+        "draft": draft, "total": len(items), "hits": hits,
         "rows": _rows(section, page.object_list, reverse("policy_section", args=[section]),
-                      is_admin(request.user), len(drafts.items(document, section)) - 1)})
+                      is_admin(request.user), len(drafts.items(document, section)) - 1, hits)})
 
 
 def _form(section, data, document, initial=None):
