@@ -284,6 +284,9 @@ def test_forged_rows_break_neither_the_exposition_nor_the_classes_list(admin_cli
     html = page.content.decode()
     assert "<b>12</b>" not in html and "<script>" not in html
     assert "not applied" in html   # class web: its forged packets are no number
+    CounterReading.objects.filter(pk=1).update(counters=[["class_web", 1, 2, 3]])
+    assert "not applied" in admin_client.get("/policy/classes/").content.decode()
+    assert not any(name.startswith("tusk_class") for name, _ in samples(scrape(token)))
 
 
 def test_every_metric_is_documented_and_listed_on_the_page(admin_client):

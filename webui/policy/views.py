@@ -139,7 +139,8 @@ def section_list(request, section):
     if query:
         items = [(i, item) for i, item in items if query in str(item.get("name", ""))]
     page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
-    hits = ClassHits() if section == "classes" else None
+    hits = ClassHits([item.get("name") for _, item in page.object_list]) \
+        if section == "classes" else None
     return render(request, "policy/section.html", {
         **status_context(draft), "section": section, "title": TITLES[section][0],
         "noun": TITLES[section][1], "items": page.object_list, "page": page, "q": query,
