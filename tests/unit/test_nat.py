@@ -161,10 +161,10 @@ BAD = [
     ("forward-range-length", forward(base=WEB.replace("[443]", "['8000-8009']"),
                                      extra="to_ports: '9000-9004'"),
      Code.CONTRADICTION, "nat.forwards[0].to_ports", "a range maps port by port, so ports "
-     "must be one range of the same length: 9000-9004 is 5 ports, ports (8000-8009) 10"),
+     "must be a single range of the same length (5 ports); ports are 8000-8009"),
     ("forward-range-of-two-ranges", forward(base=WEB.replace("[443]", "['8000-8004', 8010]"),
                                             extra="to_ports: '9000-9005'"),
-     Code.CONTRADICTION, "nat.forwards[0].to_ports", "ports (8000-8004, 8010) 6"),
+     Code.CONTRADICTION, "nat.forwards[0].to_ports", "(6 ports); ports are 8000-8004, 8010"),
     ("forward-range-too-long", forward(base=WEB.replace("[443]", "['1000-3000']"),
                                        extra="to_ports: '11000-13000'"),
      Code.RANGE, "nat.forwards[0].to_ports", "2001 ports is above 1024"),

@@ -293,10 +293,9 @@ class NatChecker:
         width = interval.high - interval.low + 1
         if len(ports) != 1 or ports[0].high - ports[0].low + 1 != width:
             given = ", ".join(port_text(iv) for iv in ports)
-            count = sum(iv.high - iv.low + 1 for iv in ports)
             self.fail(Code.CONTRADICTION, path, f"a range maps port by port, so ports must "
-                      f"be one range of the same length: {port_text(interval)} is {width} "
-                      f"ports, ports ({given}) {count}")
+                      f"be a single range of the same length ({width} ports); ports are "
+                      f"{given}")
             return None
         if width > PORT_SHIFT_MAX:
             self.fail(Code.RANGE, path, f"a range maps port by port, one map element each: "
