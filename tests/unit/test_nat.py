@@ -238,8 +238,7 @@ BAD = [
         "nat:", "  - {name: later, to: dmz, source: [inside-nets], destination: [web-server], "
                 "action: accept}\nnat:").replace(
         "  - {name: web-in,", "  - {name: raw, source: [inside-nets, v6-nets], "
-                              "action: accept, notrack: true}\n  - {name: web-in,").replace(
-        "classes:\n", "classes:\n"),
+                              "action: accept, notrack: true}\n  - {name: web-in,"),
      Code.CONTRADICTION, "nat.forwards[0].class", "and accepts it untracked (notrack)"),
     # -- source NAT and untracked classes ----------------------------------------------
     ("notrack-class-leaves-by-snat-zone", masquerade("source: [inside-nets]").replace(
