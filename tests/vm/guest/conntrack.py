@@ -79,6 +79,7 @@ def describe(message):
     return {"type": message["header"]["type"] & 0xff,
             "orig": tuple_of("CTA_TUPLE_ORIG"), "reply": tuple_of("CTA_TUPLE_REPLY"),
             "status": message.get_attr("CTA_STATUS"),
+            "mark": message.get_attr("CTA_MARK"),
             "timeout": message.get_attr("CTA_TIMEOUT"),
             "tcp_state": tcp.get_attr("CTA_PROTOINFO_TCP_STATE") if tcp else None,
             "wscale": ([tcp.get_attr("CTA_PROTOINFO_TCP_WSCALE_ORIGINAL"),
