@@ -125,6 +125,10 @@ class ClassForm(ItemForm):
         (choices.SEQRAND_BOTH, "both directions")])
     fastpath = forms.BooleanField(required=False, label="Flowtable fast path")
     notrack = forms.BooleanField(required=False, label="No connection tracking (stateless)")
+    log = forms.BooleanField(required=False, label="Log", help_text=(
+        "Log the class's packets before its verdict: the first packet of each connection "
+        "(later ones are accepted as established before any class), every packet of a "
+        "notrack class. All log rules share the settings' log rate."))
     problem_fields = {
         "name": "name", "comment": "comment", "from": "from_zone", "to": "to_zone",
         "source": "source", "destination": "destination", "services": "services",
@@ -132,7 +136,7 @@ class ClassForm(ItemForm):
         "tcp_options.window_scale": "strip_window_scale",
         "tcp_options.sack_permitted": "strip_sack_permitted",
         "tcp_options.timestamps": "strip_timestamps", "tcp_options": "strip_window_scale",
-        "seqrand": "seqrand", "fastpath": "fastpath", "notrack": "notrack"}
+        "seqrand": "seqrand", "fastpath": "fastpath", "notrack": "notrack", "log": "log"}
 
     def __init__(self, *args, document=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -172,6 +176,8 @@ class ClassForm(ItemForm):
             item["fastpath"] = True
         if data["notrack"]:
             item["notrack"] = True
+        if data["log"]:
+            item["log"] = True
         return item
 
     @staticmethod
@@ -186,6 +192,7 @@ class ClassForm(ItemForm):
             "mss_mode": mss.get("mode", choices.MSS_NONE), "mss_value": mss.get("value"),
             "seqrand": item.get("seqrand", choices.SEQRAND_NONE),
             "fastpath": bool(item.get("fastpath")), "notrack": bool(item.get("notrack")),
+            "log": bool(item.get("log")),
         }
         for key in choices.TCP_OPTIONS:
             initial[f"strip_{key}"] = options.get(key) == choices.OPTION_STRIP
