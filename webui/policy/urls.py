@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import nat_views, views
 
 urlpatterns = [
     path("", views.overview, name="policy"),
@@ -15,6 +15,22 @@ urlpatterns = [
     path("export/", views.export, name="policy_export"),
     path("import/", views.import_policy, name="policy_import"),
     path("classes/<int:index>/move/<str:direction>/", views.class_move, name="policy_class_move"),
+    path("settings/", nat_views.settings_edit, name="policy_settings"),
+    path("nat/", nat_views.nat, name="policy_nat"),
+    path("nat/source/<int:index>/move/<str:direction>/", nat_views.source_move,
+         name="policy_nat_source_move"),
+    path("nat/source/new/", nat_views.nat_edit, {"kind": "source"},
+         name="policy_nat_source_new"),
+    path("nat/source/<int:index>/", nat_views.nat_edit, {"kind": "source"},
+         name="policy_nat_source"),
+    path("nat/source/<int:index>/delete/", nat_views.nat_delete, {"kind": "source"},
+         name="policy_nat_source_delete"),
+    path("nat/forwards/new/", nat_views.nat_edit, {"kind": "forwards"},
+         name="policy_nat_forward_new"),
+    path("nat/forwards/<int:index>/", nat_views.nat_edit, {"kind": "forwards"},
+         name="policy_nat_forward"),
+    path("nat/forwards/<int:index>/delete/", nat_views.nat_delete, {"kind": "forwards"},
+         name="policy_nat_forward_delete"),
     path("<str:section>/", views.section_list, name="policy_section"),
     path("<str:section>/new/", views.item_edit, name="policy_item_new"),
     path("<str:section>/<int:index>/", views.item_edit, name="policy_item"),
