@@ -13,7 +13,7 @@ from web.test_access import all_routes
 
 # not pages: files to download, fragments only a form posts to, nginx's gate
 NOT_PAGES = {"backup_download", "policy_export", "selftest_responder", "diag_download",
-             "upload_gate", "healthz", "logout"}
+             "upload_gate", "healthz", "logout", "metrics_scrape"}
 
 
 def route_name(path):
