@@ -108,6 +108,22 @@ def test_htmx_package_pins_what_package_lock_pins():
     assert ("sha256", "LICENSE") in hashes
 
 
+def test_prometheus_client_package_pins_what_requirements_pin():
+    """Buildroot 2026.02.3 has no python-prometheus-client: our tree's package builds the
+    version webui/requirements.txt pins (what the tests and the VM appliance run)."""
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)$",
+                           (TOP / "webui" / "requirements.txt").read_text(), re.M))
+    package = TREE / "package" / "python-prometheus-client"
+    mk = (package / "python-prometheus-client.mk").read_text()
+    version = re.search(r"^PYTHON_PROMETHEUS_CLIENT_VERSION = (\S+)$", mk, re.M)[1]
+    assert version == pins["prometheus-client"]
+    hash_file = (package / "python-prometheus-client.hash").read_text()
+    assert re.search(rf"^sha256\s+[0-9a-f]{{64}}\s+prometheus_client-{re.escape(version)}"
+                     r"\.tar\.gz$", hash_file, re.M)
+    assert "BR2_PACKAGE_PYTHON_PROMETHEUS_CLIENT" in \
+        (TREE / "package" / "tusk-webui" / "Config.in").read_text()
+
+
 def test_users_table_has_the_unprivileged_web_user():
     users = users_table()
     name, uid, group, gid, password, home, shell = users["tusk"][:7]
