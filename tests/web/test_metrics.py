@@ -37,13 +37,6 @@ classes:
 """
 
 
-@pytest.fixture(autouse=True)
-def fresh_draft_cache():
-    """policy/draft.py keeps the parsed draft per process, by version; each test's database
-    starts the versions again, so another test's draft of the same version would show."""
-    drafts._PARSED.clear()
-
-
 def make_token(client, name="prometheus"):
     response = client.post("/metrics/tokens/", {"name": name})
     assert response.status_code == 201, errors_of(response)

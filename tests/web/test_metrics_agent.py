@@ -8,7 +8,6 @@ import sys
 import time
 from datetime import UTC, datetime
 
-import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -30,13 +29,6 @@ classes:
 """
 ECHO_BYTES = 84        # IPv4 20 + ICMP 8 + ping's 56 bytes of data
 UDP_BYTES = 20 + 8 + 1
-
-
-@pytest.fixture(autouse=True)
-def fresh_draft_cache():
-    """policy/draft.py keeps the parsed draft per process, by version; each test's database
-    starts the versions again, so another test's draft of the same version would show."""
-    drafts._PARSED.clear()
 
 
 def scraped(token):
