@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class LogsConfig(AppConfig):
+    name = "logs"
+    verbose_name = "Logs"

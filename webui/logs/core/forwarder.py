@@ -1,0 +1,168 @@
+"""Remote syslog: rsyslog forwards every record of the firewall's log to the receivers
+the operator named, as RFC 5424 messages over UDP or TCP (plain Python).
+
+rsyslog's imfile follows the log directory's current file - through the agent's
+rotation: it reads to the end of a file renamed away, then the new one - and keeps its
+position in a state file, so a restart neither repeats nor skips records; on its first
+start it begins at the end (freshStartTail), not with the whole log. omfwd sends each
+record to each receiver with one template:
+
+    <133>1 2026-05-04T10:11:12.345678+00:00 tusk tusk - firewall - {"oob.prefix": ...}
+
+PRI 133 is facility local0, severity notice; APP-NAME tusk, no PROCID, MSGID firewall,
+no structured data, and the message is ulogd's JSON record, unchanged. TCP uses
+octet-counting framing (RFC 6587 3.4.1), which no byte of a message can break. Each
+receiver has a queue of its own, so one that is away holds up neither the others nor the
+log; its oldest messages are dropped beyond SYSLOG_QUEUE_MESSAGES.
+
+The configuration is written by the agent from checked settings only (core/settings.py:
+hosts are IP addresses or DNS names, nothing that can end a quoted string), checked with
+`rsyslogd -N1`, and rsyslogd runs as the agent's child (-n), in the firewall's network
+namespace in the lab, and dies with it. Its files - configuration, pid file, imfile's
+state - are in the agent's root-only syslog directory, derived from the configuration."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+from tusklib import children
+from tusklib.files import write_atomically
+
+from ..constants import (CURRENT, SYSLOG_APP_NAME, SYSLOG_FACILITY, SYSLOG_MESSAGE_MAX,
+                         SYSLOG_MSGID, SYSLOG_QUEUE_MESSAGES, SYSLOG_SEVERITY)
+
+CONF = "rsyslog.conf"
+PID = "rsyslogd.pid"
+ERRORS = "rsyslogd.stderr"
+STATE = re.compile(r"imfile-state:[0-9A-Za-z:]+")
+RSYSLOGD = "rsyslogd"
+START_SECONDS = 3     # rsyslogd that lives this long has taken its configuration
+
+
+class ForwarderError(Exception):
+    """rsyslogd refused the configuration, or would not start."""
+
+
+def render(settings, log_dir, work_dir):
+    """rsyslog.conf for settings (core.settings.Settings, already checked)."""
+    lines = [
+        "# Written by tusk-agent from the Logs page's settings (logs/core/forwarder.py).",
+        f'global(workDirectory="{work_dir}" maxMessageSize="{SYSLOG_MESSAGE_MAX}")',
+        'module(load="imfile")',
+        'template(name="tusk_rfc5424" type="list") {',
+        '  constant(value="<") property(name="pri") constant(value=">1 ")',
+        '  property(name="timereported" dateFormat="rfc3339") constant(value=" ")',
+        f'  property(name="hostname") constant(value=" {SYSLOG_APP_NAME} - {SYSLOG_MSGID} - ")',
+        '  property(name="msg")',
+        "}",
+        'ruleset(name="tusk_forward") {',
+    ]
+    for number, target in enumerate(settings.syslog):
+        framing = ' TCP_Framing="octet-counted"' if target.transport == "tcp" else ""
+        lines.append(
+            f'  action(type="omfwd" name="tusk_syslog_{number}" target="{target.host}" '
+            f'port="{target.port}" protocol="{target.transport}"{framing} '
+            f'template="tusk_rfc5424" queue.type="LinkedList" '
+            f'queue.size="{SYSLOG_QUEUE_MESSAGES}" action.resumeRetryCount="-1" '
+            f'action.resumeInterval="10")')
+    lines += [
+        "}",
+        f'input(type="imfile" file="{os.path.join(log_dir, CURRENT)}" tag="{SYSLOG_APP_NAME}" '
+        f'facility="{SYSLOG_FACILITY}" severity="{SYSLOG_SEVERITY}" freshStartTail="on" '
+        'ruleset="tusk_forward")',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def prepare(work_dir):
+    """The syslog directory, root's only (0700): created if missing; UnsafeFile-like
+    ForwarderError if it is a link or someone else's."""
+    os.makedirs(work_dir, mode=0o700, exist_ok=True)
+    try:
+        fd = os.open(work_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise ForwarderError(f"{work_dir}: {exc.strerror}") from None
+    try:
+        if os.fstat(fd).st_uid != 0:
+            raise ForwarderError(f"{work_dir} is not root's")
+        os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+
+
+def write(settings, log_dir, work_dir):
+    """Writes the configuration once `rsyslogd -N1` has accepted it (a running rsyslogd
+    read its own at its start); ForwarderError with rsyslogd's words, and nothing
+    written, when it refuses it."""
+    prepare(work_dir)
+    conf = os.path.join(work_dir, CONF)
+    candidate = conf + ".new"
+    write_atomically(candidate, render(settings, log_dir, work_dir), 0o600, owner=(0, 0))
+    checked = subprocess.run([RSYSLOGD, "-N1", "-f", candidate], capture_output=True,
+                             text=True)
+    if checked.returncode != 0:
+        os.unlink(candidate)
+        words = [line for line in (checked.stdout + checked.stderr).splitlines()
+                 if "error" in line.lower()] or [checked.stderr.strip()]
+        raise ForwarderError("rsyslogd refused the configuration: " + "; ".join(words)[:500])
+    os.replace(candidate, conf)
+    return conf
+
+
+def clear(work_dir):
+    """Removes the configuration, what rsyslogd said and imfile's positions: no
+    forwarding, and the next start begins at the log's end again."""
+    for name in os.listdir(work_dir):
+        if name in (CONF, ERRORS) or STATE.fullmatch(name):
+            os.unlink(os.path.join(work_dir, name))
+
+
+def stop_leftover(work_dir):
+    """Ends an rsyslogd that a dead agent left running with this configuration (its pid
+    file names it; it is only signalled if it is rsyslogd and was started with our
+    configuration file)."""
+    pidfile, conf = os.path.join(work_dir, PID), os.path.join(work_dir, CONF)
+    try:
+        with open(pidfile, encoding="ascii") as handle:
+            pid = int(handle.read().strip())
+        program = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            argv = handle.read().split(b"\0")
+    except (OSError, ValueError):
+        return None
+    if program != RSYSLOGD or conf.encode() not in argv:
+        return None
+    os.kill(pid, signal.SIGTERM)
+    for _ in range(50):
+        if not os.path.exists(f"/proc/{pid}"):
+            break
+        time.sleep(0.1)
+    return pid
+
+
+def start(work_dir, netns=None):
+    """rsyslogd on the written configuration, as a child that dies with the calling
+    thread's process; ForwarderError if it exits within START_SECONDS."""
+    conf, pidfile = os.path.join(work_dir, CONF), os.path.join(work_dir, PID)
+    stop_leftover(work_dir)
+    argv = [RSYSLOGD, "-n", "-f", conf, "-i", pidfile]
+    if netns:
+        argv = ["ip", "netns", "exec", netns, *argv]
+    # what it says on stderr before it runs (after that, rsyslogd logs through syslog())
+    errors = os.path.join(work_dir, ERRORS)
+    with open(errors, "wb") as stderr:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=stderr, cwd="/", preexec_fn=children.end_with_parent(
+                                    os.getpid(), signal.SIGTERM))
+    try:
+        proc.wait(START_SECONDS)
+    except subprocess.TimeoutExpired:
+        return proc
+    with open(errors, "rb") as said:
+        text = said.read(2000).decode(errors="replace").strip()
+    raise ForwarderError(f"rsyslogd exited with status {proc.returncode}: {text}")
+
+
+def stop(proc):
+    children.stop(proc)
