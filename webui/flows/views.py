@@ -1,0 +1,172 @@
+"""The Flows page: the connections crossing the firewall now, fastest first, as the
+agent's sampler last saw them (its periodic task's result: the web process never
+speaks netlink), with Capture this flow, Diagnose and, for admins, Drop - each a job
+the agent checks again."""
+import time
+
+from django.conf import settings
+from django.db import transaction
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from accounts import audit
+from jobs import queue
+from jobs.models import Job, PeriodicState
+from policy.core.errors import PolicyError
+from policy.core.normalise import parse_yaml
+from policy.models import Revision, TargetState
+
+from .agent_jobs import CAPTURE, DROP, SAMPLE
+from .forms import CaptureForm, FlowForm, SettingsForm
+from .models import FlowSettings
+
+STALE_SAMPLES = 3      # samples missed before the page says the list is old
+ACTIONS_SHOWN = 10
+
+_class_names = {}      # (revision number, ruleset hash) -> {ordinal: class name}
+
+
+def class_names():
+    """{ordinal: class name} of the revision loaded now (the pending one while an apply
+    waits for confirmation, the confirmed one otherwise): a connection's ct mark carries
+    the 1-based ordinal of the class that accepted it."""
+    state = TargetState.objects.filter(pk=1).first()
+    number = state and (state.pending or state.confirmed)
+    revision = Revision.objects.filter(number=number).only(
+        "number", "ruleset_sha256", "policy_text").first() if number else None
+    if revision is None:
+        return {}
+    key = (revision.number, revision.ruleset_sha256)
+    if key not in _class_names:
+        try:
+            document = parse_yaml(revision.policy_text)
+        except PolicyError:
+            document = None
+        classes = document.get("classes") if isinstance(document, dict) else None
+        _class_names.clear()
+        _class_names[key] = {index: str(item.get("name", "")) for index, item
+                             in enumerate(classes if isinstance(classes, list) else [], 1)
+                             if isinstance(item, dict)}
+    return _class_names[key]
+
+
+def _age(seconds):
+    if seconds is None:
+        return "-"
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def _context(flow_settings=None, settings_form=None, refused=None):
+    flow_settings = flow_settings or FlowSettings.current()
+    state = PeriodicState.objects.filter(name=SAMPLE).first()
+    snapshot = state.result if state and isinstance(state.result, dict) else None
+    threshold = flow_settings.elephant_mbps * 1_000_000
+    names = class_names()
+    flows = []
+    for flow in (snapshot or {}).get("flows", [])[:flow_settings.rows]:
+        rate = sum(flow["bps"]) if flow["bps"] else None
+        flows.append({**flow, "rate": rate, "age_text": _age(flow["age"]),
+                      "elephant": (flow["estimate"] if rate is None else rate) >= threshold,
+                      "class_name": names.get(flow["class"], "") if flow["class"] else ""})
+    interval = settings.TUSK.sample_interval
+    age = time.time() - snapshot["at"] if snapshot else None
+    return {
+        "snapshot": snapshot, "flows": flows, "settings": flow_settings,
+        "elephants": sum(1 for f in flows if f["elephant"]),
+        "sampled_ago": age, "stale": age is not None and age > STALE_SAMPLES * interval,
+        "sample_error": state.error if state else "", "poll": max(1, round(interval)),
+        "cpu_percent": 100 * snapshot["cpu"]["share"] if snapshot else None,
+        "settings_form": settings_form or SettingsForm(instance=flow_settings),
+        "refused": refused,
+        "actions": Job.objects.filter(kind__in=(CAPTURE, DROP)).select_related(
+            "created_by")[:ACTIONS_SHOWN],
+    }
+
+
+def index(request):
+    return render(request, "flows/index.html", _context())
+
+
+def table(request):
+    """The list alone, which the page polls."""
+    return render(request, "flows/table.html", _context())
+
+
+@require_POST
+def save_settings(request):
+    current = FlowSettings.current()
+    form = SettingsForm(request.POST, instance=current)
+    if not form.is_valid():
+        return render(request, "flows/index.html", _context(current, settings_form=form),
+                      status=400)
+    with transaction.atomic():
+        saved = form.save(commit=False)
+        saved.updated_by = request.user
+        saved.save()
+        audit.record(request, "flows settings", "flows", **form.cleaned_data)
+    return redirect("flows")
+
+
+def _refused(request, form):
+    """The page again, saying why the action was refused (a stale or forged row)."""
+    reasons = [f"{name}: {message}" if name != "__all__" else message
+               for name, messages in form.errors.items() for message in messages]
+    return render(request, "flows/index.html", _context(refused=reasons), status=400)
+
+
+def _queue(request, kind, args, action, ref):
+    """The job and its audit entry together; then the job's page."""
+    with transaction.atomic():
+        job = queue.enqueue(kind, args, request.user)
+        audit.record(request, action, str(ref), job=job.pk, **ref.as_dict())
+    return redirect("flows_action", job.pk)
+
+
+def _capture(request, analyze):
+    form = CaptureForm(request.POST)
+    if not form.is_valid():
+        return _refused(request, form)
+    ref = form.cleaned_data["flow"]
+    return _queue(request, CAPTURE, {"flow": ref.as_dict(), "seconds": form.cleaned_data["seconds"],
+                                     "analyze": analyze},
+                  "flow diagnose" if analyze else "flow capture", ref)
+
+
+@require_POST
+def capture(request):
+    return _capture(request, analyze=False)
+
+
+@require_POST
+def diagnose(request):
+    return _capture(request, analyze=True)
+
+
+def drop(request):
+    """GET: the connection and a button to drop it (the confirmation); POST: the job."""
+    form = FlowForm(request.POST if request.method == "POST" else request.GET)
+    if not form.is_valid():
+        return _refused(request, form)
+    ref = form.cleaned_data["flow"]
+    if request.method != "POST":
+        return render(request, "flows/drop.html", {"form": form, "flow": ref})
+    return _queue(request, DROP, {"flow": ref.as_dict()}, "flow drop", ref)
+
+
+def action(request, pk):
+    """A flows job's progress, polled until it is done; a finished Diagnose goes on to
+    its health report."""
+    job = get_object_or_404(Job, pk=pk, kind__in=(CAPTURE, DROP))
+    result = job.result if isinstance(job.result, dict) else {}
+    report = result.get("report") if job.state == Job.State.SUCCEEDED else None
+    response = render(request, "flows/action.html", {"job": job, "result": result,
+                                                      "report": report})
+    if report and request.headers.get("HX-Request"):
+        response["HX-Redirect"] = reverse("diag_report", args=[report])
+    return response
