@@ -69,10 +69,10 @@ def _source_row(index, rule):
 def _forward_row(index, forward, class_index):
     to_ports = forward.get("to_ports")
     ports = ", ".join(map(str, forward.get("ports") or []))
+    address = forward.get("address") or "the firewall's own addresses"
     return {"index": index, "name": forward.get("name", ""), "from": forward.get("from", ""),
             "hairpin": forward.get("hairpin", False),
-            "external": f"{forward.get('address') or 'own addresses'} "
-                        f"{forward.get('protocol', '')} {ports}",
+            "external": f"{address} {forward.get('protocol', '')} {ports}",
             "server": f"{forward.get('to_address', '')}"
                       f"{' port ' + str(to_ports) if to_ports is not None else ''}",
             "class": forward.get("class", ""), "class_index": class_index.get(forward.get("class")),
