@@ -41,9 +41,6 @@ FORWARD = {"name": "web", "from_zone": "outside", "address": "203.0.113.5",
 
 @pytest.fixture
 def editor(admin_client):
-    # draft.current() caches the document by version, and every test's database starts
-    # again at version 1
-    drafts._PARSED.clear()
     response = admin_client.post("/policy/import/", {"text": BASE})
     assert response.status_code == 302
     return admin_client
