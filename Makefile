@@ -69,10 +69,15 @@ vm-deps:
 
 # After pytest, however it ended: nothing of the tests' may be left running (their
 # PostgreSQL cluster, labs, namespaces, agents, nginx, gunicorn).
+# A whole run builds what the VM tier boots (kernels, root filesystems) in the background,
+# niced, while the host tiers run (tools/warm-caches; its log in tests/artifacts/).
 test: deps vm-deps lint
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test needs root: the namespace tests create network namespaces"; exit 1; }
+	@mkdir -p tests/artifacts
+	warm=; if [ -z "$(PYTEST_ARGS)" ]; then \
+	  nice -n 10 tools/warm-caches > tests/artifacts/warm-caches.log 2>&1 & warm=$$!; fi; \
 	cd tests && { BUILDROOT="$(BUILDROOT)" ../$(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
-	  ../$(PY) leftovers.py || status=1; exit $$status; }
+	  [ -z "$$warm" ] || wait $$warm; ../$(PY) leftovers.py || status=1; exit $$status; }
 
 # ruff over the Python (pyproject.toml's rule set), shellcheck over every shell script
 lint: deps
