@@ -7,6 +7,7 @@ NFLOG group 1, prefix tusk:<verdict>:<class>, the default deny tusk:drop:, every
 rule through the one named limit log_rate); test_logs_policy.py does the same through a
 real policy apply, tests/web/test_logs_page.py on the Logs page with the real agent."""
 import grp
+import ipaddress
 import json
 import os
 import re
@@ -118,6 +119,12 @@ def test_a_denied_packet_is_a_record_with_class_verdict_addresses_and_ports(lab,
     assert newest(log_dir, records.Filter(cls="")) == [deny]
     assert newest(log_dir, records.Filter(interfaces=frozenset({"veth-s"}))) == found
     assert newest(log_dir, records.Filter(interfaces=frozenset({"mgmt"}))) == []
+    for prefix, classes in (("fd00:10:1::/64", ["dns"]), ("10.10.0.0/16", ["", "web"]),
+                            (SERVER_V6, ["dns"]), ("fd00::/8", ["dns"]), ("::/0", ["dns"])):
+        match = records.Filter(address=ipaddress.ip_network(prefix))
+        found_here = storage.search(log_dir, records.parse, match.matches, 10, 1 << 30,
+                                    candidate=match.candidate()).records
+        assert [r.cls for r in found_here] == classes, prefix
 
 
 def test_a_flood_is_rate_limited_by_the_shared_limit(lab, rules, log_dir):

@@ -14,10 +14,10 @@ FILE_MB_DEFAULT, FILE_MB_MIN, FILE_MB_MAX = 10, 1, 1000
 MB = 1_000_000
 
 # The Logs page: the newest TAIL_MAX records that match, found among at most SCAN_BYTES
-# of the newest records (about 50 000 of them), so that one page view costs a bounded
+# of the newest records (about 25 000 of them), so that one page view costs a bounded
 # amount of reading whatever the filter; a narrower time range reaches further back.
 TAIL_DEFAULT, TAIL_MAX = 100, 500
-SCAN_BYTES = 32 * MB
+SCAN_BYTES = 16 * MB
 LIVE_POLL_SECONDS = 2
 
 # Remote syslog (RFC 5424): up to SYSLOG_TARGETS_MAX receivers. A host is an IP address

@@ -142,7 +142,7 @@ def _page(request, storage_form=None, syslog_form=None, status=200):
         try:
             found = storage.search(paths.log_dir(settings.TUSK), records.parse, match.matches,
                                    form.tail if data else TAIL_DEFAULT, SCAN_BYTES,
-                                   since=match.since)
+                                   since=match.since, candidate=match.candidate())
         except storage.UnsafeFile as exc:
             error = str(exc)
     live = live and not (form.is_bound and form.is_valid() and form.cleaned_data.get("until"))

@@ -126,6 +126,33 @@ class Filter:
     port: int | None = None
     protocol: int | None = None
 
+    def needles(self):
+        """What a line must contain for its record to match, as groups of byte strings
+        (one of each group): a test that costs no JSON decoding, necessary, not
+        sufficient - matches() decides."""
+        groups = []
+        verdicts = (self.verdict,) if self.verdict else VERDICTS
+        if self.cls is not None:
+            groups.append(tuple(f'"tusk:{v}:{self.cls}"'.encode() for v in verdicts))
+        elif self.verdict:
+            groups.append((f'"tusk:{self.verdict}:'.encode(),))
+        if self.port is not None:
+            groups.append((f'_port": {self.port},'.encode(), f'_port": {self.port}}}'.encode()))
+        if self.protocol is not None:
+            groups.append((f'"ip.protocol": {self.protocol},'.encode(),
+                           f'"ip.protocol": {self.protocol}}}'.encode()))
+        if self.interfaces is not None:
+            groups.append(tuple(f'"{name}"'.encode() for name in self.interfaces))
+        start = self.address is not None and _address_start(self.address)
+        if start:
+            groups.append((start.encode(),))
+        return groups
+
+    def candidate(self):
+        """line (bytes) -> whether its record may match (needles())."""
+        groups = self.needles()
+        return lambda line: all(any(needle in line for needle in group) for group in groups)
+
     def matches(self, record):
         if self.since is not None and record.time < self.since:
             return False
@@ -145,6 +172,22 @@ class Filter:
             return False
         return self.address is None or any(_within(text, self.address) for text in (
             record.source, record.destination))
+
+
+def _address_start(network):
+    """How the text of every address of network starts, quoted as in a record ('"10.1.'
+    for 10.1.0.0/16), or None when no text is common to all. IPv6 text is compressed
+    (RFC 5952): only prefix hextets that are not zero are sure to be written out."""
+    if network.num_addresses == 1:
+        return f'"{network.network_address}"'
+    if network.version == 4:
+        octets = str(network.network_address).split(".")[:network.prefixlen // 8]
+        return f'"{".".join(octets)}.' if octets else None
+    hextets = [int(h, 16) for h in network.exploded.split("/")[0].split(":")]
+    hextets = hextets[:network.prefixlen // 16]
+    if not hextets or 0 in hextets:
+        return None
+    return '"' + ":".join(f"{h:x}" for h in hextets) + ":"
 
 
 def _within(text, network):

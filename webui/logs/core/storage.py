@@ -138,11 +138,13 @@ def _lines_backwards(fd, size, budget):
         yield tail, spent
 
 
-def search(path, parse, match, limit, scan_bytes, since=None):
+def search(path, parse, match, limit, scan_bytes, since=None, candidate=None):
     """The newest `limit` records of the log directory at path for which match(record)
-    holds, newest first. parse(line) turns a line into a record (None: skipped). At most
-    scan_bytes are read; records before `since` (seconds) end the search, and so do files
-    last written before it. UnsafeFile if the directory cannot be opened."""
+    holds, newest first. parse(line) turns a line into a record (None: skipped); a line
+    for which candidate(line) is false is skipped unparsed (it cannot match - and then
+    it does not end the search at `since` either). At most scan_bytes are read; records
+    before `since` (seconds) end the search, and so do files last written before it.
+    UnsafeFile if the directory cannot be opened."""
     found = Search([])
     with LogDirectory(path) as logs:
         for entry in logs.entries():
@@ -156,6 +158,8 @@ def search(path, parse, match, limit, scan_bytes, since=None):
             try:
                 size, spent = os.fstat(fd).st_size, 0
                 for line, spent in _lines_backwards(fd, size, scan_bytes - found.scanned):
+                    if candidate is not None and not candidate(line):
+                        continue
                     record = parse(line)
                     if record is None:
                         continue
