@@ -37,7 +37,8 @@ PID = "rsyslogd.pid"
 ERRORS = "rsyslogd.stderr"
 STATE = re.compile(r"imfile-state:[0-9A-Za-z:]+")
 RSYSLOGD = "rsyslogd"
-START_SECONDS = 3     # rsyslogd that lives this long has taken its configuration
+START_SECONDS = 1     # rsyslogd that lives this long has taken its configuration
+MISSING = "rsyslogd is not installed (Debian and Buildroot package rsyslog)"
 
 
 class ForwarderError(Exception):
@@ -99,8 +100,12 @@ def write(settings, log_dir, work_dir):
     conf = os.path.join(work_dir, CONF)
     candidate = conf + ".new"
     write_atomically(candidate, render(settings, log_dir, work_dir), 0o600, owner=(0, 0))
-    checked = subprocess.run([RSYSLOGD, "-N1", "-f", candidate], capture_output=True,
-                             text=True)
+    try:
+        checked = subprocess.run([RSYSLOGD, "-N1", "-f", candidate], capture_output=True,
+                                 text=True)
+    except FileNotFoundError:
+        os.unlink(candidate)
+        raise ForwarderError(MISSING) from None
     if checked.returncode != 0:
         os.unlink(candidate)
         words = [line for line in (checked.stdout + checked.stderr).splitlines()
