@@ -37,6 +37,9 @@ INSTALLED_APPS = [
     "backup.apps.BackupConfig",
     "system.apps.SystemConfig",
     "network.apps.NetworkConfig",
+    "logs.apps.LogsConfig",
+    "flows.apps.FlowsConfig",
+    "metrics.apps.MetricsConfig",
 ]
 
 # The login and role checks come before CSRF's: its check reads request.POST, which would

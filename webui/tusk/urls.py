@@ -12,4 +12,7 @@ urlpatterns = [
     path("selftest/", include("selftest.urls")),
     path("backup/", include("backup.urls")),
     path("system/", include("system.urls")),
+    path("logs/", include("logs.urls")),
+    path("flows/", include("flows.urls")),
+    path("", include("metrics.urls")),   # /metrics, the scrape, and /metrics/tokens/
 ]
