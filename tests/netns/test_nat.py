@@ -261,7 +261,7 @@ def test_the_log_limit_never_decides_a_verdict(lab, fw, server_echo):
     verdict - every connection of a logged class is accepted and counted, every datagram
     the default deny drops is counted - and the live table has the limit and the log
     rules of the contract (NFLOG group 1, prefix tusk:<verdict>:<class>). Whether NFLOG
-    delivers them is the Logs page's test (tests/netns/test_logs.py)."""
+    delivers them is the Logs page's test (tests/netns/test_logs_ulogd.py, test_logs_policy.py)."""
     fw("""
         settings: {log_rate: 1}
         services:
