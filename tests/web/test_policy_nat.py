@@ -2,6 +2,7 @@
 the draft, the whole document goes through the engine, its problems come back next to
 the form's fields, a refused or stale form saves nothing, and a port forward can create
 the class that admits it - placed where no earlier class takes its traffic first."""
+import copy
 import html
 import re
 
@@ -9,6 +10,7 @@ import pytest
 
 from accounts.models import AuditEntry
 from policy import draft as drafts
+from policy.core.errors import PolicyError
 from policy.core.model import Interval, PortForward, Settings, SourceNat, TrafficClass
 from policy.core.normalise import load_policy
 from policy.models import Draft
@@ -297,3 +299,25 @@ def test_the_logging_settings(editor):
     stale = editor.post("/policy/settings/", {"version": version() - 1, "log_rate": "10"})
     assert "changed by someone else" in " ".join(errors_of(stale)[""])
     assert model().settings.log_rate == 100
+
+
+# -- the whole document, saved through the draft's public function ------------------------
+
+def test_save_document_is_all_or_nothing_and_refuses_a_stale_version(editor, admin_user):
+    version_before, document = snapshot()
+    changed = copy.deepcopy(document)
+    changed["nat"] = {"source": [{"name": "out", "to": "outside", "translate": "masquerade"}]}
+    with pytest.raises(drafts.StaleDraft):
+        drafts.save_document(changed, version_before - 1, admin_user)
+    bad = copy.deepcopy(changed)
+    bad["nat"]["source"].append({"name": "out2", "to": "nowhere", "source": ["nothing"],
+                                 "translate": "masquerade"})
+    with pytest.raises(PolicyError) as raised:
+        drafts.save_document(bad, version_before, admin_user)
+    assert [p.path for p in raised.value.problems] == ["nat.source[1].to",
+                                                       "nat.source[1].source[0]"]
+    assert snapshot() == (version_before, document)
+    saved = drafts.save_document(changed, version_before, admin_user)
+    assert saved.version == version_before + 1
+    assert snapshot() == (version_before + 1, changed)
+    assert Draft.objects.get(pk=1).updated_by == admin_user

@@ -133,10 +133,11 @@ def check_network(policy, configs=None):
         raise PolicyError(problems)
 
 
-def _save(document, version, user, network=None):
-    """Validates and stores document if the draft is still at version - also against the
-    box's network configuration (network: check_network's configs). Raises PolicyError
-    (every problem) or StaleDraft; saves nothing then."""
+def save_document(document, version, user, network=None):
+    """Validates and stores document, the whole policy, if the draft is still at version
+    (None: whatever it is) - also against the box's network configuration (network:
+    check_network's configs). All or nothing: raises PolicyError (every problem) or
+    StaleDraft, and saves nothing then."""
     check_network(load_policy(document), network)
     get_meta()  # exists
     with transaction.atomic():
@@ -169,7 +170,7 @@ def save_item(section, index, item, version, user):
         entries[index] = item
         if old_name and item.get("name") != old_name and section in REFERENCES:
             _rename(document, section, old_name, item["name"])
-    return _save(document, version, user)
+    return save_document(document, version, user)
 
 
 def delete_item(section, index, version, user):
@@ -181,7 +182,7 @@ def delete_item(section, index, version, user):
         raise PolicyError(Code.REFERENCE, f"{section}[{index}]",
                           f"{name} is used by class(es) {', '.join(users)}; change those first")
     del document[section][index]
-    return _save(document, version, user)
+    return save_document(document, version, user)
 
 
 def move_class(index, offset, version, user):
@@ -192,7 +193,7 @@ def move_class(index, offset, version, user):
     if not 0 <= other < len(classes):
         return draft
     classes[index], classes[other] = classes[other], classes[index]
-    return _save(document, version, user)
+    return save_document(document, version, user)
 
 
 def import_text(text, user, network=None):
@@ -201,7 +202,7 @@ def import_text(text, user, network=None):
     restores with the policy)."""
     load_policy_text(text)
     document = parse_yaml(text)
-    return _save(document, None, user, network)
+    return save_document(document, None, user, network)
 
 
 def _rename(document, section, old, new):

@@ -1,8 +1,9 @@
 """Policy pages for the draft's NAT (nat.source, nat.forwards) and its settings, in the
-pattern of views.py: each form edits one item, the whole document goes through the
-engine's normalise stage before it is saved (draft._save), problem paths come back to
-the form's fields, and the draft's version refuses a stale form. A port forward's form
-can create the class that admits it (forward_class.py) in the same save."""
+pattern of views.py: each form edits one item, the whole document is saved by
+draft.save_document (the engine's normalise stage and the network check first, all or
+nothing), problem paths come back to the form's fields, and the draft's version refuses a
+stale form. A port forward's form can create the class that admits it (forward_class.py)
+in the same save."""
 import copy
 
 from django.contrib import messages
@@ -114,7 +115,7 @@ def nat_edit(request, kind, index=None):
                     document = plan.build()
                 else:
                     document = _with_item(draft.document, kind, index, item)
-                drafts._save(document, form.cleaned_data["version"], request.user)
+                drafts.save_document(document, form.cleaned_data["version"], request.user)
             except drafts.StaleDraft:
                 form.add_error(None, STALE)
             except PolicyError as error:
@@ -181,7 +182,7 @@ def nat_delete(request, kind, index):
     document = copy.deepcopy(draft.document)
     del document["nat"][kind][index]
     try:
-        drafts._save(_tidy(document), _version(request), request.user)
+        drafts.save_document(_tidy(document), _version(request), request.user)
     except drafts.StaleDraft:
         messages.error(request, "The draft was changed by someone else; nothing was deleted.")
     except PolicyError as error:
@@ -208,7 +209,7 @@ def source_move(request, index, direction):
         raise Http404("no such rule")
     rules[index], rules[other] = rules[other], rules[index]
     try:
-        drafts._save(document, _version(request), request.user)
+        drafts.save_document(document, _version(request), request.user)
     except drafts.StaleDraft:
         messages.error(request, "The draft was changed by someone else; nothing was moved.")
     except PolicyError as error:
@@ -231,7 +232,7 @@ def settings_edit(request):
             document = copy.deepcopy(draft.document)
             document["settings"] = form.to_item()
             try:
-                drafts._save(document, form.cleaned_data["version"], request.user)
+                drafts.save_document(document, form.cleaned_data["version"], request.user)
             except drafts.StaleDraft:
                 form.add_error(None, STALE)
             except PolicyError as error:
