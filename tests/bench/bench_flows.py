@@ -5,7 +5,7 @@ A network namespace of its own gets the entries, made over ctnetlink in batches
 (established TCP, accounting and timestamps on, as the agent sets them). For each size:
 
 1. one whole dump as a naive sampler would read it every interval: this reader's
-   (ctnetlink.Conntrack.scan), and conntrack(8)'s (`conntrack -L`, its CPU as a child
+   (flows.core.conntrack), and conntrack(8)'s (`conntrack -L`, its CPU as a child
    plus the parsing of its text here, which prints no sequence adjustment), as the
    share of one CPU at the sampling interval;
 2. the sampler itself, sample() after sample() until it has read the table twice,
@@ -40,6 +40,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "webui")]
 
 from flows.core import ctnetlink as nl  # noqa: E402
+from flows.core.conntrack import Conntrack, Stats  # noqa: E402
 from flows.core.sampler import MIN_BYTES, Sampler  # noqa: E402
 
 SIZES = [int(n) for n in os.environ.get("BENCH_SIZES", "10000,100000,1000000").split(",")]
@@ -70,7 +71,7 @@ def rss_kb(field):
 
 
 def full_dump(conntrack):
-    stats, started = nl.Stats(), time.thread_time()
+    stats, started = Stats(), time.thread_time()
     for _ in conntrack.scan(1 << 62, stats):
         pass
     return time.thread_time() - started, stats.entries
@@ -140,7 +141,7 @@ def main():
         for name in ("net.netfilter.nf_conntrack_acct", "net.netfilter.nf_conntrack_timestamp"):
             nl.sysctl(NETNS, name, "1")
         made = 0
-        with nl.Conntrack(NETNS) as conntrack:
+        with Conntrack(NETNS) as conntrack:
             for size in sorted(SIZES):
                 started = time.monotonic()
                 fill(conntrack, made, size)

@@ -10,6 +10,7 @@ import pytest
 
 from diag.models import Capture
 from flows.core import ctnetlink as nl
+from flows.core.conntrack import Conntrack
 from flows.models import FlowSettings
 from jobs import queue
 from jobs.models import Job
@@ -23,13 +24,13 @@ OTHER = nl.Tuple("10.98.1.2", "10.98.2.2", 6, 40001, 5201)
 @pytest.fixture
 def table(agent, router):
     """Two established connections in the agent's namespace: {tuple: id}."""
-    with nl.Conntrack(AGENT_NETNS) as conntrack:
+    with Conntrack(AGENT_NETNS) as conntrack:
         conntrack.create(b"".join(nl.new_entry(conntrack.next_seq(), t) for t in (REAL, OTHER)))
         return {t: conntrack.get(4, t).id for t in (REAL, OTHER)}
 
 
 def entries():
-    with nl.Conntrack(AGENT_NETNS) as conntrack:
+    with Conntrack(AGENT_NETNS) as conntrack:
         return {(e.orig, e.id) for e in conntrack.entries()}
 
 

@@ -21,6 +21,7 @@ from jobs.registry import JobFailed, handler, on_start, periodic
 from policy.core.target import Target
 
 from .core import ctnetlink, flowref
+from .core.conntrack import Conntrack
 from .core.sampler import Sampler
 
 SAMPLE = "flows.sample"
@@ -75,7 +76,7 @@ def _checked(check, args):
 
 def _entry(netns, ref):
     """The kernel's entry of the connection ref names, or JobFailed."""
-    with ctnetlink.Conntrack(netns) as conntrack:
+    with Conntrack(netns) as conntrack:
         entry = conntrack.get(ref.family, ref.orig, ref.zone)
     if entry is None or entry.id != ref.id:
         raise JobFailed(f"{ref}: no such connection now (it ended, or its tuple belongs to "
@@ -139,7 +140,7 @@ def capture(run):
 def drop(run):
     ref, netns = _checked(flowref.drop_args, run.args)["flow"], run.config.netns or None
     entry = _entry(netns, ref)
-    with ctnetlink.Conntrack(netns) as conntrack:
+    with Conntrack(netns) as conntrack:
         if not conntrack.delete(ref.family, ref.orig, ref.id, ref.zone):
             raise JobFailed(f"{ref}: the connection ended meanwhile: nothing done")
     loose = ctnetlink.sysctl(netns, TCP_LOOSE) != "0"

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from policy.core.constants import CT_MARK_CLASS_MASK, CT_MARK_CLASS_SHIFT, CT_MARK_FASTPATH_BIT
 
 from . import ctnetlink as nl
+from .conntrack import Brief, Conntrack, Stats
 
 MIN_BYTES = 1 << 20      # a flow that moved less in all is counted, not ranked: under 4
                          # Mbit/s over a 2-s interval even if all of it was that recent
@@ -42,7 +43,7 @@ REMEMBERED = 65536       # byte counts kept from one pass to the next (about 100
 class Track:
     """A flow followed at every sample."""
 
-    brief: nl.Brief
+    brief: Brief
     score: float                 # bytes/s over the scan's window when it was ranked
     last: tuple = None           # (orig bytes, reply bytes, clock) of the last reading
     rate: tuple = None           # (orig, reply) bytes/s between the last two readings
@@ -61,8 +62,8 @@ class Sampler:
                  clock=time.monotonic, cpu=time.thread_time, wall_ns=time.time_ns):
         self.interval, self.share, self.min_bytes = interval, share, min_bytes
         self.clock, self.cpu, self.wall_ns = clock, cpu, wall_ns
-        self.scanner = nl.Conntrack(netns)    # the dump in progress has its own socket
-        self.reader = nl.Conntrack(netns)
+        self.scanner = Conntrack(netns)    # the dump in progress has its own socket
+        self.reader = Conntrack(netns)
         self.tracked = {}                     # id -> Track
         self.floor = 0.0                      # the weakest tracked flow's strength, when full
         self.remembered = {}                  # id -> (bytes, clock, pass number)
@@ -85,7 +86,7 @@ class Sampler:
             if now < self.next_pass:
                 return
             self.passes += 1
-            self.stats = nl.Stats()
+            self.stats = Stats()
             self.dump = self.scanner.scan(self.min_bytes, self.stats)
             self.pass_started = now
         limit = max(1, int(self.share * self.interval / self.per_entry))

@@ -18,6 +18,7 @@ from diag.files import Directory
 from diag.models import Capture, Report
 from flows.agent_jobs import SAMPLE
 from flows.core import ctnetlink as nl
+from flows.core.conntrack import Conntrack
 from flows.models import FlowSettings
 from jobs.models import Job, PeriodicState
 from kit import wait_until
@@ -231,7 +232,7 @@ def forwarded(interface):
 
 
 def entry_of(flow):
-    with nl.Conntrack(AGENT_NETNS) as conntrack:
+    with Conntrack(AGENT_NETNS) as conntrack:
         return conntrack.get(4, nl.Tuple(flow["orig"]["src"], flow["orig"]["dst"], 6,
                                           flow["orig"]["sport"], flow["orig"]["dport"]))
 

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from flows.core import ctnetlink as nl
+from flows.core.conntrack import Conntrack, Stats
 from flows.core.flowref import capture_filter
 from flows.core.sampler import Sampler
 from diag.core.capture import check_filter
@@ -38,7 +39,7 @@ def accounting(lab):
 
 def fill(lab, count, proto=17, net=200):
     """count idle entries in fw (10.<net>.x.y -> 10.<net+1>.0.1), made over ctnetlink."""
-    with nl.Conntrack(lab.fw) as conntrack:
+    with Conntrack(lab.fw) as conntrack:
         for first in range(0, count, 256):
             conntrack.create(b"".join(
                 nl.new_entry(conntrack.next_seq(), nl.Tuple(
@@ -139,7 +140,7 @@ def test_every_entry_decodes_as_conntrack_prints_it(tracked):
             udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         udp.sendto(b"x" * 1000, (SERVER_V4, 5300))
         udp.close()
-        with nl.Conntrack(lab.fw) as conntrack:
+        with Conntrack(lab.fw) as conntrack:
             entries = {entry.id: entry for entry in conntrack.entries()}
     finally:
         lab.ns(lab.fw, "nft", "delete", "table", "ip", "flowtest", check=False)
@@ -169,7 +170,7 @@ def test_sequence_offsets_are_read_as_set(tracked):
     offsets (as conntrackd restores one) is read back with them."""
     lab = tracked
     orig = nl.Tuple("10.10.1.2", SERVER_V4, 6, 40000, 5201)
-    with nl.Conntrack(lab.fw) as conntrack:
+    with Conntrack(lab.fw) as conntrack:
         conntrack.create(nl.new_entry(conntrack.next_seq(), orig, seqadj={
             "orig": (1000, 0, 123456789), "reply": (2000, -5, -987654)}))
         entry = conntrack.get(4, orig)
@@ -189,8 +190,8 @@ def test_entries_made_before_accounting_are_counted_not_ranked(tracked):
     fill(lab, 300, net=210)
     nl.sysctl(lab.fw, "net.netfilter.nf_conntrack_acct", "1")
     fill(lab, 200, net=220)
-    stats = nl.Stats()
-    with nl.Conntrack(lab.fw) as conntrack:
+    stats = Stats()
+    with Conntrack(lab.fw) as conntrack:
         ranked = [b for b in conntrack.scan(0, stats) if b is not None]
     assert (stats.entries, stats.uncounted, len(ranked)) == (500, 300, 200)
     assert all(b.orig_bytes == b.reply_bytes == 0 for b in ranked)
