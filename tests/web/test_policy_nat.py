@@ -301,6 +301,81 @@ def test_the_logging_settings(editor):
     assert model().settings.log_rate == 100
 
 
+# -- renames and deletes follow NAT ---------------------------------------------------------
+
+@pytest.fixture
+def with_nat(editor):
+    """BASE with a masquerade of inside-nets out through outside and the forward web, whose
+    class web (classes[2]) it created."""
+    response = post(editor, "/policy/nat/source/new/", name="out", to_zone="outside",
+                    translate="masquerade", source=["inside-nets"])
+    assert response.status_code == 302, errors_of(response)
+    response = post(editor, "/policy/nat/forwards/new/", **FORWARD)
+    assert response.status_code == 302, errors_of(response)
+    return editor
+
+
+def test_renaming_a_zone_renames_it_in_the_nat_rules(with_nat):
+    response = post(with_nat, "/policy/zones/1/", name="wan", interfaces="eth2")
+    assert response.status_code == 302, errors_of(response)
+    document = drafts.get().document
+    assert document["nat"]["source"][0]["to"] == "wan"
+    assert document["nat"]["forwards"][0]["from"] == "wan"
+    assert [(c.get("from"), c.get("to")) for c in document["classes"]][2:] == [
+        ("wan", None), ("wan", "dmz")]
+
+
+def test_renaming_an_address_set_renames_it_in_the_source_nat_rules(with_nat):
+    response = post(with_nat, "/policy/address_sets/0/", name="lan", entries="10.1.0.0/16")
+    assert response.status_code == 302, errors_of(response)
+    assert drafts.get().document["nat"]["source"][0]["source"] == ["lan"]
+    assert model().nat.source[0].source == ("lan",)
+
+
+def test_renaming_a_class_renames_it_in_the_port_forwards(with_nat):
+    response = post(with_nat, "/policy/classes/2/", name="web-in", from_zone="outside",
+                    destination=["web"], services=["web"], action="accept", mss_mode="none",
+                    seqrand="none")
+    assert response.status_code == 302, errors_of(response)
+    assert drafts.get().document["nat"]["forwards"][0]["class"] == "web-in"
+    assert model().nat.forwards[0].class_name == "web-in"
+
+
+@pytest.mark.parametrize("url, message", [
+    ("/policy/classes/2/delete/", "classes[2]: web is used by port forward web "
+                                  "(nat.forwards[0].class); change those first"),
+    ("/policy/zones/1/delete/", "zones[1]: outside is used by class(es) inside-out, web, "
+                                "outside-rest; source NAT rule out (nat.source[0].to); port "
+                                "forward web (nat.forwards[0].from); change those first"),
+    ("/policy/address_sets/0/delete/", "address_sets[0]: inside-nets is used by source NAT "
+                                       "rule out (nat.source[0].source); change those first"),
+])
+def test_deleting_what_nat_uses_is_refused_naming_the_nat_item(with_nat, url, message):
+    before = snapshot()
+    response = with_nat.post(url, {"version": version()}, follow=True)
+    assert message in html.unescape(response.content.decode())
+    assert snapshot() == before
+
+
+def test_a_refused_delete_shows_the_problems_path(admin_client):
+    """A delete no reference holds back that the engine refuses: the last zone but the
+    forward's own goes, and a hairpin needs another zone."""
+    text = ("version: 1\nzones:\n  - {name: outside, interfaces: [eth2]}\n"
+            "  - {name: dmz, interfaces: [eth3]}\naddress_sets:\n"
+            "  - {name: server, entries: [10.3.0.5]}\nclasses:\n"
+            "  - {name: web-in, destination: [server], action: accept}\nnat:\n  forwards:\n"
+            "    - {name: web, from: outside, address: 203.0.113.5, protocol: tcp, "
+            "ports: [443], to_address: 10.3.0.5, hairpin: true, class: web-in}\n")
+    assert admin_client.post("/policy/import/", {"text": text}).status_code == 302
+    before = snapshot()
+    response = admin_client.post("/policy/zones/1/delete/", {"version": version()},
+                                 follow=True)
+    assert "nat.forwards[0].hairpin: hairpin reflects the forward to hosts of the other " \
+        "zones, and the policy has no zone but outside" in html.unescape(
+            response.content.decode())
+    assert snapshot() == before
+
+
 # -- the whole document, saved through the draft's public function ------------------------
 
 def test_save_document_is_all_or_nothing_and_refuses_a_stale_version(editor, admin_user):

@@ -15,9 +15,17 @@ from .core.render import render
 from .models import Draft, Revision
 
 SECTIONS = ("zones", "address_sets", "services", "classes")
-# Which class fields hold references to items of a section (for renames and deletes)
-REFERENCES = {"zones": ("from", "to"), "address_sets": ("source", "destination"),
-              "services": ("services",)}
+# Where items of a section are named, for renames and deletes: (the list, its field, what
+# an item of that list is called in a message)
+REFERENCES = {
+    "zones": (("classes", "from", "class"), ("classes", "to", "class"),
+              ("nat.source", "to", "source NAT rule"),
+              ("nat.forwards", "from", "port forward")),
+    "address_sets": (("classes", "source", "class"), ("classes", "destination", "class"),
+                     ("nat.source", "source", "source NAT rule")),
+    "services": (("classes", "services", "class"),),
+    "classes": (("nat.forwards", "class", "port forward"),),
+}
 EMPTY = {"version": 1, "zones": [], "address_sets": [], "services": [], "classes": []}
 CONFIRMED_NETWORK, PENDING_NETWORK = "confirmed", "pending"   # network_configs()' which
 
@@ -158,8 +166,8 @@ def items(document, section):
 
 
 def save_item(section, index, item, version, user):
-    """index None appends. A renamed zone, address set or service is renamed in the
-    classes that refer to it as well."""
+    """index None appends. A renamed zone, address set, service or class is renamed where
+    the classes and the NAT rules refer to it as well."""
     draft = get()
     document = copy.deepcopy(draft.document)
     entries = document.setdefault(section, [])
@@ -177,10 +185,10 @@ def delete_item(section, index, version, user):
     draft = get()
     document = copy.deepcopy(draft.document)
     name = document[section][index].get("name")
-    users = _referring_classes(document, section, name)
+    users = _users(document, section, name)
     if users:
         raise PolicyError(Code.REFERENCE, f"{section}[{index}]",
-                          f"{name} is used by class(es) {', '.join(users)}; change those first")
+                          f"{name} is used by {'; '.join(users)}; change those first")
     del document[section][index]
     return save_document(document, version, user)
 
@@ -205,25 +213,43 @@ def import_text(text, user, network=None):
     return save_document(document, None, user, network)
 
 
+def _referring(document, section):
+    """(list path, index, item, field, what the item is) of every field that may name an
+    item of section."""
+    for where, key, what in REFERENCES.get(section, ()):
+        if where.startswith("nat."):
+            nat = document.get("nat")
+            entries = nat.get(where[4:]) if isinstance(nat, dict) else None
+        else:
+            entries = document.get(where)
+        for index, entry in enumerate(entries if isinstance(entries, list) else []):
+            if isinstance(entry, dict):
+                yield where, index, entry, key, what
+
+
 def _rename(document, section, old, new):
-    for cls in document.get("classes") or []:
-        for key in REFERENCES[section]:
-            value = cls.get(key)
-            if value == old:
-                cls[key] = new
-            elif isinstance(value, list):
-                cls[key] = [new if v == old else v for v in value]
+    for _, _, entry, key, _ in _referring(document, section):
+        value = entry.get(key)
+        if value == old:
+            entry[key] = new
+        elif isinstance(value, list):
+            entry[key] = [new if v == old else v for v in value]
 
 
-def _referring_classes(document, section, name):
-    found = []
-    for cls in document.get("classes") or []:
-        for key in REFERENCES.get(section, ()):
-            value = cls.get(key)
-            if value == name or (isinstance(value, list) and name in value):
-                found.append(cls.get("name", "?"))
-                break
-    return found
+def _users(document, section, name):
+    """What refers to name, for the message refusing its delete: "class(es) a, b" and
+    each NAT rule with the field ("port forward web (nat.forwards[0].class)")."""
+    classes, nat = {}, []
+    for where, index, entry, key, what in _referring(document, section):
+        value = entry.get(key)
+        if not (value == name or (isinstance(value, list) and name in value)):
+            continue
+        if what == "class":
+            classes[index] = entry.get("name", "?")
+        else:
+            nat.append(f"{what} {entry.get('name', '?')} ({where}[{index}].{key})")
+    in_order = [classes[index] for index in sorted(classes)]
+    return ([f"class(es) {', '.join(in_order)}"] if classes else []) + nat
 
 
 __all__ = ["Problem", "PolicyError"]

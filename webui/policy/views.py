@@ -208,7 +208,8 @@ def item_delete(request, section, index):
     except drafts.StaleDraft:
         messages.error(request, "The draft was changed by someone else; nothing was deleted.")
     except PolicyError as error:
-        messages.error(request, error.message)
+        for problem in error.problems:
+            messages.error(request, str(problem))
     else:
         audit.record(request, f"{TITLES[section][1]} delete", name, section=section)
         messages.success(request, f"Deleted {TITLES[section][1]} {name} from the draft.")
