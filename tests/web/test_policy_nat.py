@@ -396,3 +396,15 @@ def test_save_document_is_all_or_nothing_and_refuses_a_stale_version(editor, adm
     assert saved.version == version_before + 1
     assert snapshot() == (version_before + 1, changed)
     assert Draft.objects.get(pk=1).updated_by == admin_user
+
+
+# -- the classes list ----------------------------------------------------------------------
+
+def test_the_classes_list_shows_which_classes_log(editor):
+    post(editor, "/policy/classes/new/", name="ssh-in", from_zone="outside", to_zone="dmz",
+         services=["https"], action="accept", mss_mode="none", seqrand="none", log="on")
+    page = editor.get("/policy/classes/").content.decode()
+    rows = {name: row for row in page.split("<tr>")[1:]
+            for name in re.findall(r'/">([a-z-]+)</a>', row)}
+    assert '<span class="badge">log</span>' in rows["ssh-in"]
+    assert '<span class="badge">log</span>' not in rows["inside-out"]

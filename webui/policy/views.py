@@ -102,7 +102,8 @@ def _rows(section, items, base, admin, last, hits=None):
                 " ".join(f"{v} {k}" for k, v in (item.get("tcp_options") or {}).items()),
                 f"seqrand {item['seqrand']}" if item.get("seqrand") else "") if part)
             badges = "".join(f'<span class="badge">{b}</span>' for b, on in (
-                ("fast path", item.get("fastpath")), ("notrack", item.get("notrack"))) if on)
+                ("fast path", item.get("fastpath")), ("notrack", item.get("notrack")),
+                ("log", item.get("log"))) if on)
             cells = format_html(
                 "<td>{}</td><td>{}</td><td>{} → {}</td><td>{}</td><td>{} {}</td><td>{}</td>{}",
                 index, link, item.get("from") or "any", item.get("to") or "any", match,
