@@ -22,7 +22,7 @@ KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-de
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils ovmf debootstrap xorriso mtools dosfstools \
 	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd
 
-.PHONY: help run test check lint deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox kernel image check-image clean
+.PHONY: help run test check lint deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox bench-flows kernel image check-image clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
@@ -37,6 +37,7 @@ help:
 	@echo "make bench-ui      latency of the web UI's pages and fragments under load"
 	@echo "make bench-diag    capture analysis rate and memory; a capture's cost to one flow"
 	@echo "make bench-middlebox Allman's middlebox measurement through fw vs a direct path"
+	@echo "make bench-flows   the Live flows sampler's CPU and memory at 10 000 to 1 000 000 entries"
 	@echo "make kernel        Linux 6.12 + kernel-patches/ + the config fragments, cached by input hash"
 	@echo "make image         the appliance ISO with Buildroot 2026.02.3 (needs internet; BUILDROOT=dir)"
 	@echo "make check-image BUILDROOT=dir  our Buildroot tree against a Buildroot 2026.02.3 checkout"
@@ -125,6 +126,10 @@ bench-diag: deps
 bench-middlebox: deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench-middlebox needs root (namespaces, nftables)"; exit 1; }
 	$(PY) tests/bench/bench_middlebox.py
+
+bench-flows: deps
+	@[ "$$(id -u)" -eq 0 ] || { echo "make bench-flows needs root (a namespace and its conntrack table)"; exit 1; }
+	$(PY) tests/bench/bench_flows.py
 
 # The appliance ISO: Buildroot at the pinned release (tools/buildroot-release) with
 # buildroot-external/ -> output/images/tusk-<version>.iso. Downloads every source:
