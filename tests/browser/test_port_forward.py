@@ -121,3 +121,46 @@ def test_a_port_forward_with_its_class_carries_a_connection(admin):
     finally:
         listener.terminate()
         listener.wait(timeout=10)
+
+
+def iperf3(namespace, *args):
+    return subprocess.Popen(["ip", "netns", "exec", namespace, "iperf3", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def test_the_forwarded_connection_is_on_the_flows_page_and_diagnosed(admin):
+    """The forward's connection as the Flows page shows it - its class, its translation -
+    and Diagnose on its row: a capture on both sides, then the health report."""
+    page = admin
+    if f"dnat ip to {SERVER_V4}:{SERVER_PORT}" not in live_ruleset():   # run alone
+        add_port_forward(page, "e2e-web", "inside", EXTERNAL_PORT, SERVER_V4,
+                         to_ports=SERVER_PORT, address=FW_C_V4)
+        apply_and_confirm(page)
+    server = iperf3(SERVER, "--server", "--one-off", "--port", str(SERVER_PORT))
+    try:
+        deadline = time.monotonic() + 10
+        while subprocess.run(["ip", "netns", "exec", SERVER, "ss", "-Htln",
+                              f"sport = :{SERVER_PORT}"], capture_output=True,
+                             text=True).stdout == "":
+            assert time.monotonic() < deadline, "iperf3 -s did not listen"
+            time.sleep(0.1)
+        client = iperf3(CLIENT, "--client", FW_C_V4, "--port", str(EXTERNAL_PORT),
+                        "--time", "90", "--bitrate", "40M")
+        try:
+            page.click("header >> text=Flows")
+            # iperf3's data connection: its control connection moves too little to rank
+            row = page.locator(f"#flows-table tr.flow[data-dport='{EXTERNAL_PORT}']").first
+            expect(row).to_be_visible(timeout=60_000)
+            expect(row).to_contain_text(f"{CLIENT_V4}:")
+            expect(row.locator("td.class")).to_have_text("e2e-web")
+            expect(row.locator("td.nat")).to_contain_text(f"{SERVER_V4}:{SERVER_PORT}")
+            row.locator("button.diagnose").click()
+            expect(page).to_have_url(re.compile(r"/diag/reports/\d+/"), timeout=120_000)
+            expect(page.locator("h1")).to_contain_text("TCP health report")
+            expect(page.locator("table#flows")).to_contain_text(CLIENT_V4)
+        finally:
+            client.terminate()
+            client.wait(timeout=10)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
