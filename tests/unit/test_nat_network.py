@@ -8,7 +8,7 @@ import pytest
 
 from network.core.normalise import from_document
 from network.core.validate import nat_problems
-from policy.core.nat import network_facts
+from policy.core.nat import network_facts, taken_first
 from policy.core.normalise import load_policy_text
 
 NETWORK = {
@@ -125,3 +125,46 @@ nat:
 """)
     found = nat_problems(from_document(NETWORK), ZONES, *network_facts(policy))
     assert [path for path, _ in found] == ["nat.forwards[0].to_address", "nat.source[0].to"]
+
+
+# A catch-all rejects the rest from outside to dmz before class to-server, which admits
+# the server in any zone: where the network puts the server decides.
+CATCH_ALL = """\
+zones:
+  - {name: inside, interfaces: [eth1]}
+  - {name: outside, interfaces: [eth2]}
+  - {name: dmz, interfaces: [eth3.30]}
+address_sets:
+  - {name: servers, entries: [10.3.0.5, 10.1.0.5]}
+services:
+  - {name: https, protocol: tcp, ports: [443]}
+classes:
+  - {name: outside-rest, from: outside, to: dmz, action: reject}
+  - {name: to-server, from: outside, destination: [servers], services: [https],
+     action: accept}
+nat:
+  forwards:
+    - {name: dmz-web, from: outside, protocol: tcp, ports: [443], to_address: 10.3.0.5,
+       class: to-server}
+    - {name: inside-web, from: outside, address: 203.0.113.9, protocol: tcp, ports: [443],
+       to_address: 10.1.0.5, class: to-server}
+"""
+
+
+def test_the_first_class_in_the_servers_zone_must_be_the_forwards_own():
+    policy = load_policy_text(CATCH_ALL)
+    found = nat_problems(from_document(NETWORK), ZONES, *network_facts(policy),
+                         taken_first(policy))
+    assert found == [("nat.forwards[0].class", (
+        "10.3.0.5 is reached through eth3.30, which is in zone dmz: classes[0] "
+        "'outside-rest' comes first and matches all of this forward's traffic that class "
+        "'to-server' matches, and rejects it"))]
+
+
+def test_a_server_in_no_zone_is_seen_by_classes_to_any_zone_only():
+    """A class to any zone that takes the traffic first the engine refuses itself."""
+    policy = load_policy_text(CATCH_ALL.replace("[eth3.30]", "[eth9]"))
+    zones = [(zone.name, list(zone.interfaces)) for zone in policy.zones]
+    found = nat_problems(from_document(NETWORK), zones, *network_facts(policy),
+                         taken_first(policy))
+    assert found == []

@@ -8,7 +8,7 @@ import pytest
 from policy.core import constants
 from policy.core.errors import Code, PolicyError
 from policy.core.model import Interval, Nat, PortForward, SourceNat
-from policy.core.nat import network_facts
+from policy.core.nat import first_class_taking, network_facts
 from policy.core.normalise import load_policy, load_policy_text
 from policy.core.render import class_mark, render
 
@@ -432,3 +432,116 @@ def test_one_class_too_many_is_refused():
     first = raised.value.problems[0]
     assert (first.code, first.path) == (Code.RANGE, "classes")
     assert first.message.startswith("32768 classes; at most 32767")
+
+
+# -- the first class that takes a forward's traffic ----------------------------------------
+
+# A catch-all rejects the rest from inside to outside; class to-server admits the server
+# in any zone (no to) and comes after it: whether the catch-all closes the forward depends
+# on the zone the server is in.
+CATCH_ALL = """\
+version: 1
+zones:
+  - {name: inside, interfaces: [eth1]}
+  - {name: outside, interfaces: [eth2]}
+  - {name: dmz, interfaces: [eth3]}
+address_sets:
+  - {name: server, entries: [198.51.100.7]}
+services:
+  - {name: https, protocol: tcp, ports: [443, 8443]}
+classes:
+  - {name: inside-rest, from: inside, to: outside, action: reject}
+  - {name: to-server, destination: [server], services: [https], action: accept}
+nat:
+  forwards:
+    - {name: web, from: inside, address: 192.0.2.1, protocol: tcp, ports: [443],
+       to_address: 198.51.100.7, class: to-server}
+"""
+
+
+def test_a_class_to_one_zone_takes_a_forward_only_in_that_zone():
+    policy = load_policy_text(CATCH_ALL)    # the engine alone cannot know the server's zone
+    forward = policy.nat.forwards[0]
+    taking = first_class_taking(policy, forward, "outside")
+    assert (taking.position, taking.cls.name, taking.whole, taking.possibly) == \
+        (0, "inside-rest", True, False)
+    assert taking.reason() == (
+        "classes[0] 'inside-rest' comes first and matches all of this forward's traffic that "
+        "class 'to-server' matches, and rejects it")
+    assert first_class_taking(policy, forward, "dmz") is None
+    assert first_class_taking(policy, forward, "") is None, "a link in no zone"
+
+
+def test_without_the_servers_zone_a_closing_class_to_one_zone_possibly_takes_it():
+    policy = load_policy_text(CATCH_ALL)
+    taking = first_class_taking(policy, policy.nat.forwards[0])
+    assert (taking.position, taking.possibly) == (0, True)
+    assert taking.reason() == (
+        "classes[0] 'inside-rest' comes first and, if 198.51.100.7 is in zone outside, "
+        "matches all of this forward's traffic that class 'to-server' matches, and rejects "
+        "it: without a network configuration the server's zone is unknown, and class "
+        "'to-server' admits traffic to any zone; give it the server's zone as its to, or "
+        "move it before class 'inside-rest'")
+
+
+@pytest.mark.parametrize("action, verb", [
+    ("drop", "drops it"), ("accept, notrack: true", "accepts it untracked (notrack)")])
+def test_dropping_and_untracking_classes_possibly_take_it_too(action, verb):
+    policy = load_policy_text(CATCH_ALL.replace("action: reject}", f"action: {action}}}"))
+    taking = first_class_taking(policy, policy.nat.forwards[0])
+    assert taking.possibly and f"and {verb}: without a network configuration" in \
+        taking.reason()
+
+
+@pytest.mark.parametrize("change", [
+    ("action: reject}", "action: accept}"),     # it would pass the traffic: the forward works
+    ("action: accept}\nnat:", "action: accept, to: dmz}\nnat:"),   # the server is in dmz
+    ("from: inside, to: outside", "from: dmz, to: outside"),        # other traffic
+])
+def test_without_the_servers_zone_what_cannot_close_the_forward_is_not_counted(change):
+    policy = load_policy_text(CATCH_ALL.replace(*change))
+    assert first_class_taking(policy, policy.nat.forwards[0]) is None
+
+
+def test_the_engine_refuses_a_class_to_the_linked_class_zone_wherever_that_is():
+    """The server must be in the zone the linked class sends to: a class to that zone
+    takes the traffic first whatever the network says."""
+    with pytest.raises(PolicyError) as raised:
+        load_policy_text(CATCH_ALL.replace("action: accept}\nnat:",
+                                           "action: accept, to: outside}\nnat:"))
+    assert raised.value.path == "nat.forwards[0].class"
+    assert raised.value.message.startswith("classes[0] 'inside-rest' comes first and matches "
+                                           "all of this forward's traffic")
+
+
+def test_a_class_that_takes_one_range_of_the_forwarded_ports_is_refused():
+    """A forward of 443 and 8443 whose 443 an earlier class drops would stay closed on
+    443: each range of the translated ports must reach the linked class first."""
+    text = forward(base=WEB.replace("[443]", "[443, 8443]")).replace(
+        "  - {name: no-telnet,", "  - {name: no-https, services: [https-only], action: drop}"
+                                 "\n  - {name: no-telnet,").replace(
+        "services:\n", "services:\n  - {name: https-only, protocol: tcp, ports: [443]}\n")
+    with pytest.raises(PolicyError) as raised:
+        load_policy_text(text)
+    first = raised.value.problems[0]
+    assert (first.path, first.message) == ("nat.forwards[0].class", (
+        "classes[1] 'no-https' comes first and matches tcp 443 of this forward's traffic "
+        "(which goes to tcp 443, 8443) that class 'web-in' matches, and drops it"))
+
+
+@pytest.mark.parametrize("ports, taken", [
+    (["1000-65535"], True),                 # holds the whole range, by its ends
+    (["1024-65534"], False),                # all but its last port: a narrowing
+    ([1024, "1025-65535"], True),           # merged, adjacent ranges hold it too
+])
+def test_a_range_is_taken_only_when_held_whole(ports, taken):
+    text = CATCH_ALL.replace("ports: [443, 8443]}", "ports: ['1024-65535']}\n"
+                             f"  - {{name: wide, protocol: tcp, ports: {ports}}}").replace(
+        "{name: inside-rest, from: inside, to: outside,",
+        "{name: inside-rest, from: inside, to: outside, services: [wide],").replace(
+        "ports: [443],", "ports: ['1024-65535'],")
+    policy = load_policy_text(text)
+    taking = first_class_taking(policy, policy.nat.forwards[0], "outside")
+    assert (taking is not None) == taken
+    if taken:
+        assert taking.ports == (Interval(1024, 65535),) and taking.whole

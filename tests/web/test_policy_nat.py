@@ -9,6 +9,7 @@ import re
 import pytest
 
 from accounts.models import AuditEntry
+from network.models import NetworkState
 from policy import draft as drafts
 from policy.core.errors import PolicyError
 from policy.core.model import Interval, PortForward, Settings, SourceNat, TrafficClass
@@ -408,3 +409,73 @@ def test_the_classes_list_shows_which_classes_log(editor):
             for name in re.findall(r'/">([a-z-]+)</a>', row)}
     assert '<span class="badge">log</span>' in rows["ssh-in"]
     assert '<span class="badge">log</span>' not in rows["inside-out"]
+
+
+# -- a forward whose class admits any zone, after a catch-all to one zone ---------------------
+
+# class to-server admits the servers in whichever zone, after outside-rest (classes[2]),
+# which rejects the rest from outside to dmz: the zone the network puts the server in
+# decides whether the forward stays closed.
+NETWORK = """version = 2
+[[interfaces]]
+name = "eth0"
+role = "management"
+addresses = ["192.168.1.2/24"]
+[[interfaces]]
+name = "eth1"
+role = "traffic"
+addresses = ["10.1.0.1/24"]
+[[interfaces]]
+name = "eth2"
+role = "traffic"
+addresses = ["203.0.113.2/24"]
+[[interfaces]]
+name = "eth3"
+role = "traffic"
+addresses = ["10.3.0.1/24"]
+"""
+TO_SERVER = {**FORWARD, "to_ports": "", "admit": "to-server"}
+
+
+@pytest.fixture
+def any_zone_class(editor):
+    text = BASE.replace("address_sets:\n", "address_sets:\n"
+                        "  - {name: servers, entries: [10.3.0.5, 10.1.0.5]}\n") + \
+        "  - {name: to-server, from: outside, destination: [servers], services: [https], " \
+        "action: accept}\n"
+    assert editor.post("/policy/import/", {"text": text}).status_code == 302
+    return editor
+
+
+def test_without_a_network_a_catch_all_to_one_zone_may_close_the_forward(any_zone_class):
+    before = snapshot()
+    refused(post(any_zone_class, "/policy/nat/forwards/new/", **TO_SERVER), "admit",
+            "classes[2] 'outside-rest' comes first and, if 10.3.0.5 is in zone dmz, matches "
+            "all of this forward's traffic that class 'to-server' matches, and rejects it: "
+            "without a network configuration the server's zone is unknown")
+    assert snapshot() == before
+
+
+def test_with_the_network_the_catch_all_closes_a_forward_to_its_zone(any_zone_class):
+    NetworkState.objects.create(pk=1, confirmed=1, confirmed_text=NETWORK)
+    before = snapshot()
+    refused(post(any_zone_class, "/policy/nat/forwards/new/", **TO_SERVER), "admit",
+            "10.3.0.5 is reached through eth3, which is in zone dmz: classes[2] "
+            "'outside-rest' comes first and matches all of this forward's traffic that "
+            "class 'to-server' matches, and rejects it")
+    assert snapshot() == before
+
+
+def test_with_the_network_a_forward_to_another_zone_passes_the_catch_all(any_zone_class):
+    NetworkState.objects.create(pk=1, confirmed=1, confirmed_text=NETWORK)
+    response = post(any_zone_class, "/policy/nat/forwards/new/",
+                    **{**TO_SERVER, "to_address": "10.1.0.5"})
+    assert response.status_code == 302, errors_of(response)
+    assert model().nat.forwards[0].class_name == "to-server"
+
+
+def test_with_the_network_a_created_class_goes_before_the_catch_all(any_zone_class):
+    NetworkState.objects.create(pk=1, confirmed=1, confirmed_text=NETWORK)
+    response = post(any_zone_class, "/policy/nat/forwards/new/", **FORWARD)
+    assert response.status_code == 302, errors_of(response)
+    assert [c.name for c in model().classes][2:] == ["web", "outside-rest", "to-server"]

@@ -9,7 +9,7 @@ import yaml
 from django.db import transaction
 
 from .core.errors import Code, PolicyError, Problem
-from .core.nat import network_facts
+from .core.nat import first_class_taking, network_facts, taken_first
 from .core.normalise import load_policy, load_policy_text, parse_yaml
 from .core.render import render
 from .models import Draft, Revision
@@ -117,15 +117,26 @@ def network_problems(policy, configs):
     one of configs (network_configs(), or the agent's), and its NAT where the network
     cannot carry it: the policy and the network checked together where they meet
     (network.core.validate.zone_problems, nat_problems). A place wrong in both is named
-    once."""
+    once.
+
+    A forward's traffic goes to the server's zone, which only the network knows: with
+    configs, the first class that takes it there must be the forward's own; without
+    (configs empty), a class to some zone that would drop, reject or untrack it there is
+    refused too, before a forward's class to any zone (core.nat.first_class_taking)."""
     from network.core.validate import nat_problems, zone_problems
     zones = [(zone.name, zone.interfaces) for zone in policy.zones]
     forwards, masquerades = network_facts(policy)
     found = {}
+    if not configs:
+        for index, forward in enumerate(policy.nat.forwards):
+            taking = first_class_taking(policy, forward)
+            if taking is not None:
+                path = f"nat.forwards[{index}].class"
+                found[path] = Problem(Code.CONTRADICTION, path, taking.reason())
     for which, config in configs:
         for code, problems in ((Code.INTERFACE, zone_problems(config, zones)),
-                               (Code.CONTRADICTION,
-                                nat_problems(config, zones, forwards, masquerades))):
+                               (Code.CONTRADICTION, nat_problems(
+                                   config, zones, forwards, masquerades, taken_first(policy)))):
             for path, message in problems:
                 if which == PENDING_NETWORK:
                     message += " (in the network change that awaits confirmation)"

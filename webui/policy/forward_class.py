@@ -6,12 +6,12 @@ forward chain): the class admits the server's address and port. It gets an addre
 holding to_address and a service of the protocol and the translated ports - existing ones
 that hold exactly that are reused - and it accepts from the forward's ingress zone (any
 zone with hairpin) to any zone. It goes at the end of the classes, or before the first
-class that would take all of the forward's traffic first (drop, reject, untrack or accept
-it itself), which the engine refuses (core/nat.py, NatChecker.takes_first: the same test
-decides the place here). A class that sends to one zone only counts wherever the server
-is, so a catch-all such as "inside to outside: reject" is passed whichever zone the
-server is in; placed before it, the new class takes nothing else, as it matches only the
-server's address and ports.
+class that would take some of the forward's traffic first (drop, reject, untrack or
+accept it itself), which the engine refuses (core/nat.py, first_class_taking: the same
+test decides the place here). The server's zone is not asked: a class that sends to one
+zone counts as if the server were there, so a catch-all such as "inside to outside:
+reject" is passed whichever zone the server is in; placed before it, the new class
+takes nothing else, as it matches only the server's address and ports.
 
 Everything is checked whole by the engine when the draft is saved: the forward, the
 class, the set and the service are one save, nothing of it is kept when any is refused.
@@ -23,7 +23,7 @@ import ipaddress
 from .core.errors import PolicyError
 from .core.intervals import port_text
 from .core.model import Interval
-from .core.nat import NatChecker
+from .core.nat import first_class_taking
 from .core.normalise import load_policy
 
 
@@ -120,16 +120,12 @@ class ForwardClass:
             raise PolicyError(problems or error.problems) from None
 
     def _first_taker(self, policy, forward):
-        """The position of the first class before the new one (the last) that takes all
-        of the forward's traffic first, whatever zone the server is in; the new class's
-        own position when none does."""
-        checker = NatChecker(None, policy)
-        new = policy.classes[-1]
-        for position, other in enumerate(policy.classes[:-1]):
-            if checker.takes_first(forward, dataclasses.replace(new, to_zone=other.to_zone),
-                                   other):
-                return position
-        return len(policy.classes) - 1
+        """The position of the first class before the new one (the last) that would take
+        some of the forward's traffic first in whichever zone the server is; the new
+        class's own position when none does."""
+        taking = [first_class_taking(policy, forward, zone.name) for zone in policy.zones]
+        return min((found.position for found in taking if found),
+                   default=len(policy.classes) - 1)
 
 
 def _port_value(interval):

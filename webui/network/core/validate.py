@@ -412,19 +412,25 @@ def zone_problems(config, zones):
     return problems
 
 
-def nat_problems(config, zones, forwards, masquerades):
+def nat_problems(config, zones, forwards, masquerades, taken_first=None):
     """Where the policy's NAT meets the network, from the policy's side (zone_problems'
     neighbour; the policy's own paths). zones: [(zone, [interface names])];
     forwards: [(to_address, class name, the class's to zone or None)] in the order of
     nat.forwards; masquerades: [(egress zone, {4, 6} the rule needs - empty: any family)
-    or None (a rule that is not masquerade)] in the order of nat.source.
+    or None (a rule that is not masquerade)] in the order of nat.source;
+    taken_first(forward index, the server's zone - "" for a link in no zone): why another
+    class takes the forward's traffic before its own does with the server there, or None
+    (the policy's first-match rule: policy.core.nat.first_class_taking).
 
     A forward's server must be on a traffic network of the box - a prefix of a traffic
     link's address, or behind a static route other than the default one (with it every
     address would be "routed") - and not the box itself; where a class names the zone it
     sends to, the link the server is reached by must be in that zone, or the class never
-    sees the forward. A masquerade needs an address of each family it translates on the
-    zone's links. Returns [(path, message)]."""
+    sees the forward; and with the server in that link's zone, no earlier class may take
+    the forward's traffic first (a catch-all such as "inside to outside: reject" before a
+    forward's class to any zone closes the forward to a server in zone outside only). A
+    masquerade needs an address of each family it translates on the zone's links.
+    Returns [(path, message)]."""
     zone_of = {name: zone for zone, names in zones for name in names}
     interfaces = dict(zones)
     traffic = set(config.traffic_links)
@@ -465,12 +471,17 @@ def nat_problems(config, zones, forwards, masquerades):
                              "or correct the address"))
             continue
         link = max(found)[1]
+        where = f"zone {zone_of[link]}" if link in zone_of else "no zone"
         if class_zone is not None and link not in interfaces.get(class_zone, ()):
-            where = f"zone {zone_of[link]}" if link in zone_of else "no zone"
             problems.append((f"nat.forwards[{index}].class", f"class {class_name!r} admits "
                              f"traffic to zone {class_zone} only, and {address} is reached "
                              f"through {link}, which is in {where}: the class never sees "
                              "this forward"))
+            continue
+        reason = taken_first(index, zone_of.get(link, "")) if taken_first else None
+        if reason:
+            problems.append((f"nat.forwards[{index}].class", f"{address} is reached through "
+                             f"{link}, which is in {where}: {reason}"))
     for index, rule in enumerate(masquerades):
         if rule is None:
             continue

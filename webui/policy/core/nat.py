@@ -6,15 +6,19 @@ its code and the path of its field (``nat.forwards[2].to_ports``).
 What holds a forward open is checked here, so a forward never silently stays closed:
 its class must accept, track and match the translated traffic (classes see the
 destination after DNAT and the source before SNAT), and no earlier class may take that
-traffic first.
+traffic first (first_class_taking). Whether a class to one zone takes it depends on the
+zone the server is in, which only the box's network configuration tells: that part is
+draft.network_problems', with nat_problems' zone of the server, or without a network
+configuration cautiously.
 """
 import ipaddress
+from dataclasses import dataclass
 
 from . import choices
 from .constants import PORT_PROTOCOLS, PORT_SHIFT_MAX
 from .errors import Code
 from .intervals import OutOfRange, merge, parse_address, parse_port, port_text
-from .model import Interval, Nat, PortForward, SourceNat
+from .model import Interval, Nat, PortForward, SourceNat, TrafficClass
 
 _FAMILY_NAME = {"ipv4": "IPv4", "ipv6": "IPv6"}
 _VERB = {"drop": "drops it", "reject": "rejects it"}
@@ -331,19 +335,15 @@ class NatChecker:
 
     def forward_class(self, forward, index):
         path = f"nat.forwards[{index}].class"
-        position, cls = next((i, c) for i, c in enumerate(self.policy.classes)
-                             if c.name == forward.class_name)
+        cls = self.policy.traffic_class[forward.class_name]
         reason = self.class_problem(forward, cls)
         if reason is None:
-            for earlier, other in enumerate(self.policy.classes[:position]):
-                if self.takes_first(forward, cls, other):
-                    what = (_VERB.get(other.action) if other.action != "accept" else
-                            "accepts it untracked (notrack)" if other.notrack else
-                            f"accepts it itself, so class {cls.name!r} never sees it")
-                    reason = (f"classes[{earlier}] {other.name!r} comes first and matches "
-                              f"all of this forward's traffic that class {cls.name!r} "
-                              f"matches, and {what}")
-                    break
+            # What takes the traffic wherever the server is: a class to any zone, or to the
+            # zone the linked class sends to (the server must be there for it to see the
+            # forward). Where the server's zone decides, draft.network_problems checks:
+            # with the network configuration's zone, or without one, cautiously.
+            taking = first_class_taking(self.policy, forward, cls.to_zone or "")
+            reason = taking and taking.reason()
         if reason is not None:
             self.fail(Code.CONTRADICTION, path, reason)
 
@@ -365,48 +365,134 @@ class NatChecker:
         if cls.source and forward.family not in self.set_families(cls.source):
             return (f"the source of {name} holds no {_FAMILY_NAME[forward.family]} address, "
                     f"and this forward is {_FAMILY_NAME[forward.family]}")
-        if cls.destination and not self.contains(cls.destination, forward):
+        if cls.destination and not _holds(self.policy, cls.destination, forward):
             return (f"the destination of {name} ({', '.join(cls.destination)}) does not "
                     f"hold {forward.to_address}: classes see the destination after "
                     "translation")
-        if cls.services and not self.serves(cls.services, forward):
+        if cls.services and _served(self.policy, cls.services, forward) != \
+                forward.translated_ports():
             ports = ", ".join(port_text(iv) for iv in forward.translated_ports())
             return (f"the services of {name} ({', '.join(cls.services)}) do not admit "
                     f"{forward.protocol} {ports}, where the translated traffic goes")
         return None
 
-    def takes_first(self, forward, cls, other):
-        """Whether the earlier class other matches every packet of the forward's main
-        ingress that cls matches (hairpin traffic from other zones may go elsewhere)."""
+
+@dataclass(frozen=True)
+class Taking:
+    """An earlier class that takes (some of) a forward's translated traffic before the
+    class the forward links sees it: first_class_taking()'s answer."""
+
+    forward: PortForward
+    position: int          # of the earlier class: classes[position]
+    cls: TrafficClass      # the earlier class
+    linked: TrafficClass   # the class the forward links
+    ports: tuple           # the ranges of the translated ports it takes (Intervals)
+    whole: bool            # all of them
+    possibly: bool = False  # only if the server is in cls.to_zone (its zone unknown)
+
+    def reason(self):
+        """The message for nat.forwards[i].class."""
+        cls, linked, forward = self.cls, self.linked, self.forward
+        what = (_VERB.get(cls.action) if cls.action != "accept" else
+                "accepts it untracked (notrack)" if cls.notrack else
+                f"accepts it itself, so class {linked.name!r} never sees it")
+        part = ("all of this forward's traffic" if self.whole else
+                f"{forward.protocol} {', '.join(port_text(iv) for iv in self.ports)} of this "
+                f"forward's traffic (which goes to {forward.protocol} "
+                f"{', '.join(port_text(iv) for iv in forward.translated_ports())})")
+        where = f", if {forward.to_address} is in zone {cls.to_zone}," if self.possibly \
+            else ""
+        text = (f"classes[{self.position}] {cls.name!r} comes first and{where} matches "
+                f"{part} that class {linked.name!r} matches, and {what}")
+        if self.possibly:
+            text += (f": without a network configuration the server's zone is unknown, and "
+                     f"class {linked.name!r} admits traffic to any zone; give it the "
+                     f"server's zone as its to, or move it before class {cls.name!r}")
+        return text
+
+
+def first_class_taking(policy, forward, to_zone=None):
+    """The first class before the one forward links that matches the forward's translated
+    traffic - from its ingress zone (the main one: hairpin traffic of other zones may go
+    elsewhere) to to_address, its protocol and a range of its translated ports, from the
+    sources the linked class admits - as a Taking, or None. First match wins, so with
+    None the linked class is the first to match each range. An earlier class that
+    matches only part of a range, or only some of those sources, is a narrowing (a
+    class for one port of a forwarded range, a blocked host), not counted.
+
+    to_zone: the zone of the link the server is reached by ("" for a link in no zone: then
+    only classes to any zone see the traffic). None when it is unknown (no network
+    configuration): where the linked class names a zone the server is taken to be there
+    (elsewhere that class would never see the forward); where it admits any zone, an
+    earlier class to some zone that drops, rejects or untracks is counted as possibly
+    taking the traffic (Taking.possibly) - it would, with the server in its zone, and the
+    forward would silently stay closed."""
+    linked_at, linked = next((i, c) for i, c in enumerate(policy.classes)
+                             if c.name == forward.class_name)
+    translated = forward.translated_ports()
+    for position, other in enumerate(policy.classes[:linked_at]):
         if other.from_zone not in (None, forward.from_zone):
-            return False
-        if other.to_zone is not None and other.to_zone != cls.to_zone:
-            return False
-        if other.destination and not self.contains(other.destination, forward):
-            return False
-        if other.services and not self.serves(other.services, forward):
-            return False
-        if not other.source:
-            return True
-        if not cls.source:
-            return False
-        family = forward.family
-        outer = merge(iv for n in other.source for iv in getattr(self.policy.address_set[n],
-                                                                  family))
-        inner = [iv for n in cls.source for iv in getattr(self.policy.address_set[n], family)]
-        return all(any(o.low <= iv.low and iv.high <= o.high for o in outer) for iv in inner)
+            continue
+        possibly = False
+        if other.to_zone is not None:
+            if to_zone is not None:
+                if other.to_zone != to_zone:
+                    continue
+            elif linked.to_zone is not None:
+                if other.to_zone != linked.to_zone:
+                    continue
+            elif other.action == "accept" and not other.notrack:
+                continue   # it would take the traffic, but pass it: the forward works
+            else:
+                possibly = True
+        if other.destination and not _holds(policy, other.destination, forward):
+            continue
+        if not _covers(policy, other.source, linked.source, forward.family):
+            continue
+        ports = _served(policy, other.services, forward) if other.services else translated
+        if ports:
+            return Taking(forward=forward, position=position, cls=other, linked=linked,
+                          ports=ports, whole=ports == translated, possibly=possibly)
+    return None
 
-    def contains(self, names, forward):
-        number = int(ipaddress.ip_address(forward.to_address))
-        return any(iv.low <= number <= iv.high for n in names
-                   for iv in getattr(self.policy.address_set[n], forward.family))
 
-    def serves(self, names, forward):
-        services = [self.policy.service[n] for n in names]
-        matching = [s for s in services if s.protocol == forward.protocol]
-        if any(not s.ports for s in matching):
-            return bool(matching)
-        offered = merge(iv for s in matching for iv in s.ports)
-        return all(any(o.low <= iv.low and iv.high <= o.high for o in offered)
-                   for iv in forward.translated_ports())
+def taken_first(policy):
+    """network.core.validate.nat_problems' taken_first for policy: (forward index, the
+    server's zone) -> the reason another class takes the forward's traffic first with the
+    server there, or None."""
+    def reason(index, zone):
+        taking = first_class_taking(policy, policy.nat.forwards[index], zone)
+        return taking.reason() if taking else None
+    return reason
 
+
+def _holds(policy, names, forward):
+    """Whether the address sets names hold the forward's to_address."""
+    number = int(ipaddress.ip_address(forward.to_address))
+    return any(iv.low <= number <= iv.high for n in names
+               for iv in getattr(policy.address_set[n], forward.family))
+
+
+def _covers(policy, outer, inner, family):
+    """Whether the address sets outer hold every address of family the sets inner do
+    (no sets: every address)."""
+    if not outer:
+        return True
+    if not inner:
+        return False
+    held = merge(iv for n in outer for iv in getattr(policy.address_set[n], family))
+    return all(any(o.low <= iv.low and iv.high <= o.high for o in held)
+               for n in inner for iv in getattr(policy.address_set[n], family))
+
+
+def _served(policy, names, forward):
+    """The ranges of the forward's translated ports that the services names admit whole:
+    each range against the services' merged ranges, by its ends."""
+    matching = [policy.service[n] for n in names
+                if policy.service[n].protocol == forward.protocol]
+    translated = forward.translated_ports()
+    if any(not s.ports for s in matching):
+        return translated
+    offered = merge(iv for s in matching for iv in s.ports)
+    return tuple(t for t in translated
+                 if any(o.low <= t.low and t.high <= o.high for o in offered))
