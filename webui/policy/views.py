@@ -257,8 +257,8 @@ def apply(request):
     form = ApplyForm(request.POST or None, initial={"version": draft.version})
     if request.method == "POST" and form.is_valid():
         if problems:
-            form.add_error(None, "The draft does not fit the box's network configuration; "
-                                 "change the zones named above first.")
+            form.add_error(None, "The draft cannot be applied as it stands; change what "
+                                 "the problems above name first.")
         elif form.cleaned_data["version"] != draft.version:
             form.add_error(None, "The draft changed since this diff was shown; review it again.")
         else:
