@@ -125,5 +125,5 @@ def test_review_and_apply_refuses_a_draft_the_network_changed_under(admin_client
     response = admin_client.post("/policy/apply/", {"version": drafts.get().version,
                                                     "timeout": 120})
     assert response.status_code == 400
-    assert "does not fit the box&#x27;s network configuration" in response.content.decode()
+    assert "cannot be applied as it stands" in response.content.decode()
     assert not Job.objects.filter(kind="policy.apply").exists()
