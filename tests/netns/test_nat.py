@@ -279,7 +279,7 @@ def test_the_log_limit_never_decides_a_verdict(lab, fw, server_echo):
             and any("log" in e for e in r["rule"]["expr"])}
     assert {(chain, '"tusk:drop:"' in expr or '"tusk:accept:logged"' in expr,
              '{"limit": "log_rate"}' in expr, '"group": 1' in expr) for chain, expr in logs} \
-        == {("forward", True, True, True), ("class_logged", True, True, True)}, logs
+        == {("default_deny", True, True, True), ("class_logged", True, True, True)}, logs
 
     before = counters(lab)
     for _ in range(12):

@@ -20,12 +20,15 @@ from .constants import (
     CT_MARK_CLASS_SHIFT, CT_MARK_FASTPATH_BIT, CT_MARK_PROFILE_MASK, FAMILY, HOST_TABLE,
     LOCKDOWN_TABLE, LOG_BURST_FACTOR, LOG_GROUP, LOG_LIMIT, LOG_PREFIX, TABLE,
 )
+from .dispatch import OTHER, PROTOCOL_NUMBERS, Match, compile_plan
 from .intervals import address_text, literal, merge, port_text
 from .render_nat import NatRenderer
 
 FLOWTABLE = "fastpath"
 _FAMILY = {"ipv4": ("ip", "v4"), "ipv6": ("ip6", "v6")}
 _L4PROTO = {"icmpv6": "ipv6-icmp"}
+_PROTOCOL_NAMES = {number: _L4PROTO.get(name, name)
+                   for name, number in PROTOCOL_NUMBERS.items()}
 _TABLES = {"@table@": TABLE, "@host_table@": HOST_TABLE, "@lockdown_table@": LOCKDOWN_TABLE}
 
 
@@ -44,6 +47,13 @@ _SKELETON = skeleton("ruleset.nft.in")
 def render(policy):
     """Policy -> the complete nft script that replaces table inet tusk."""
     return _Renderer(policy).text()
+
+
+def dispatch_plan(policy, **limits):
+    """The class dispatch plan the forward chain is rendered from (dispatch.py); limits
+    as compile_plan takes them (the tests force maps or rules with them)."""
+    renderer = _Renderer(policy)
+    return compile_plan([z.name for z in policy.zones], renderer.forward_matches(), **limits)
 
 
 def fastpath_devices(policy):
@@ -90,8 +100,10 @@ class _Renderer:
     def text(self):
         objects = []
         nat = NatRenderer(self)
+        self.plan = compile_plan([z.name for z in self.policy.zones], self.forward_matches())
         for block in (self.helpers(), self.flowtable(), self.limits(), self.counters(),
-                      self.sets(), self.profile_chains(), self.class_chains(), self.raw_chain(),
+                      self.sets(), self.maps(), self.profile_chains(), self.class_chains(),
+                      self.deny_chain(), self.dispatch_chains(), self.raw_chain(),
                       nat.prerouting(), nat.postrouting()):
             objects.extend(block)
         return (_SKELETON.replace("@objects@\n", "".join(f"{line}\n" for line in objects))
@@ -185,23 +197,124 @@ class _Renderer:
         return rules
 
     def dispatch(self, index, cls):
-        """What a dispatch rule does once the class matched: the whole body inline when
-        it is one rule (most classes: no chain, no jump, fewer rules to load), else a
-        jump to class_<name>."""
+        """What a rule does once the class matched: the whole body inline when it is one
+        rule (no chain, no jump, fewer rules to load), else a goto to class_<name>."""
         body = self.class_body(index, cls)
-        return body[0] if len(body) == 1 else f"jump class_{cls.name}"
+        return body[0] if len(body) == 1 else f"goto class_{cls.name}"
 
     def class_chains(self):
+        """A chain per class whose body is more than one rule or that a verdict map
+        sends packets to."""
+        mapped = {index for chain in self.plan.chains for segment in chain.segments
+                  for vmap in segment.maps for _, index in vmap.elements}
         lines = []
         for index, cls in enumerate(self.policy.classes):
             body = self.class_body(index, cls)
-            if len(body) == 1:
+            if len(body) == 1 and index not in mapped:
                 continue
             comment = _comment(class_comment(index, cls))
             lines.append(f"\tchain class_{cls.name} {{")
             lines += [f"\t\t{rule} {comment}" for rule in body]
             lines.append("\t}")
         return lines
+
+    def deny_chain(self):
+        lines = ["\tchain default_deny {"]
+        if self.policy.settings.log_default_deny:
+            lines.append(f'\t\t{log_rule("drop")} comment "tusk: settings.log_default_deny"')
+        lines += ['\t\tcounter name "default_deny" drop comment "tusk: default deny between '
+                  'zones"', "\t}"]
+        return lines
+
+    # -- dispatch: zone pairs, then verdict maps (dispatch.py) -----------------------
+
+    def chain_name(self, chain):
+        src, dst = chain.pairs[0]
+        return f"classes_{_zone_name(src)}.{_zone_name(dst)}"
+
+    def map_name(self, chain, number, vmap):
+        suffix = "" if number == 1 else f"_{number}"
+        group = "ports" if vmap.ports else "protocols"
+        return f"{self.chain_name(chain)}_{_FAMILY[vmap.family][1]}_{group}{suffix}"
+
+    def maps(self):
+        lines = []
+        for chain in self.plan.chains:
+            number = 0
+            for segment in chain.segments:
+                if not segment.maps:
+                    continue
+                number += 1
+                for vmap in segment.maps:
+                    lines += self.map_lines(self.map_name(chain, number, vmap), vmap)
+        return lines
+
+    def map_lines(self, name, vmap):
+        address = f"{vmap.family}_addr"
+        key = f"{address} . {address} . inet_proto" + (" . inet_service" if vmap.ports else "")
+        classes = self.policy.classes
+        elements = []
+        for box, index in vmap.elements:
+            parts = [address_text(vmap.family, box[0]), address_text(vmap.family, box[1]),
+                     _protocol_text(box[2])]
+            if vmap.ports:
+                parts.append(port_text(box[3]))
+            elements.append(f"\t\t\t{' . '.join(parts)} : goto class_{classes[index].name}")
+        return [f"\tmap {name} {{", f"\t\ttype {key} : verdict", "\t\tflags interval",
+                "\t\telements = {", ",\n".join(elements), "\t\t}", "\t}"]
+
+    def dispatch_chains(self):
+        lines = []
+        for chain in self.plan.chains:
+            served = " and ".join(f"{_zone_text(s)} -> {_zone_text(d)}" for s, d in chain.pairs)
+            if len(chain.pairs) > 2:    # shared by many pairs: the comment stays short
+                first = chain.pairs[0]
+                served = (f"{_zone_text(first[0])} -> {_zone_text(first[1])} and "
+                          f"{len(chain.pairs) - 1} more zone pairs")
+            lines.append(f"\tchain {self.chain_name(chain)} {{")
+            number = 0
+            for segment in chain.segments:
+                if segment.maps:
+                    number += 1
+                    first, last = segment.matches[0].index, segment.matches[-1].index
+                    comment = _comment(f"tusk: classes[{first}..{last}] {served}")
+                    for vmap in segment.maps:
+                        keyword = _FAMILY[vmap.family][0]
+                        key = f"{keyword} saddr . {keyword} daddr . meta l4proto"
+                        key += " . th dport" if vmap.ports else ""
+                        name = self.map_name(chain, number, vmap)
+                        lines.append(f"\t\t{key} vmap @{name} {comment}")
+                    continue
+                for match in segment.matches:
+                    cls = self.policy.classes[match.index]
+                    comment = _comment(class_comment(match.index, cls))
+                    lines.append(f"\t\t{match.text}{self.dispatch(match.index, cls)} {comment}")
+            lines += [f"\t\tgoto default_deny {_comment(f'tusk: no class for {served}')}", "\t}"]
+        return lines
+
+    def target(self, src, dst):
+        chain = self.plan.chain(src, dst)
+        return "default_deny" if chain is None else self.chain_name(chain)
+
+    def zone_dispatch(self):
+        """The forward chain's last rules: to the chain of the packet's zone pair."""
+        zones = self.policy.zones
+        if not zones:
+            return [f'goto {self.target(OTHER, OTHER)} comment "tusk: no zones"']
+        pairs = [f'"{i}" . "{o}" : goto {self.target(a.name, b.name)}'
+                 for a in zones for b in zones for i in a.interfaces for o in b.interfaces]
+        from_zone = [f'"{i}" : goto {self.target(a.name, OTHER)}'
+                     for a in zones for i in a.interfaces]
+        to_zone = [f'"{o}" : goto {self.target(OTHER, b.name)}'
+                   for b in zones for o in b.interfaces]
+        return [f"iifname . oifname vmap {{ {', '.join(pairs)} }} "
+                'comment "tusk: between zones"',
+                f"iifname vmap {{ {', '.join(from_zone)} }} "
+                'comment "tusk: from a zone to an interface in no zone"',
+                f"oifname vmap {{ {', '.join(to_zone)} }} "
+                'comment "tusk: from an interface in no zone to a zone"',
+                f'goto {self.target(OTHER, OTHER)} comment "tusk: between interfaces in '
+                'no zone"']
 
     def raw_chain(self):
         """notrack decisions, in class order so an earlier tracked class still wins."""
@@ -241,17 +354,36 @@ class _Renderer:
                          f'comment "tusk: reply SYN/ACK of classes with a tcp profile"')
         lines += ['ct state established,related accept comment "tusk: established and related"',
                   'ct state invalid counter name "invalid" drop comment "tusk: invalid"']
+        return lines + self.zone_dispatch()
+
+    def forward_matches(self):
+        """Every class's matches in the forward chain, in class order: one per address
+        family x protocol needed, and for notrack classes the replies too."""
+        result = []
         for index, cls in enumerate(self.policy.classes):
-            comment = _comment(class_comment(index, cls))
-            action = self.dispatch(index, cls)
-            directions = (False, True) if cls.notrack else (False,)
-            for reverse in directions:
-                for match in self.matches(cls, reverse=reverse, prerouting=False):
-                    lines.append(f"{match}{action} {comment}")
-        if self.policy.settings.log_default_deny:
-            lines.append(f'{log_rule("drop")} comment "tusk: settings.log_default_deny"')
-        lines.append('counter name "default_deny" drop comment "tusk: default deny between zones"')
-        return lines
+            for reverse in (False, True) if cls.notrack else (False,):
+                src_zone, dst_zone = ((cls.to_zone, cls.from_zone) if reverse
+                                      else (cls.from_zone, cls.to_zone))
+                src, dst = ((cls.destination, cls.source) if reverse
+                            else (cls.source, cls.destination))
+                port_field = "sport" if reverse else "dport"
+                for family in self.families(cls):
+                    addresses = ""
+                    for direction, names in (("saddr", src), ("daddr", dst)):
+                        if names:
+                            addresses += self.address_match(family, direction, names)
+                    for protocol, ports, service in self.services(cls, port_field):
+                        result.append(Match(
+                            index=index, src_zone=src_zone, dst_zone=dst_zone, family=family,
+                            saddr=self.intervals(family, src), daddr=self.intervals(family, dst),
+                            protocol=protocol, ports=ports, reverse=reverse,
+                            text=addresses + service))
+        return result
+
+    def intervals(self, family, names):
+        if family is None or not names:
+            return None
+        return merge(iv for n in names for iv in getattr(self.policy.address_set[n], family))
 
     def matches(self, cls, reverse, prerouting):
         """The match prefixes of one class, one per address family x protocol needed.
@@ -300,8 +432,13 @@ class _Renderer:
         return f"{keyword} {direction} {literal([address_text(family, iv) for iv in merged])} "
 
     def service_matches(self, cls, port_field):
+        return [text for _, _, text in self.services(cls, port_field)]
+
+    def services(self, cls, port_field):
+        """(protocol, merged port Intervals or None, the match's text) per protocol of the
+        class's services; one (None, None, "") for a class of any service."""
         if not cls.services:
-            return [""]
+            return [(None, None, "")]
         by_protocol = {}
         for name in cls.services:
             service = self.policy.service[name]
@@ -310,13 +447,15 @@ class _Renderer:
         for protocol in sorted(by_protocol):
             services = by_protocol[protocol]
             if any(not s.ports for s in services):
-                result.append(f"meta l4proto {_L4PROTO.get(protocol, protocol)} ")
-            elif len(services) == 1 and len(services[0].ports) > 1:
-                result.append(f"{protocol} {port_field} @svc_{services[0].name} ")
+                result.append((protocol, None,
+                               f"meta l4proto {_L4PROTO.get(protocol, protocol)} "))
+                continue
+            merged = merge(iv for s in services for iv in s.ports)
+            if len(services) == 1 and len(services[0].ports) > 1:
+                text = f"{protocol} {port_field} @svc_{services[0].name} "
             else:
-                merged = merge(iv for s in services for iv in s.ports)
-                ports = literal([port_text(iv) for iv in merged])
-                result.append(f"{protocol} {port_field} {ports} ")
+                text = f"{protocol} {port_field} {literal([port_text(iv) for iv in merged])} "
+            result.append((protocol, merged, text))
         return result
 
 
@@ -327,6 +466,22 @@ def _set(name, type_, elements, interval=True):
     lines.append(f"\t\telements = {{ {', '.join(elements)} }}")
     lines.append("\t}")
     return lines
+
+
+def _zone_name(zone):
+    """A zone in a chain or map name; interfaces in no zone are OTHER (zone names are
+    lower case)."""
+    return "OTHER" if zone is OTHER else zone
+
+
+def _zone_text(zone):
+    return "no zone" if zone is OTHER else zone
+
+
+def _protocol_text(interval):
+    if interval.low != interval.high:
+        return f"{interval.low}-{interval.high}"
+    return _PROTOCOL_NAMES.get(interval.low, str(interval.low))
 
 
 def _comment(text):
