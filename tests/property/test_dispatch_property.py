@@ -72,14 +72,16 @@ def planned(policy, plan, packet):
                     return match.index
             continue
         for vmap in segment.maps:
-            if vmap.family != packet["family"]:
+            if vmap.family not in (None, packet["family"]):
                 continue                              # ip saddr: IPv4 packets only
-            # th dport of a packet of another protocol reads other bytes: the key is
-            # still looked up (nothing of a port protocol may match it)
-            key = (packet["saddr"], packet["daddr"], packet["protocol"])
-            key += (packet["dport"],) if vmap.ports else ()
+            # only the fields the map's key has (an address no element narrows is left
+            # out); th dport of a packet of another protocol reads other bytes: the key
+            # is still looked up (nothing of a port protocol may match it)
+            fields = [d for d, name in enumerate(("saddr", "daddr")) if name in
+                      vmap.addresses()] + [2] + ([3] if vmap.ports else [])
+            key = (packet["saddr"], packet["daddr"], packet["protocol"], packet["dport"])
             hits = [index for box, index in vmap.elements
-                    if all(iv.low <= k <= iv.high for iv, k in zip(box, key))]
+                    if all(box[d].low <= key[d] <= box[d].high for d in fields)]
             assert len(hits) <= 1, f"overlapping elements in a map: {hits}"
             if hits:
                 return hits[0]

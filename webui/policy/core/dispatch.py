@@ -75,9 +75,18 @@ class Map:
     """A verdict map: disjoint boxes, each the class (index) it goes to. ports: keyed on
     saddr . daddr . l4proto . dport, else saddr . daddr . l4proto."""
 
-    family: str
+    family: str | None   # None: both (the two families' maps were the same, addressless)
     ports: bool
     elements: tuple      # ((Interval, ...), index)
+
+    def addresses(self):
+        """Which of saddr, daddr the key needs: an address no element narrows is left
+        out (fewer fields: a shorter key to load and to look up)."""
+        if self.family is None:
+            return ()
+        full = FULL[self.family]
+        return tuple(name for d, name in enumerate(("saddr", "daddr"))
+                     if any(box[d] != full for box, _ in self.elements))
 
 
 @dataclass(frozen=True)
@@ -175,7 +184,17 @@ def _run_segment(run, linear_max, elements_max, pairs_max):
             total += len(elements)
             if elements:
                 maps.append(Map(family=family, ports=ports, elements=tuple(elements)))
-    return Segment(matches=run, maps=tuple(maps))
+    for ports in (True, False):      # one map for both families where they are the same
+        pair = [m for m in maps if m.ports == ports]
+        if len(pair) == 2 and not any(m.addresses() for m in pair) \
+                and [(b[2:], i) for b, i in pair[0].elements] \
+                == [(b[2:], i) for b, i in pair[1].elements]:
+            maps = [m for m in maps if m.ports != ports] + [Map(None, ports, pair[0].elements)]
+    return Segment(matches=run, maps=tuple(sorted(maps, key=_map_order)))
+
+
+def _map_order(vmap):
+    return (vmap.family or "", not vmap.ports)
 
 
 def boxes_of(match, family, ports):

@@ -235,7 +235,8 @@ class _Renderer:
     def map_name(self, chain, number, vmap):
         suffix = "" if number == 1 else f"_{number}"
         group = "ports" if vmap.ports else "protocols"
-        return f"{self.chain_name(chain)}_{_FAMILY[vmap.family][1]}_{group}{suffix}"
+        family = f"_{_FAMILY[vmap.family][1]}" if vmap.family else ""
+        return f"{self.chain_name(chain)}{family}_{group}{suffix}"
 
     def maps(self):
         lines = []
@@ -250,13 +251,15 @@ class _Renderer:
         return lines
 
     def map_lines(self, name, vmap):
-        address = f"{vmap.family}_addr"
-        key = f"{address} . {address} . inet_proto" + (" . inet_service" if vmap.ports else "")
+        addresses = vmap.addresses()
+        key = " . ".join([f"{vmap.family}_addr"] * len(addresses) + ["inet_proto"]
+                         + (["inet_service"] if vmap.ports else []))
         classes = self.policy.classes
         elements = []
         for box, index in vmap.elements:
-            parts = [address_text(vmap.family, box[0]), address_text(vmap.family, box[1]),
-                     _protocol_text(box[2])]
+            parts = [address_text(vmap.family, box[d])
+                     for d, field in enumerate(("saddr", "daddr")) if field in addresses]
+            parts.append(_protocol_text(box[2]))
             if vmap.ports:
                 parts.append(port_text(box[3]))
             elements.append(f"\t\t\t{' . '.join(parts)} : goto class_{classes[index].name}")
@@ -279,9 +282,14 @@ class _Renderer:
                     first, last = segment.matches[0].index, segment.matches[-1].index
                     comment = _comment(f"tusk: classes[{first}..{last}] {served}")
                     for vmap in segment.maps:
-                        keyword = _FAMILY[vmap.family][0]
-                        key = f"{keyword} saddr . {keyword} daddr . meta l4proto"
-                        key += " . th dport" if vmap.ports else ""
+                        keyword = _FAMILY[vmap.family][0] if vmap.family else ""
+                        addresses = vmap.addresses()
+                        # without an address field, nothing else says the family
+                        key = f"meta nfproto {vmap.family} " if vmap.family and not addresses \
+                            else ""
+                        key += " . ".join([f"{keyword} {a}" for a in addresses]
+                                          + ["meta l4proto"]
+                                          + (["th dport"] if vmap.ports else []))
                         name = self.map_name(chain, number, vmap)
                         lines.append(f"\t\t{key} vmap @{name} {comment}")
                     continue
