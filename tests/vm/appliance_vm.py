@@ -23,8 +23,8 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
 WIRES = ((0x4, 0x10), (0x5, 0x11), (0xc, 0x12))
 
 
-def free_port():
-    with socket.socket() as sock:
+def free_port(kind=socket.SOCK_STREAM):
+    with socket.socket(socket.AF_INET, kind) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
@@ -54,18 +54,24 @@ class Appliance:
             argv += ["-kernel", str(kernel), "-append",
                      f"root=/dev/vda rw console=ttyS0,115200 no_timer_check bonding.max_bonds=0 "
                      f"{append}".strip()]   # as the ISO's boot entry (post-image.sh)
-        # management: ens3, HTTPS forwarded. Traffic: ens4, ens5, ens12, each wired
-        # (a QEMU hub of two ports) to a NIC of the same VM - ens16, ens17, ens18 - that
-        # the tests move into network namespaces standing in for the networks beside
-        # the firewall. No option ROMs: the firmware boots the disk, never the network.
+        # management: ens3, HTTPS forwarded. Traffic: ens4, ens5, ens12, each wired to a
+        # NIC of the same VM - ens16, ens17, ens18 - that the tests move into network
+        # namespaces standing in for the networks beside the firewall. A wire is a pair
+        # of UDP sockets on loopback, not a QEMU hub: a hub holds a frame until every
+        # other port can take it, so while ens16 is down (before the tests set it up)
+        # ens4's transmit queue stalls, and the kernel's watchdog floods the console
+        # the tests read. Over UDP a frame nobody takes is dropped, as on a cable.
+        # No option ROMs: the firmware boots the disk, never the network.
         nic = "virtio-net-pci,romfile=,speed=1000,duplex=full,netdev={},addr={:#x}"
         argv += ["-netdev", f"user,id=mgmt,hostfwd=tcp:127.0.0.1:{self.https_port}-:443",
                  "-device", nic.format("mgmt", 0x3)]
         for slot, peer in WIRES:
-            argv += ["-netdev", f"hubport,id=n{slot},hubid={slot}",
-                     "-device", nic.format(f"n{slot}", slot),
-                     "-netdev", f"hubport,id=n{peer},hubid={slot}",
-                     "-device", nic.format(f"n{peer}", peer)]
+            ends = {slot: free_port(socket.SOCK_DGRAM), peer: free_port(socket.SOCK_DGRAM)}
+            for this, other in ((slot, peer), (peer, slot)):
+                argv += ["-netdev", f"dgram,id=n{this},"
+                         f"local.type=inet,local.host=127.0.0.1,local.port={ends[this]},"
+                         f"remote.type=inet,remote.host=127.0.0.1,remote.port={ends[other]}",
+                         "-device", nic.format(f"n{this}", this)]
         for index, (path, fmt, readonly) in enumerate(disks):
             argv += ["-drive", f"file={path},format={fmt},if=none,id=d{index}"
                      + (",readonly=on" if readonly else ""),

@@ -29,10 +29,13 @@ import hashlib
 import json
 import re
 import subprocess
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect, sync_playwright
+from prometheus_client.parser import text_string_to_metric_families
 
 import vm
 from appliance_vm import Appliance, hidden, make_medium
@@ -42,7 +45,8 @@ ARTIFACTS = ROOT / "tests" / "artifacts" / "vm"
 BOOT_SECONDS = 900          # first boot under TCG: systemd, initdb, migrations, gunicorn
 PASSWORD = "elephant flows need room"
 OVMF = {"code": "/usr/share/OVMF/OVMF_CODE_4M.fd", "vars": "/usr/share/OVMF/OVMF_VARS_4M.fd"}
-UNITS = ("tusk-data", "tusk-net", "tusk-firewall", "tusk-tune", "tusk-db", "tusk-setup",
+UNITS = ("tusk-data", "tusk-net", "tusk-ulogd", "tusk-firewall", "tusk-tune", "tusk-db",
+         "tusk-setup",
          "tusk-agent", "tusk-web", "tusk-nginx", "tusk-console@ttyS0", "systemd-networkd")
 POLICY = """\
 version: 1
@@ -432,7 +436,8 @@ def test_policy_applied_over_https_is_live_in_nft(step):
                 "&& break; sleep 1; done; tusk policy status", 330)
     table = ok(step.vm, "nft list table inet tusk")
     assert 'tusk: classes[0] bulk-copy' in table and 'ct helper set "seqrand-both"' in table \
-        and 'iifname @zone_inside oifname @zone_outside tcp dport 5201' in table \
+        and re.search(r'chain classes_inside\.outside \{\n\t\ttcp dport 5201 ', table) \
+        and re.search(rf'"{VLAN}" \. "[^"]+" : goto classes_inside\.outside', table) \
         and re.search(rf'set zone_inside \{{[^}}]*elements = \{{ "{VLAN}" \}}', table)
     flow(step.vm)      # in over the VLAN, out over the bond, through the class
     close_shell(step.vm)
@@ -455,6 +460,48 @@ def flow(appliance):
     assert class_packets(appliance) > before
     tracked = ok(appliance, f"conntrack -L -p tcp --orig-dst {SERVICE} --dport 5201")
     assert "helper=seqrand-both" in tracked, tracked
+
+
+def test_logs_and_metrics_of_the_image(steps):
+    """The firewall's log and /metrics on the image's layout: tusk-ulogd writes the default
+    deny's record, which the Logs page shows; a scrape token made on the Metrics page reads
+    the class's counter and the kernel's seqrand counters (the flow above was randomised).
+    Not a step later ones need: a failure here fails only this test."""
+    if steps.failed:
+        pytest.fail(f"an earlier step failed ({steps.failed})", pytrace=False)
+    appliance = steps.vm
+    open_shell(appliance)
+    assert ok(appliance, "systemctl is-active tusk-ulogd").strip() == "active"
+    # a connection no class accepts: the default deny drops it and logs its SYN
+    ok(appliance, f"ip netns exec client timeout 3 bash -c '</dev/tcp/{SERVICE}/22'; true")
+    log = "/data/tusk/logs/firewall.json"
+    found = ok(appliance, f"for i in $(seq 30); do grep -q '{CLIENT}' {log} && break; sleep 1; "
+                          f"done; grep -c 'tusk:drop:' {log}")
+    assert int(found.split()[-1]) >= 1, found
+    close_shell(appliance)
+    client = log_in(appliance, PASSWORD)
+    status, body = client.get(f"/logs/?address={CLIENT}&port=22")
+    assert status == 200 and CLIENT in body and 'id="records"' in body, body[-3000:]
+    status, body = client.post("/metrics/tokens/", {"name": "vm-scraper"})
+    token = re.search(r'<pre id="token-value">([^<]+)</pre>', body)
+    assert status == 201 and token, body[-2000:]
+    request = urllib.request.Request(client.base + "/metrics", headers={
+        "Authorization": f"Bearer {token.group(1).strip()}"})
+    deadline = time.monotonic() + 60
+    while True:     # the agent reads the counters every sample_interval
+        status, text = client._open(request)
+        assert status == 200, text[-2000:]
+        samples = {(s.name, s.labels.get("class", "")): s.value
+                   for family in text_string_to_metric_families(text) for s in family.samples}
+        if samples.get(("tusk_class_packets_total", "bulk-copy"), 0) > 0 \
+                or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert samples.get(("tusk_class_packets_total", "bulk-copy"), 0) > 0, samples
+    assert samples.get(("tusk_seqadj_counters_available", "")) == 1, samples
+    assert samples.get(("tusk_seqrand_responder_randomised_total", ""), 0) >= 1, samples
+    status, _ = client._open(urllib.request.Request(client.base + "/metrics"))
+    assert status == 401
 
 
 # -- 4. install --------------------------------------------------------------------------
