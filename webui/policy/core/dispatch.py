@@ -118,31 +118,24 @@ class Plan:
 
 def compile_plan(zones, matches, linear_max=LINEAR_MAX, elements_max=ELEMENTS_MAX,
                  pairs_max=PAIRS_MAX):
-    """zones: names; matches: Match objects in class order -> Plan."""
-    chains, target, by_members = [], {}, {}
+    """zones: names; matches: Match objects in class order -> Plan. Zone pairs with the
+    same classes share one chain, named after the first of them."""
+    pairs_of = {}       # the pair's matches -> the pairs that have exactly those
     for src in (*zones, OTHER):
         for dst in (*zones, OTHER):
             members = tuple(m for m in matches if m.applies(src, dst))
-            if not members:
-                continue
-            if members in by_members:
-                chain = by_members[members]
-                shared = Chain(pairs=chain.pairs + ((src, dst),), segments=chain.segments)
-                chains[chains.index(chain)] = shared
-                for pair in chain.pairs:
-                    target[pair] = shared
-                by_members[members] = target[(src, dst)] = shared
-                continue
-            chain = Chain(pairs=((src, dst),),
-                          segments=segments(members, linear_max, elements_max, pairs_max))
-            chains.append(chain)
-            by_members[members] = target[(src, dst)] = chain
-    return Plan(zones=tuple(zones), chains=tuple(chains), target=target)
+            if members:
+                pairs_of.setdefault(members, []).append((src, dst))
+    chains = tuple(Chain(pairs=tuple(pairs),
+                         segments=segments(members, linear_max, elements_max, pairs_max))
+                   for members, pairs in pairs_of.items())
+    target = {pair: chain for chain in chains for pair in chain.pairs}
+    return Plan(zones=tuple(zones), chains=chains, target=target)
 
 
 def segments(members, linear_max, elements_max, pairs_max):
     """Consecutive matches grouped: notrack replies and short runs as rules, the rest
-    as maps."""
+    as maps; adjacent groups of rules read as one."""
     result, run = [], []
 
     def close():
@@ -152,14 +145,10 @@ def segments(members, linear_max, elements_max, pairs_max):
     for match in members:
         if match.reverse:
             close()
-            if result and not result[-1].maps:
-                result[-1] = Segment(matches=result[-1].matches + (match,))
-            else:
-                result.append(Segment(matches=(match,)))
+            result.append(Segment(matches=(match,)))
         else:
             run.append(match)
     close()
-    # adjacent rule segments read as one
     merged = []
     for segment in result:
         if merged and not merged[-1].maps and not segment.maps:

@@ -52,8 +52,7 @@ def render(policy):
 def dispatch_plan(policy, **limits):
     """The class dispatch plan the forward chain is rendered from (dispatch.py); limits
     as compile_plan takes them (the tests force maps or rules with them)."""
-    renderer = _Renderer(policy)
-    return compile_plan([z.name for z in policy.zones], renderer.forward_matches(), **limits)
+    return _Renderer(policy).compile(**limits)
 
 
 def fastpath_devices(policy):
@@ -100,7 +99,7 @@ class _Renderer:
     def text(self):
         objects = []
         nat = NatRenderer(self)
-        self.plan = compile_plan([z.name for z in self.policy.zones], self.forward_matches())
+        self.plan = self.compile()
         for block in (self.helpers(), self.flowtable(), self.limits(), self.counters(),
                       self.sets(), self.maps(), self.profile_chains(), self.class_chains(),
                       self.deny_chain(), self.dispatch_chains(), self.raw_chain(),
@@ -363,6 +362,10 @@ class _Renderer:
         lines += ['ct state established,related accept comment "tusk: established and related"',
                   'ct state invalid counter name "invalid" drop comment "tusk: invalid"']
         return lines + self.zone_dispatch()
+
+    def compile(self, **limits):
+        return compile_plan([z.name for z in self.policy.zones], self.forward_matches(),
+                            **limits)
 
     def forward_matches(self):
         """Every class's matches in the forward chain, in class order: one per address
