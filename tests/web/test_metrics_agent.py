@@ -9,7 +9,6 @@ import time
 from datetime import UTC, datetime
 
 from django.test import Client
-from prometheus_client.parser import text_string_to_metric_families
 
 from jobs import queue
 from jobs.models import Job, PeriodicState
@@ -17,6 +16,7 @@ from kit import wait_until
 from metrics.models import CounterReading
 from policy import draft as drafts
 from tuskweb import PEER_B, AgentProcess, wait
+from web.test_metrics import samples
 
 POLICY = """zones:
   - {name: inside, interfaces: [eth1]}
@@ -32,13 +32,7 @@ UDP_BYTES = 20 + 8 + 1
 
 
 def scraped(token):
-    response = Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {token}")
-    assert response.status_code == 200, response.content
-    found = {}
-    for family in text_string_to_metric_families(response.content.decode()):
-        for sample in family.samples:
-            found[(sample.name, frozenset(sample.labels.items()))] = sample.value
-    return found
+    return samples(Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {token}"))
 
 
 def value(found, name, **labels):
