@@ -49,7 +49,9 @@ from policy.core.normalise import load_policy, load_policy_text
 from policy.core.render import render
 from policy.core.target import Target
 
-sys.path.append(str(Path(__file__).resolve().parents[1] / "property"))
+TESTS = Path(__file__).resolve().parents[1]
+sys.path += [str(TESTS / "property"), str(TESTS / "vm" / "guest")]
+from inet import checksum  # noqa: E402 - the Internet checksum the guest scenarios use
 from test_dispatch_property import reference  # noqa: E402
 
 SIDES = {"client": "veth-c", "server": "veth-s"}     # the side's interface on fw
@@ -165,13 +167,6 @@ class Probe:
         return (f"{self.src_side} -> {self.dst_side} {self.protocol} "
                 f"{src}{f' port {self.sport}' if ports else ''} -> "
                 f"{dst}{f' port {self.dport}' if ports else ''}")
-
-
-def checksum(data):
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
 
 
 def send(ns, probe, rng):
