@@ -31,7 +31,7 @@ help:
 	@echo "make lint          ruff over the Python, shellcheck over the shell scripts"
 	@echo "make vm-test       only the VM tier: Tusk's kernel under QEMU (scenarios, KUnit)"
 	@echo "make bench         the single-flow report: FWSM's table on Tusk -> docs/PERFORMANCE.md"
-	@echo "make bench-policy  compile/check/apply times and single-flow throughput"
+	@echo "make bench-policy  compile/check/apply times, single-flow throughput, new connections/s vs classes"
 	@echo "make bench-seqrand single-flow cost of sequence randomisation, in the VM"
 	@echo "make bench-tune    1- and 4-flow throughput with and without tusk-tune, in the VM"
 	@echo "make bench-ui      latency of the web UI's pages and fragments under load"
