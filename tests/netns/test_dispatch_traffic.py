@@ -30,6 +30,7 @@ import errno
 import ipaddress
 import json
 import random
+import re
 import shutil
 import socket
 import struct
@@ -318,10 +319,11 @@ def sample(policy, rng, limit):
 
 # -- the check ------------------------------------------------------------------------------
 
-def check_policy(lab, policy, rng, limit, describe):
-    """Loads the policy's ruleset into fw, sends the probes and fails naming each probe
-    counted by another class than the reference's. Returns the ruleset."""
-    ruleset = render(policy)
+def check_policy(lab, policy, rng, limit, describe, **limits):
+    """Loads the policy's ruleset (rendered with limits as compile_plan takes them) into
+    fw, sends the probes and fails naming each probe counted by another class than the
+    reference's. Returns the ruleset."""
+    ruleset = render(policy, **limits)
     loaded = Target(lab.fw).nft_load(ruleset)
     assert loaded.ok, f"nft refused the ruleset:\n{loaded.stderr}"
     classes = policy.classes
@@ -430,12 +432,28 @@ classes:
 }
 
 
-@pytest.mark.parametrize(("name", "maps"), [("maps", True), ("rules", False),
-                                            ("no-zone", True)])
-def test_each_probe_is_counted_by_the_first_class_that_matches_it(probe_lab, name, maps):
+# as rendered: runs split on the port or protocol, their buckets rules; forced: every
+# bucket a map, or runs straight into address maps
+FORCED = {"buckets as maps": {"linear_max": 0}, "address maps": {"split": False}}
+
+
+@pytest.mark.parametrize(("name", "maps", "limits"), [
+    ("maps", True, None), ("rules", False, None), ("no-zone", True, None),
+    ("maps", True, "buckets as maps"), ("maps", True, "address maps"),
+    ("no-zone", True, "address maps")])
+def test_each_probe_is_counted_by_the_first_class_that_matches_it(probe_lab, name, maps,
+                                                                   limits):
     policy = load_policy_text(POLICIES[name])
-    ruleset = check_policy(probe_lab, policy, random.Random(name), 64, lambda: name)
+    ruleset = check_policy(probe_lab, policy, random.Random(name), 64, lambda: name,
+                           **FORCED.get(limits, {}))
     assert ("vmap @classes_" in ruleset) == maps, ruleset
+    split = re.search(r"meta l4proto \w+ th dport vmap @classes_", ruleset)
+    if limits == "address maps":
+        assert " saddr . " in ruleset and not split, ruleset
+    elif maps:
+        assert split and "meta l4proto vmap @classes_" in ruleset, ruleset
+    if limits == "buckets as maps":
+        assert re.search(r"chain classes_\S+_tcp_\S+ \{\n\t\t\S+ saddr \. ", ruleset), ruleset
 
 
 # -- random policies ------------------------------------------------------------------------

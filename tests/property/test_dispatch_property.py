@@ -4,8 +4,10 @@ IPv6, ICMP and other protocols, notrack classes and their replies, port forwards
 classes - and random packets, the plan the forward chain is rendered from sends each
 packet to the same class as a straightforward reference evaluator that reads the
 policy class by class (or to none: the default deny). The plan is checked as rendered
-(maps only where a run is long enough), with every run forced into maps, and with the
-maps' size limits forced down to the rule-by-rule fallback. tests/netns/
+(splits on the port or protocol only where a run is long enough, their buckets rules
+or maps), with every run and bucket forced into maps, with runs compiled straight
+into address maps (no split), and with the limits forced down to the rule-by-rule
+fallback. tests/netns/
 test_dispatch_traffic.py sends real packets through the rendered ruleset."""
 import ipaddress
 
@@ -65,12 +67,34 @@ def planned(policy, plan, packet):
     chain = plan.chain(zone_of.get(packet["iif"], OTHER), zone_of.get(packet["oif"], OTHER))
     if chain is None:
         return None                                   # goto default_deny
-    for segment in chain.segments:
-        if not segment.maps:
+    return segments_take(chain.segments, packet)
+
+
+def segments_take(segments, packet):
+    """The class a chain's segments send the packet to, None when it goes on."""
+    for segment in segments:
+        if not segment.maps and not segment.splits:
             for match in segment.matches:
                 if rule_takes(match, packet):
                     return match.index
             continue
+        for split in segment.splits:
+            if split.protocol is None:
+                if packet["protocol"] in PORT_PROTOCOL_NUMBERS:
+                    continue                          # meta l4proto vmap: no element
+                key = packet["protocol"]
+            elif packet["protocol"] != split.protocol:
+                continue                              # meta l4proto tcp th dport vmap
+            else:
+                key = packet["dport"]
+            hits = [b for iv, b in split.buckets if iv.low <= key <= iv.high]
+            assert len(hits) <= 1, f"overlapping intervals in a split: {hits}"
+            if hits and hits[0].direct is not None:
+                return hits[0].direct                 # goto class_<name>
+            if hits:
+                taken = segments_take(hits[0].segments, packet)     # jump bucket
+                if taken is not None:
+                    return taken
         for vmap in segment.maps:
             if vmap.family not in (None, packet["family"]):
                 continue                              # ip saddr: IPv4 packets only
@@ -136,6 +160,7 @@ def packets(draw, policy):
 
 
 LIMITS = {"as rendered": {}, "all maps": {"linear_max": 0},
+          "address maps": {"linear_max": 0, "split": False},
           "fallback": {"linear_max": 0, "elements_max": 3}}
 
 

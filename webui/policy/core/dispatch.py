@@ -9,13 +9,23 @@ the number of classes:
   pair (a verdict map on `iifname . oifname`), which holds only the classes that can
   apply to that pair, in class order. Interfaces in no zone have a "zone" of their own,
   OTHER (classes from or to any zone apply there too).
-- within a zone pair, consecutive classes are compiled into verdict maps keyed on
-  `saddr . daddr . l4proto . dport` (TCP, UDP, SCTP, UDP-Lite) or `saddr . daddr .
-  l4proto` (every other protocol), one per address family, with interval flags (the
-  kernel's pipapo set type: one lookup whatever the number of elements). The elements
-  of a map must not overlap, so first-match is made explicit: each class's boxes
-  (source range x destination range x protocol x port range) lose the parts an earlier
-  class already covers (box subtraction), and what is left goes to the class.
+- within a zone pair, a run of consecutive classes is split on one field: the
+  destination port of each port protocol (TCP, UDP, SCTP, UDP-Lite) and the protocol
+  of the others, each a verdict map with interval flags on that field alone (the
+  kernel's rbtree: a lookup in O(log n)). The field is cut wherever a match's ports or
+  protocols start or end; each piece goes to the bucket of the matches that cover it,
+  in class order, cut after the first that takes any address. A bucket whose first
+  match takes everything is the class itself; any other is a small chain of the
+  matches' address rules (jumped to: what none of them takes goes on).
+- where a bucket holds more than a few matches (LINEAR_MAX) - a server per class on
+  one port, say - they are compiled into verdict maps keyed on `saddr . daddr .
+  l4proto . dport` (TCP, UDP, SCTP, UDP-Lite) or `saddr . daddr . l4proto` (every
+  other protocol), one per address family, with interval flags (the kernel's pipapo
+  set type). The elements of a map must not overlap, so first-match is made explicit:
+  each class's boxes (source range x destination range x protocol x port range) lose
+  the parts an earlier class already covers (box subtraction), and what is left goes
+  to the class. A run whose buckets would hold more than ELEMENTS_MAX matches in all
+  (port ranges overlapping in a staircase) is compiled into such maps whole.
 - what a map cannot express stays a rule: the replies of notrack classes (matched on
   the source port), runs of a few classes (LINEAR_MAX: a short list reads better as
   rules), and runs whose subtraction would produce more than ELEMENTS_MAX elements or
@@ -52,7 +62,8 @@ class Match:
     """One rule's worth of a class: what the rule-by-rule list would match. None means
     any (zone, family, addresses, protocol, ports); ports are source ports when reverse
     (the replies of a notrack class). text is the rule's match in nft syntax without the
-    zones (the chain already stands for them)."""
+    zones (the chain already stands for them); addresses is its address part alone (in a
+    bucket, the split's key already stands for the protocol and port)."""
 
     index: int
     src_zone: str | None
@@ -64,6 +75,7 @@ class Match:
     ports: tuple | None
     reverse: bool
     text: str
+    addresses: str = ""
 
     def applies(self, src, dst):
         """Whether the match can take packets from zone src to zone dst (OTHER: none)."""
@@ -90,12 +102,40 @@ class Map:
 
 
 @dataclass(frozen=True)
+class Bucket:
+    """The matches of a run that can take a packet whose protocol and port fall in one
+    interval of a split: in class order, cut after the first that takes every such
+    packet. direct: that first match's class when it is the first (the split's map goes
+    straight to the class); else the bucket is a chain of its own, its segments
+    compiled as a zone pair's are (never split again)."""
+
+    matches: tuple
+    direct: int | None
+    segments: tuple
+
+
+@dataclass(frozen=True)
+class Split:
+    """A run's verdict map on one field: the destination port of one port protocol
+    (protocol: its number), or the protocol number for every protocol without ports
+    (protocol None). Each interval goes to its bucket; a packet in none goes on."""
+
+    protocol: int | None
+    buckets: tuple       # ((Interval, Bucket), ...), ascending and disjoint
+
+
+@dataclass(frozen=True)
 class Segment:
-    """Consecutive matches of one chain: rules (maps empty) or maps (in any order: their
-    keys never meet - one family each, port protocols or not)."""
+    """Consecutive matches of one chain: rules (maps and splits empty), splits (one per
+    protocol: their keys never meet) or maps (in any order: their keys never meet - one
+    family each, port protocols or not)."""
 
     matches: tuple
     maps: tuple = ()
+    splits: tuple = ()
+
+    def compiled(self):
+        return bool(self.maps or self.splits)
 
 
 @dataclass(frozen=True)
@@ -117,9 +157,10 @@ class Plan:
 
 
 def compile_plan(zones, matches, linear_max=LINEAR_MAX, elements_max=ELEMENTS_MAX,
-                 pairs_max=PAIRS_MAX):
+                 pairs_max=PAIRS_MAX, split=True):
     """zones: names; matches: Match objects in class order -> Plan. Zone pairs with the
-    same classes share one chain, named after the first of them."""
+    same classes share one chain, named after the first of them. split=False compiles
+    long runs straight into address maps (the tests force both ways)."""
     pairs_of = {}       # the pair's matches -> the pairs that have exactly those
     for src in (*zones, OTHER):
         for dst in (*zones, OTHER):
@@ -127,20 +168,22 @@ def compile_plan(zones, matches, linear_max=LINEAR_MAX, elements_max=ELEMENTS_MA
             if members:
                 pairs_of.setdefault(members, []).append((src, dst))
     chains = tuple(Chain(pairs=tuple(pairs),
-                         segments=segments(members, linear_max, elements_max, pairs_max))
+                         segments=segments(members, linear_max, elements_max, pairs_max,
+                                           split))
                    for members, pairs in pairs_of.items())
     target = {pair: chain for chain in chains for pair in chain.pairs}
     return Plan(zones=tuple(zones), chains=chains, target=target)
 
 
-def segments(members, linear_max, elements_max, pairs_max):
+def segments(members, linear_max, elements_max, pairs_max, split):
     """Consecutive matches grouped: notrack replies and short runs as rules, the rest
-    as maps; adjacent groups of rules read as one."""
+    as splits or maps; adjacent groups of rules read as one."""
     result, run = [], []
 
     def close():
         if run:
-            result.append(_run_segment(tuple(run), linear_max, elements_max, pairs_max))
+            result.append(_run_segment(tuple(run), linear_max, elements_max, pairs_max,
+                                       split))
             run.clear()
     for match in members:
         if match.reverse:
@@ -151,16 +194,20 @@ def segments(members, linear_max, elements_max, pairs_max):
     close()
     merged = []
     for segment in result:
-        if merged and not merged[-1].maps and not segment.maps:
+        if merged and not merged[-1].compiled() and not segment.compiled():
             merged[-1] = Segment(matches=merged[-1].matches + segment.matches)
         else:
             merged.append(segment)
     return tuple(merged)
 
 
-def _run_segment(run, linear_max, elements_max, pairs_max):
+def _run_segment(run, linear_max, elements_max, pairs_max, split):
     if len(run) <= linear_max:
         return Segment(matches=run)
+    if split:
+        splits = _splits(run, linear_max, elements_max, pairs_max)
+        if splits is not None:
+            return Segment(matches=run, splits=splits)
     maps, total = [], 0
     for family in ("ipv4", "ipv6"):
         for ports in (True, False):
@@ -180,6 +227,97 @@ def _run_segment(run, linear_max, elements_max, pairs_max):
                 == [(b[2:], i) for b, i in pair[1].elements]:
             maps = [m for m in maps if m.ports != ports] + [Map(None, ports, pair[0].elements)]
     return Segment(matches=run, maps=tuple(sorted(maps, key=_map_order)))
+
+
+def _splits(run, linear_max, elements_max, pairs_max):
+    """The run split on the destination port of each port protocol and on the protocol
+    of the others; None when the buckets would hold more than elements_max matches in
+    all (ranges that overlap in a staircase: then maps)."""
+    result, total = [], 0
+    for protocol in (*PORT_PROTOCOL_NUMBERS, None):
+        members = [m for m in run if _in_split(m, protocol)]
+        if not members:
+            continue
+        pieces = _pieces(members, protocol, elements_max - total)
+        if pieces is None:
+            return None
+        total += sum(len(matches) for _, matches in pieces)
+        buckets = {}
+        for _, matches in pieces:
+            if matches not in buckets:
+                buckets[matches] = _bucket(matches, linear_max, elements_max, pairs_max)
+        result.append(Split(protocol=protocol, buckets=tuple(
+            (interval, buckets[matches]) for interval, matches in pieces)))
+    return tuple(result)
+
+
+def _in_split(match, protocol):
+    """Whether the match can take packets of the split of protocol (None: those without
+    ports)."""
+    if match.protocol is None:
+        return True
+    number = PROTOCOL_NUMBERS[match.protocol]
+    return number == protocol if protocol is not None \
+        else number not in PORT_PROTOCOL_NUMBERS
+
+
+def _spans(match, protocol):
+    """The intervals of the split's field the match covers."""
+    if protocol is None:
+        if match.protocol is None:
+            return _NO_PORT_PROTOCOLS
+        number = PROTOCOL_NUMBERS[match.protocol]
+        return (Interval(number, number),)
+    return match.ports or (ANY_PORT,)
+
+
+def _takes_all(match):
+    """Whether the match takes every packet its split sends to a bucket with it (any
+    family and address: the port or protocol is the split's)."""
+    return match.family is None and match.saddr is None and match.daddr is None
+
+
+def _pieces(members, protocol, budget):
+    """The split field cut where any member's intervals start or end: (Interval, the
+    members covering it in class order, cut after the first that takes all), adjacent
+    pieces with the same members as one, pieces with none left out. None when more than
+    budget members in all."""
+    events = {}
+    for position, match in enumerate(members):
+        for interval in _spans(match, protocol):
+            events.setdefault(interval.low, []).append((1, position))
+            events.setdefault(interval.high + 1, []).append((-1, position))
+    bounds = sorted(events)
+    active, pieces, total = set(), [], 0
+    for low, high in zip(bounds, bounds[1:]):
+        for change, position in sorted(events[low]):    # ends before starts
+            if change > 0:
+                active.add(position)
+            else:
+                active.discard(position)
+        if not active:
+            continue
+        matches = []
+        for position in sorted(active):
+            matches.append(members[position])
+            if _takes_all(members[position]):
+                break
+        matches = tuple(matches)
+        if pieces and pieces[-1][1] == matches and pieces[-1][0].high == low - 1:
+            pieces[-1] = (Interval(pieces[-1][0].low, high - 1), matches)
+            continue
+        total += len(matches)
+        if total > budget:
+            return None
+        pieces.append((Interval(low, high - 1), matches))
+    return pieces
+
+
+def _bucket(matches, linear_max, elements_max, pairs_max):
+    if _takes_all(matches[0]):
+        return Bucket(matches=matches, direct=matches[0].index, segments=())
+    return Bucket(matches=matches, direct=None,
+                  segments=segments(matches, linear_max, elements_max, pairs_max, False))
 
 
 def _map_order(vmap):

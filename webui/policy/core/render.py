@@ -3,10 +3,13 @@
 The skeleton lives in ruleset.nft.in (skeleton() fills in the table names of
 constants.py, for render_boot.py's tables too); this module emits the rule lines.
 Names follow one grammar - zone_<zone>, addr_<set>_v4|_v6, svc_<service>,
-class_<class> (for classes whose actions take more than one rule), tcp_profile_<n>,
-counter class_<class>, limit log_rate, nat_prerouting and nat_postrouting
-(render_nat.py) - and every rule carries a comment naming the policy object it came
-from, so `nft list ruleset` explains itself.
+class_<class> (for classes whose actions take more than one rule or that a map goes
+to), classes_<from>.<to> (a zone pair's dispatch), its splits' maps
+classes_<from>.<to>_<tcp|udp|sctp|udplite|protocols>[_<n>] and their buckets' chains
+<map>_<first ports or protocols>, address maps <chain>_<v4|v6>_<ports|protocols>[_<n>],
+tcp_profile_<n>, counter class_<class>, limit log_rate, nat_prerouting and
+nat_postrouting (render_nat.py) - and every rule carries a comment naming the policy
+object it came from, so `nft list ruleset` explains itself.
 
 Address sets and port lists of more than one element become named interval sets
 (lookup cost independent of their size); a single element is written inline,
@@ -20,7 +23,7 @@ from .constants import (
     CT_MARK_CLASS_SHIFT, CT_MARK_FASTPATH_BIT, CT_MARK_PROFILE_MASK, FAMILY, HOST_TABLE,
     LOCKDOWN_TABLE, LOG_BURST_FACTOR, LOG_GROUP, LOG_LIMIT, LOG_PREFIX, TABLE,
 )
-from .dispatch import OTHER, PROTOCOL_NUMBERS, Match, compile_plan
+from .dispatch import ANY_PORT, OTHER, PROTOCOL_NUMBERS, Match, compile_plan
 from .intervals import address_text, literal, merge, port_text
 from .render_nat import NatRenderer
 
@@ -44,9 +47,10 @@ def skeleton(name):
 _SKELETON = skeleton("ruleset.nft.in")
 
 
-def render(policy):
-    """Policy -> the complete nft script that replaces table inet tusk."""
-    return _Renderer(policy).text()
+def render(policy, **limits):
+    """Policy -> the complete nft script that replaces table inet tusk. limits as
+    compile_plan takes them (the tests force each way of dispatch with them)."""
+    return _Renderer(policy).text(**limits)
 
 
 def dispatch_plan(policy, **limits):
@@ -96,10 +100,10 @@ class _Renderer:
                 self.profiles.setdefault(profile, len(self.profiles) + 1)
                 self.profile_users.setdefault(profile, []).append(cls.name)
 
-    def text(self):
+    def text(self, **limits):
         objects = []
         nat = NatRenderer(self)
-        self.plan = self.compile()
+        self.plan = self.compile(**limits)
         for block in (self.helpers(), self.flowtable(), self.limits(), self.counters(),
                       self.sets(), self.maps(), self.profile_chains(), self.class_chains(),
                       self.deny_chain(), self.dispatch_chains(), self.raw_chain(),
@@ -204,8 +208,12 @@ class _Renderer:
     def class_chains(self):
         """A chain per class whose body is more than one rule or that a verdict map
         sends packets to."""
-        mapped = {index for chain in self.plan.chains for segment in chain.segments
-                  for vmap in segment.maps for _, index in vmap.elements}
+        mapped = set()
+        for _, segments, _ in self.dispatch_chain_list():
+            for segment in segments:
+                mapped.update(index for vmap in segment.maps for _, index in vmap.elements)
+                mapped.update(bucket.direct for split in segment.splits
+                              for _, bucket in split.buckets if bucket.direct is not None)
         lines = []
         for index, cls in enumerate(self.policy.classes):
             body = self.class_body(index, cls)
@@ -225,28 +233,68 @@ class _Renderer:
                   'zones"', "\t}"]
         return lines
 
-    # -- dispatch: zone pairs, then verdict maps (dispatch.py) -----------------------
+    # -- dispatch: zone pairs, then splits, buckets and maps (dispatch.py) ---------------
 
     def chain_name(self, chain):
         src, dst = chain.pairs[0]
         return f"classes_{_zone_name(src)}.{_zone_name(dst)}"
 
-    def map_name(self, chain, number, vmap):
+    def served(self, chain):
+        """The zone pairs a chain serves, for comments."""
+        served = " and ".join(f"{_zone_text(s)} -> {_zone_text(d)}" for s, d in chain.pairs)
+        if len(chain.pairs) > 2:    # shared by many pairs: the comment stays short
+            first = chain.pairs[0]
+            served = (f"{_zone_text(first[0])} -> {_zone_text(first[1])} and "
+                      f"{len(chain.pairs) - 1} more zone pairs")
+        return served
+
+    def dispatch_chain_list(self):
+        """(name, segments, served) of every dispatch chain: each zone pair chain, then
+        the chains of its splits' buckets (a direct bucket has none)."""
+        result = []
+        for chain in self.plan.chains:
+            name, served = self.chain_name(chain), self.served(chain)
+            result.append((name, chain.segments, served))
+            for number, segment in _numbered(chain.segments):
+                for split in segment.splits:
+                    for bucket_name, bucket in self.buckets(name, number, split).items():
+                        result.append((bucket_name, bucket.segments, served))
+        return result
+
+    @staticmethod
+    def map_name(chain_name, number, vmap):
         suffix = "" if number == 1 else f"_{number}"
         group = "ports" if vmap.ports else "protocols"
         family = f"_{_FAMILY[vmap.family][1]}" if vmap.family else ""
-        return f"{self.chain_name(chain)}{family}_{group}{suffix}"
+        return f"{chain_name}{family}_{group}{suffix}"
+
+    @staticmethod
+    def split_name(chain_name, number, split):
+        suffix = "" if number == 1 else f"_{number}"
+        group = "protocols" if split.protocol is None else _PROTOCOL_NAMES[split.protocol]
+        return f"{chain_name}_{group}{suffix}"
+
+    def buckets(self, chain_name, number, split):
+        """name -> bucket for the split's buckets that are chains, named after the first
+        interval that goes to each."""
+        prefix, names, seen = self.split_name(chain_name, number, split), {}, set()
+        for interval, bucket in split.buckets:
+            if bucket.direct is None and id(bucket) not in seen:
+                seen.add(id(bucket))
+                text = (_protocol_text(interval) if split.protocol is None
+                        else port_text(interval))
+                names[f"{prefix}_{text}"] = bucket
+        return names
 
     def maps(self):
         lines = []
-        for chain in self.plan.chains:
-            number = 0
-            for segment in chain.segments:
-                if not segment.maps:
-                    continue
-                number += 1
+        for name, segments, _ in self.dispatch_chain_list():
+            for number, segment in _numbered(segments):
                 for vmap in segment.maps:
-                    lines += self.map_lines(self.map_name(chain, number, vmap), vmap)
+                    lines += self.map_lines(self.map_name(name, number, vmap), vmap)
+                for split in segment.splits:
+                    if _whole(split) is None:    # else a rule on the protocol alone
+                        lines += self.split_lines(name, number, split)
         return lines
 
     def map_lines(self, name, vmap):
@@ -265,38 +313,70 @@ class _Renderer:
         return [f"\tmap {name} {{", f"\t\ttype {key} : verdict", "\t\tflags interval",
                 "\t\telements = {", ",\n".join(elements), "\t\t}", "\t}"]
 
+    def split_lines(self, chain_name, number, split):
+        chains = {id(bucket): name
+                  for name, bucket in self.buckets(chain_name, number, split).items()}
+        elements = []
+        for interval, bucket in split.buckets:
+            key = _protocol_text(interval) if split.protocol is None else port_text(interval)
+            verdict = (f"goto class_{self.policy.classes[bucket.direct].name}"
+                       if bucket.direct is not None else f"jump {chains[id(bucket)]}")
+            elements.append(f"\t\t\t{key} : {verdict}")
+        key = "inet_proto" if split.protocol is None else "inet_service"
+        return [f"\tmap {self.split_name(chain_name, number, split)} {{",
+                f"\t\ttype {key} : verdict", "\t\tflags interval", "\t\telements = {",
+                ",\n".join(elements), "\t\t}", "\t}"]
+
     def dispatch_chains(self):
         lines = []
-        for chain in self.plan.chains:
-            served = " and ".join(f"{_zone_text(s)} -> {_zone_text(d)}" for s, d in chain.pairs)
-            if len(chain.pairs) > 2:    # shared by many pairs: the comment stays short
-                first = chain.pairs[0]
-                served = (f"{_zone_text(first[0])} -> {_zone_text(first[1])} and "
-                          f"{len(chain.pairs) - 1} more zone pairs")
-            lines.append(f"\tchain {self.chain_name(chain)} {{")
-            number = 0
-            for segment in chain.segments:
-                if segment.maps:
-                    number += 1
-                    first, last = segment.matches[0].index, segment.matches[-1].index
-                    comment = _comment(f"tusk: classes[{first}..{last}] {served}")
-                    for vmap in segment.maps:
-                        keyword = _FAMILY[vmap.family][0] if vmap.family else ""
-                        addresses = vmap.addresses()
-                        # without an address field, nothing else says the family
-                        key = f"meta nfproto {vmap.family} " if vmap.family and not addresses \
-                            else ""
-                        key += " . ".join([f"{keyword} {a}" for a in addresses]
-                                          + ["meta l4proto"]
-                                          + (["th dport"] if vmap.ports else []))
-                        name = self.map_name(chain, number, vmap)
-                        lines.append(f"\t\t{key} vmap @{name} {comment}")
-                    continue
+        zone_pairs = {self.chain_name(chain) for chain in self.plan.chains}
+        for name, segments, served in self.dispatch_chain_list():
+            lines.append(f"\tchain {name} {{")
+            lines += self.segment_lines(name, segments, served, name not in zone_pairs)
+            if name in zone_pairs:
+                lines.append(f"\t\tgoto default_deny {_comment(f'tusk: no class for {served}')}")
+            lines.append("\t}")
+        return lines
+
+    def segment_lines(self, name, segments, served, bucket):
+        """A dispatch chain's rules; in a bucket's chain, the rules match the addresses
+        alone (the split's key already chose the protocol and port)."""
+        lines = []
+        for number, segment in _numbered(segments):
+            if not segment.compiled():
                 for match in segment.matches:
                     cls = self.policy.classes[match.index]
                     comment = _comment(class_comment(match.index, cls))
-                    lines.append(f"\t\t{match.text}{self.dispatch(match.index, cls)} {comment}")
-            lines += [f"\t\tgoto default_deny {_comment(f'tusk: no class for {served}')}", "\t}"]
+                    text = match.addresses if bucket else match.text
+                    lines.append(f"\t\t{text}{self.dispatch(match.index, cls)} {comment}")
+                continue
+            first, last = segment.matches[0].index, segment.matches[-1].index
+            comment = _comment(f"tusk: classes[{first}..{last}] {served}")
+            direct = {}     # class -> the protocols whose every port goes to it
+            for split in segment.splits:
+                protocol = _PROTOCOL_NAMES.get(split.protocol)
+                whole = _whole(split)
+                if whole is not None and whole.direct is not None:
+                    direct.setdefault(whole.direct, []).append(protocol)
+                elif whole is not None:
+                    bucket_name, = self.buckets(name, number, split)
+                    lines.append(f"\t\tmeta l4proto {protocol} jump {bucket_name} {comment}")
+                else:
+                    key = ("meta l4proto" if split.protocol is None
+                           else f"meta l4proto {protocol} th dport")
+                    lines.append(f"\t\t{key} vmap @{self.split_name(name, number, split)} "
+                                 f"{comment}")
+            for index, protocols in direct.items():
+                lines.append(f"\t\tmeta l4proto {literal(protocols)} "
+                             f"goto class_{self.policy.classes[index].name} {comment}")
+            for vmap in segment.maps:
+                keyword = _FAMILY[vmap.family][0] if vmap.family else ""
+                addresses = vmap.addresses()
+                # without an address field, nothing else says the family
+                key = f"meta nfproto {vmap.family} " if vmap.family and not addresses else ""
+                key += " . ".join([f"{keyword} {a}" for a in addresses] + ["meta l4proto"]
+                                  + (["th dport"] if vmap.ports else []))
+                lines.append(f"\t\t{key} vmap @{self.map_name(name, number, vmap)} {comment}")
         return lines
 
     def target(self, src, dst):
@@ -388,7 +468,7 @@ class _Renderer:
                             index=index, src_zone=src_zone, dst_zone=dst_zone, family=family,
                             saddr=self.intervals(family, src), daddr=self.intervals(family, dst),
                             protocol=protocol, ports=ports, reverse=reverse,
-                            text=addresses + service))
+                            text=addresses + service, addresses=addresses))
         return result
 
     def intervals(self, family, names):
@@ -468,6 +548,25 @@ class _Renderer:
                 text = f"{protocol} {port_field} {literal([port_text(iv) for iv in merged])} "
             result.append((protocol, merged, text))
         return result
+
+
+def _whole(split):
+    """The bucket of a port protocol's split whose every port goes to one bucket."""
+    if split.protocol is not None and len(split.buckets) == 1 \
+            and split.buckets[0][0] == ANY_PORT:
+        return split.buckets[0][1]
+    return None
+
+
+def _numbered(segments):
+    """(number, segment): the compiled segments of a chain numbered from 1 (their maps'
+    names), the others 0."""
+    number, result = 0, []
+    for segment in segments:
+        if segment.compiled():
+            number += 1
+        result.append((number if segment.compiled() else 0, segment))
+    return result
 
 
 def _set(name, type_, elements, interval=True):
