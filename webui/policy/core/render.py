@@ -5,8 +5,8 @@ constants.py, for render_boot.py's tables too); this module emits the rule lines
 Names follow one grammar - zone_<zone>, addr_<set>_v4|_v6, svc_<service>,
 class_<class> (for classes whose actions take more than one rule or that a map goes
 to), classes_<from>.<to> (a zone pair's dispatch), its splits' maps
-classes_<from>.<to>_<tcp|udp|sctp|udplite|protocols>[_<n>] and their buckets' chains
-<map>_<first ports or protocols>, address maps <chain>_<v4|v6>_<ports|protocols>[_<n>],
+classes_<from>.<to>[.<n>].<tcp|udp|sctp|udplite|protocols> and their buckets' chains
+<map>.<first ports or protocols>, address maps <chain>[.<n>].<v4|v6>.<ports|protocols>,
 tcp_profile_<n>, counter class_<class>, limit log_rate, nat_prerouting and
 nat_postrouting (render_nat.py) - and every rule carries a comment naming the policy
 object it came from, so `nft list ruleset` explains itself.
@@ -261,18 +261,18 @@ class _Renderer:
                         result.append((bucket_name, bucket.segments, served))
         return result
 
+    # What a dispatch chain names after itself follows a '.': zone names have none, so
+    # classes_<from>.<to> ends at the second '.' and no zone can make a name twice.
     @staticmethod
     def map_name(chain_name, number, vmap):
-        suffix = "" if number == 1 else f"_{number}"
         group = "ports" if vmap.ports else "protocols"
-        family = f"_{_FAMILY[vmap.family][1]}" if vmap.family else ""
-        return f"{chain_name}{family}_{group}{suffix}"
+        family = f".{_FAMILY[vmap.family][1]}" if vmap.family else ""
+        return f"{chain_name}{_segment(number)}{family}.{group}"
 
     @staticmethod
     def split_name(chain_name, number, split):
-        suffix = "" if number == 1 else f"_{number}"
         group = "protocols" if split.protocol is None else _PROTOCOL_NAMES[split.protocol]
-        return f"{chain_name}_{group}{suffix}"
+        return f"{chain_name}{_segment(number)}.{group}"
 
     def buckets(self, chain_name, number, split):
         """name -> bucket for the split's buckets that are chains, named after the first
@@ -283,7 +283,7 @@ class _Renderer:
                 seen.add(id(bucket))
                 text = (_protocol_text(interval) if split.protocol is None
                         else port_text(interval))
-                names[f"{prefix}_{text}"] = bucket
+                names[f"{prefix}.{text}"] = bucket
         return names
 
     def maps(self):
@@ -548,6 +548,12 @@ class _Renderer:
                 text = f"{protocol} {port_field} {literal([port_text(iv) for iv in merged])} "
             result.append((protocol, merged, text))
         return result
+
+
+def _segment(number):
+    """The part of a map's name that says which compiled segment of its chain: none for
+    the first."""
+    return "" if number == 1 else f".{number}"
 
 
 def _whole(split):
