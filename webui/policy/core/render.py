@@ -313,19 +313,37 @@ class _Renderer:
         return [f"\tmap {name} {{", f"\t\ttype {key} : verdict", "\t\tflags interval",
                 "\t\telements = {", ",\n".join(elements), "\t\t}", "\t}"]
 
+    def split_maps(self, chain_name, number, split):
+        """name -> (whether an interval map, [(Interval, Bucket)]): a port protocol's
+        single ports in a hash map (one lookup, whatever the number of ports; the
+        kernel's rbtree walks its depth), its ranges in an interval map named
+        <map>.ranges; the protocols without ports in one interval map. The two never
+        hold the same port."""
+        name = self.split_name(chain_name, number, split)
+        if split.protocol is None:
+            return {name: (True, list(split.buckets))}
+        singles = [(iv, b) for iv, b in split.buckets if iv.low == iv.high]
+        ranges = [(iv, b) for iv, b in split.buckets if iv.low != iv.high]
+        return {key: value for key, value in ((name, (False, singles)),
+                                              (f"{name}.ranges", (True, ranges))) if value[1]}
+
     def split_lines(self, chain_name, number, split):
         chains = {id(bucket): name
                   for name, bucket in self.buckets(chain_name, number, split).items()}
-        elements = []
-        for interval, bucket in split.buckets:
-            key = _protocol_text(interval) if split.protocol is None else port_text(interval)
-            verdict = (f"goto class_{self.policy.classes[bucket.direct].name}"
-                       if bucket.direct is not None else f"jump {chains[id(bucket)]}")
-            elements.append(f"\t\t\t{key} : {verdict}")
         key = "inet_proto" if split.protocol is None else "inet_service"
-        return [f"\tmap {self.split_name(chain_name, number, split)} {{",
-                f"\t\ttype {key} : verdict", "\t\tflags interval", "\t\telements = {",
-                ",\n".join(elements), "\t\t}", "\t}"]
+        lines = []
+        for name, (interval, buckets) in self.split_maps(chain_name, number, split).items():
+            elements = []
+            for span, bucket in buckets:
+                text = _protocol_text(span) if split.protocol is None else port_text(span)
+                verdict = (f"goto class_{self.policy.classes[bucket.direct].name}"
+                           if bucket.direct is not None else f"jump {chains[id(bucket)]}")
+                elements.append(f"\t\t\t{text} : {verdict}")
+            lines += [f"\tmap {name} {{", f"\t\ttype {key} : verdict"]
+            if interval:
+                lines.append("\t\tflags interval")
+            lines += ["\t\telements = {", ",\n".join(elements), "\t\t}", "\t}"]
+        return lines
 
     def dispatch_chains(self):
         lines = []
@@ -364,8 +382,8 @@ class _Renderer:
                 else:
                     key = ("meta l4proto" if split.protocol is None
                            else f"meta l4proto {protocol} th dport")
-                    lines.append(f"\t\t{key} vmap @{self.split_name(name, number, split)} "
-                                 f"{comment}")
+                    for map_name in self.split_maps(name, number, split):
+                        lines.append(f"\t\t{key} vmap @{map_name} {comment}")
             for index, protocols in direct.items():
                 lines.append(f"\t\tmeta l4proto {literal(protocols)} "
                              f"goto class_{self.policy.classes[index].name} {comment}")
