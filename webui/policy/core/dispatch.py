@@ -242,12 +242,13 @@ def _splits(run, linear_max, elements_max, pairs_max):
         if pieces is None:
             return None
         total += sum(len(matches) for _, matches in pieces)
-        buckets = {}
+        buckets = {}    # by the members' identities (hashing Matches costs more)
         for _, matches in pieces:
-            if matches not in buckets:
-                buckets[matches] = _bucket(matches, linear_max, elements_max, pairs_max)
+            key = tuple(map(id, matches))
+            if key not in buckets:
+                buckets[key] = _bucket(matches, linear_max, elements_max, pairs_max)
         result.append(Split(protocol=protocol, buckets=tuple(
-            (interval, buckets[matches]) for interval, matches in pieces)))
+            (interval, buckets[tuple(map(id, matches))]) for interval, matches in pieces)))
     return tuple(result)
 
 

@@ -92,6 +92,7 @@ def log_rule(verdict, class_name=""):
 class _Renderer:
     def __init__(self, policy):
         self.policy = policy
+        self.bodies = {}            # class index -> its body's rules, made once
         self.profiles = {}          # tcp profile -> number, in order of first use
         self.profile_users = {}     # tcp profile -> names of the classes that use it
         for cls in policy.classes:
@@ -104,6 +105,7 @@ class _Renderer:
         objects = []
         nat = NatRenderer(self)
         self.plan = self.compile(**limits)
+        self.chain_list, self.bucket_names = None, {}    # of this plan, made once
         for block in (self.helpers(), self.flowtable(), self.limits(), self.counters(),
                       self.sets(), self.maps(), self.profile_chains(), self.class_chains(),
                       self.deny_chain(), self.dispatch_chains(), self.raw_chain(),
@@ -181,6 +183,11 @@ class _Renderer:
     def class_body(self, index, cls):
         """The rules of a class after its match: the log rule, the TCP profile on SYN,
         then the counted verdict carrying the helper and ct mark statements."""
+        if index not in self.bodies:
+            self.bodies[index] = self._class_body(index, cls)
+        return self.bodies[index]
+
+    def _class_body(self, index, cls):
         rules, statements, number = [], [], 0
         if cls.log:
             rules.append(log_rule(cls.action, cls.name))
@@ -251,6 +258,11 @@ class _Renderer:
     def dispatch_chain_list(self):
         """(name, segments, served) of every dispatch chain: each zone pair chain, then
         the chains of its splits' buckets (a direct bucket has none)."""
+        if self.chain_list is None:
+            self.chain_list = self._dispatch_chain_list()
+        return self.chain_list
+
+    def _dispatch_chain_list(self):
         result = []
         for chain in self.plan.chains:
             name, served = self.chain_name(chain), self.served(chain)
@@ -277,6 +289,12 @@ class _Renderer:
     def buckets(self, chain_name, number, split):
         """name -> bucket for the split's buckets that are chains, named after the first
         interval that goes to each."""
+        key = (chain_name, number, id(split))
+        if key not in self.bucket_names:
+            self.bucket_names[key] = self._buckets(chain_name, number, split)
+        return self.bucket_names[key]
+
+    def _buckets(self, chain_name, number, split):
         prefix, names, seen = self.split_name(chain_name, number, split), {}, set()
         for interval, bucket in split.buckets:
             if bucket.direct is None and id(bucket) not in seen:
