@@ -75,7 +75,7 @@ class Match:
     ports: tuple | None
     reverse: bool
     text: str
-    addresses: str = ""
+    addresses: str
 
     def applies(self, src, dst):
         """Whether the match can take packets from zone src to zone dst (OTHER: none)."""
@@ -109,7 +109,6 @@ class Bucket:
     straight to the class); else the bucket is a chain of its own, its segments
     compiled as a zone pair's are (never split again)."""
 
-    matches: tuple
     direct: int | None
     segments: tuple
 
@@ -242,13 +241,13 @@ def _splits(run, linear_max, elements_max, pairs_max):
         if pieces is None:
             return None
         total += sum(len(matches) for _, matches in pieces)
-        buckets = {}    # by the members' identities (hashing Matches costs more)
-        for _, matches in pieces:
+        buckets, chosen = {}, []    # by the members' identities (hashing Matches costs more)
+        for interval, matches in pieces:
             key = tuple(map(id, matches))
             if key not in buckets:
                 buckets[key] = _bucket(matches, linear_max, elements_max, pairs_max)
-        result.append(Split(protocol=protocol, buckets=tuple(
-            (interval, buckets[tuple(map(id, matches))]) for interval, matches in pieces)))
+            chosen.append((interval, buckets[key]))
+        result.append(Split(protocol=protocol, buckets=tuple(chosen)))
     return tuple(result)
 
 
@@ -316,8 +315,8 @@ def _pieces(members, protocol, budget):
 
 def _bucket(matches, linear_max, elements_max, pairs_max):
     if _takes_all(matches[0]):
-        return Bucket(matches=matches, direct=matches[0].index, segments=())
-    return Bucket(matches=matches, direct=None,
+        return Bucket(direct=matches[0].index, segments=())
+    return Bucket(direct=None,
                   segments=segments(matches, linear_max, elements_max, pairs_max, False))
 
 

@@ -216,7 +216,7 @@ class _Renderer:
         """A chain per class whose body is more than one rule or that a verdict map
         sends packets to."""
         mapped = set()
-        for _, segments, _ in self.dispatch_chain_list():
+        for _, segments, _, _ in self.dispatch_chain_list():
             for segment in segments:
                 mapped.update(index for vmap in segment.maps for _, index in vmap.elements)
                 mapped.update(bucket.direct for split in segment.splits
@@ -256,8 +256,8 @@ class _Renderer:
         return served
 
     def dispatch_chain_list(self):
-        """(name, segments, served) of every dispatch chain: each zone pair chain, then
-        the chains of its splits' buckets (a direct bucket has none)."""
+        """(name, segments, served, bucket) of every dispatch chain: each zone pair's
+        chain, then the chains of its splits' buckets (a direct bucket has none)."""
         if self.chain_list is None:
             self.chain_list = self._dispatch_chain_list()
         return self.chain_list
@@ -266,11 +266,11 @@ class _Renderer:
         result = []
         for chain in self.plan.chains:
             name, served = self.chain_name(chain), self.served(chain)
-            result.append((name, chain.segments, served))
+            result.append((name, chain.segments, served, False))
             for number, segment in _numbered(chain.segments):
                 for split in segment.splits:
                     for bucket_name, bucket in self.buckets(name, number, split).items():
-                        result.append((bucket_name, bucket.segments, served))
+                        result.append((bucket_name, bucket.segments, served, True))
         return result
 
     # What a dispatch chain names after itself follows a '.': zone names have none, so
@@ -299,14 +299,12 @@ class _Renderer:
         for interval, bucket in split.buckets:
             if bucket.direct is None and id(bucket) not in seen:
                 seen.add(id(bucket))
-                text = (_protocol_text(interval) if split.protocol is None
-                        else port_text(interval))
-                names[f"{prefix}.{text}"] = bucket
+                names[f"{prefix}.{_split_key(split, interval)}"] = bucket
         return names
 
     def maps(self):
         lines = []
-        for name, segments, _ in self.dispatch_chain_list():
+        for name, segments, _, _ in self.dispatch_chain_list():
             for number, segment in _numbered(segments):
                 for vmap in segment.maps:
                     lines += self.map_lines(self.map_name(name, number, vmap), vmap)
@@ -327,9 +325,8 @@ class _Renderer:
             parts.append(_protocol_text(box[2]))
             if vmap.ports:
                 parts.append(port_text(box[3]))
-            elements.append(f"\t\t\t{' . '.join(parts)} : goto class_{classes[index].name}")
-        return [f"\tmap {name} {{", f"\t\ttype {key} : verdict", "\t\tflags interval",
-                "\t\telements = {", ",\n".join(elements), "\t\t}", "\t}"]
+            elements.append(f"{' . '.join(parts)} : goto class_{classes[index].name}")
+        return _verdict_map(name, key, elements)
 
     def split_maps(self, chain_name, number, split):
         """name -> (whether an interval map, [(Interval, Bucket)]): a port protocol's
@@ -351,25 +348,19 @@ class _Renderer:
         key = "inet_proto" if split.protocol is None else "inet_service"
         lines = []
         for name, (interval, buckets) in self.split_maps(chain_name, number, split).items():
-            elements = []
-            for span, bucket in buckets:
-                text = _protocol_text(span) if split.protocol is None else port_text(span)
-                verdict = (f"goto class_{self.policy.classes[bucket.direct].name}"
+            elements = [f"{_split_key(split, span)} : "
+                        + (f"goto class_{self.policy.classes[bucket.direct].name}"
                            if bucket.direct is not None else f"jump {chains[id(bucket)]}")
-                elements.append(f"\t\t\t{text} : {verdict}")
-            lines += [f"\tmap {name} {{", f"\t\ttype {key} : verdict"]
-            if interval:
-                lines.append("\t\tflags interval")
-            lines += ["\t\telements = {", ",\n".join(elements), "\t\t}", "\t}"]
+                        for span, bucket in buckets]
+            lines += _verdict_map(name, key, elements, interval)
         return lines
 
     def dispatch_chains(self):
         lines = []
-        zone_pairs = {self.chain_name(chain) for chain in self.plan.chains}
-        for name, segments, served in self.dispatch_chain_list():
+        for name, segments, served, bucket in self.dispatch_chain_list():
             lines.append(f"\tchain {name} {{")
-            lines += self.segment_lines(name, segments, served, name not in zone_pairs)
-            if name in zone_pairs:
+            lines += self.segment_lines(name, segments, served, bucket)
+            if not bucket:
                 lines.append(f"\t\tgoto default_deny {_comment(f'tusk: no class for {served}')}")
             lines.append("\t}")
         return lines
@@ -609,6 +600,20 @@ def _numbered(segments):
             number += 1
         result.append((number if segment.compiled() else 0, segment))
     return result
+
+
+def _split_key(split, interval):
+    """An interval of a split's field in nft syntax: ports, or a protocol's name."""
+    return _protocol_text(interval) if split.protocol is None else port_text(interval)
+
+
+def _verdict_map(name, type_, elements, interval=True):
+    """A named verdict map, an element ("key : verdict") a line."""
+    lines = [f"\tmap {name} {{", f"\t\ttype {type_} : verdict"]
+    if interval:
+        lines.append("\t\tflags interval")
+    return lines + ["\t\telements = {", ",\n".join(f"\t\t\t{e}" for e in elements),
+                    "\t\t}", "\t}"]
 
 
 def _set(name, type_, elements, interval=True):
