@@ -276,10 +276,11 @@ def test_ftp_through_nat_with_randomised_data_connections(scenario):
 def test_mangling_on_top_of_a_random_offset_keeps_window_tracking(scenario):
     folder = scenario("seqrand-mangle")
     results = load(folder, "connections.json")
-    assert [r["result"] for r in results] == ["ok"] * len(results) and len(results) == 12, results
+    assert [r["result"] for r in results] == ["ok"] * len(results) and len(results) == 18, results
+    assert sum(":" in r["server"] for r in results) == 6          # IPv6 among them
     entries = load(folder, "conntrack.json")
     for record in results:
-        seqadj = entry_for(entries, record["client_port"])["seqadj_orig"]
+        seqadj = entry_for(entries, record["client_port"], dst=record["server"])["seqadj_orig"]
         assert (seqadj["offset_after"] - seqadj["offset_before"]) % MOD == 7, seqadj
     assert invalid_drops(folder) == 0
 
@@ -398,6 +399,35 @@ def test_restored_entry_carries_the_connection_on(scenario):
     assert any(offset(e["seqadj_orig"]) == offset(read["seqadj_orig"]) for e in mine), mine
     assert any(offset(e["seqadj_reply"]) == offset(read["seqadj_reply"]) for e in mine), mine
     assert load(folder, "after-seqadj.json")["seqrand_skipped_midstream"] >= 1
+
+
+TCP_ESTABLISHED = 3
+
+
+def test_a_reused_port_opens_a_new_connection_over_a_randomised_entry(scenario):
+    folder = scenario("seqrand-reuse")
+    results = load(folder, "results.json")
+    assert len(results) == 6, results
+    for record in results:
+        assert record["old_state"] == TCP_ESTABLISHED, record     # fw still held the old one
+        assert record["result"] == "ok", record
+        assert record["new_state"] == TCP_ESTABLISHED, record
+    assert invalid_drops(folder) == 0
+
+
+def test_signed_syns_are_left_alone_and_counted(scenario):
+    """TCP-MD5 and TCP-AO sign the sequence numbers: seqrand must not offset them."""
+    folder = scenario("seqrand-signed")
+    sent = load(folder, "sent.json")
+    out = {s.sport: s for s in seqcheck.read(folder / "fw-outside.pcap")
+           if s.flags & 0x12 == 0x02}
+    assert len(sent) == 18 and set(out) == {s["sport"] for s in sent}, sorted(out)
+    for syn in sent:
+        randomised = syn["class"] != "plain" and syn["kind"] == "unsigned"
+        assert (out[syn["sport"]].seq != syn["seq"]) == randomised, syn
+    delta = counters_delta(folder)
+    assert delta["seqrand_skipped_signed"] == 8          # md5, ao x both, initiator x v4, v6
+    assert delta["seqrand_initiator_randomised"] == 4
 
 
 def test_synproxy_connections_are_left_to_synproxy(scenario):

@@ -1,12 +1,10 @@
 """The scenarios' boot itself: the kernel asked for is the one that ran, with both
 CPUs, the guest's userland, a clean kernel log, and a runner that finished with
 every scenario passed."""
-import re
 import struct
 
-# What the kernel prints when something went wrong in it, at the start of a line.
-KERNEL_TROUBLE = re.compile(r"^(WARNING:|BUG:|Oops|Kernel panic|general protection fault|"
-                            r"Call Trace:|INFO: task .* blocked)", re.MULTILINE)
+from vm import KERNEL_TROUBLE
+
 SETUP_HEADER_VERSION_POINTER = 0x20E      # Linux/x86 boot protocol: kernel_version
 
 

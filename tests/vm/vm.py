@@ -12,6 +12,7 @@ writable places are tmpfs. The console log is kept beside out_dir whatever happe
 """
 import fcntl
 import os
+import re
 import shlex
 import subprocess
 import time
@@ -25,6 +26,9 @@ QEMU = "qemu-system-x86_64"
 GUEST_INIT = "/sbin/tusk-vm-init"
 P9 = "trans=virtio,version=9p2000.L,msize=512000"
 CONSOLE_TAIL_LINES = 60
+# What the kernel prints when something went wrong in it, at the start of a line.
+KERNEL_TROUBLE = re.compile(r"^(WARNING:|BUG:|Oops|Kernel panic|general protection fault|"
+                            r"Call Trace:|INFO: task .* blocked)", re.MULTILINE)
 # The NIC boot: a 4-queue virtio-net NIC (one queue pair per vCPU) whose tap lives in
 # a host namespace of its own (nic_host), never in the host's.
 NIC_NETNS = "tusk-vmnic"

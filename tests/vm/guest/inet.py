@@ -17,3 +17,8 @@ def tcp4_checksum(src, dst, tcp):
     """The checksum of an IPv4 TCP segment (bytes, with a zero checksum field) from
     src to dst (4-byte addresses)."""
     return checksum(src + dst + struct.pack("!BBH", 0, socket.IPPROTO_TCP, len(tcp)) + tcp)
+
+
+def tcp6_checksum(src, dst, tcp):
+    """The checksum of an IPv6 TCP segment from src to dst (16-byte addresses)."""
+    return checksum(src + dst + struct.pack("!I3xB", len(tcp), socket.IPPROTO_TCP) + tcp)

@@ -3,14 +3,15 @@ space rewrites a connection: it lengthens a marker in the first segment of each
 connection that carries it and hands the segment back together with its conntrack
 entry (NFQA_CT), so that the kernel moves the connection's sequence numbers with
 seqadj (nfqnl_recv_verdict() -> nf_ct_tcp_seqadj_set()). Raw nfnetlink: the Python
-bindings of libnetfilter_queue cannot send NFQA_CT. IPv4 only.
+bindings of libnetfilter_queue cannot send NFQA_CT. IPv4, and IPv6 without extension
+headers.
 """
 import select
 import socket
 import struct
 import threading
 
-from inet import checksum, tcp4_checksum
+from inet import checksum, tcp4_checksum, tcp6_checksum
 from pcaps import netns
 
 NETLINK_NETFILTER = 12
@@ -43,9 +44,10 @@ def _attrs(data):
 
 
 def rewrite(packet, marker, replacement):
-    """The IPv4/TCP packet with the first marker in its payload replaced, lengths and
-    checksums fixed; None if the payload has no marker."""
-    ihl = (packet[0] & 0x0f) * 4
+    """The IPv4 or IPv6 TCP packet with the first marker in its payload replaced,
+    lengths and checksums fixed; None if the payload has no marker."""
+    version = packet[0] >> 4
+    ihl = (packet[0] & 0x0f) * 4 if version == 4 else 40
     doff = (packet[ihl + 12] >> 4) * 4
     payload = packet[ihl + doff:]
     if marker not in payload:
@@ -53,12 +55,16 @@ def rewrite(packet, marker, replacement):
     payload = payload.replace(marker, replacement, 1)
     ip = bytearray(packet[:ihl])
     tcp = bytearray(packet[ihl:ihl + doff]) + payload
-    struct.pack_into("!H", ip, 2, ihl + len(tcp))
-    struct.pack_into("!H", ip, 10, 0)
-    struct.pack_into("!H", ip, 10, checksum(bytes(ip)))
     struct.pack_into("!H", tcp, 16, 0)
-    struct.pack_into("!H", tcp, 16,
-                     tcp4_checksum(bytes(ip[12:16]), bytes(ip[16:20]), bytes(tcp)))
+    if version == 4:
+        struct.pack_into("!H", ip, 2, ihl + len(tcp))
+        struct.pack_into("!H", ip, 10, 0)
+        struct.pack_into("!H", ip, 10, checksum(bytes(ip)))
+        summed = tcp4_checksum(bytes(ip[12:16]), bytes(ip[16:20]), bytes(tcp))
+    else:
+        struct.pack_into("!H", ip, 4, len(tcp))
+        summed = tcp6_checksum(bytes(ip[8:24]), bytes(ip[24:40]), bytes(tcp))
+    struct.pack_into("!H", tcp, 16, summed)
     return bytes(ip) + bytes(tcp)
 
 
@@ -118,8 +124,12 @@ class Mangler:
 
     def _verdict(self, packet_id, packet):
         self.seen += 1
-        ihl = (packet[0] & 0x0f) * 4
-        flow = (socket.inet_ntoa(packet[12:16]), struct.unpack_from("!H", packet, ihl)[0])
+        if packet[0] >> 4 == 4:
+            ihl = (packet[0] & 0x0f) * 4
+            source = socket.inet_ntop(socket.AF_INET, packet[12:16])
+        else:
+            ihl, source = 40, socket.inet_ntop(socket.AF_INET6, packet[8:24])
+        flow = (source, struct.unpack_from("!H", packet, ihl)[0])
         verdict = _attr(NFQA_VERDICT_HDR, struct.pack("!II", NF_ACCEPT, packet_id))
         rewritten = None if flow in self.mangled else rewrite(packet, self.marker,
                                                                self.replacement)

@@ -74,7 +74,8 @@ class Connection:
     """One TCP connection between the client and the server namespaces, both ends held
     by this process: the test decides when each side sends, reads or closes."""
 
-    def __init__(self, lab, port, server=SERVER_V4, family=socket.AF_INET, timeout=5):
+    def __init__(self, lab, port, server=SERVER_V4, family=socket.AF_INET, timeout=5,
+                 client_port=0):
         bind = "::" if family == socket.AF_INET6 else "0.0.0.0"
         listener = ns_socket(lab.server, family, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -82,10 +83,16 @@ class Connection:
         listener.listen(1)
         self.client = ns_socket(lab.client, family, socket.SOCK_STREAM)
         self.client.settimeout(timeout)
-        self.client.connect((server, port))
-        self.server, _ = listener.accept()
+        if client_port:                 # a given source port (reused on purpose)
+            self.client.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.client.bind((bind, client_port))
+        listener.settimeout(timeout)
+        try:
+            self.client.connect((server, port))
+            self.server, _ = listener.accept()
+        finally:
+            listener.close()
         self.server.settimeout(timeout)
-        listener.close()
         self.client_port = self.client.getsockname()[1]
 
     def exchange(self, payload=b"tusk"):

@@ -1,0 +1,71 @@
+"""seqrand-signed: SYNs signed with TCP-MD5 (option 19, RFC 2385) or TCP-AO (option
+29, RFC 5925) through the randomising classes. Both sign the segment with its
+sequence numbers: an offset breaks every MAC, and a BGP session through a seqrand
+class never opens. The helper must leave such connections alone and count them.
+The client's namespace sends hand-made SYNs - unsigned, MD5, AO - per class (both,
+initiator, plain) and family, each from its own source port with a known sequence
+number; fw's outside interface is captured.
+
+Saved: sent.json (per SYN: class, family, kind, source port, seq), fw-outside.pcap,
+before-/after- state (seqrand_skipped_signed among the counters).
+"""
+import socket
+import struct
+
+import seqrand
+from inet import checksum, tcp4_checksum, tcp6_checksum
+from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
+from pcaps import ns_socket
+
+TIME_LIMIT = 120
+FIRST_PORT = 41000
+CLASSES = (("both", seqrand.PORT_BOTH), ("initiator", seqrand.PORT_INITIATOR),
+           ("plain", seqrand.PORT_PLAIN))
+FAMILIES = (("v4", socket.AF_INET, CLIENT_V4, SERVER_V4),
+            ("v6", socket.AF_INET6, CLIENT_V6, SERVER_V6))
+MSS = b"\x02\x04\x05\xb4"
+OPTIONS = {
+    "unsigned": MSS,
+    # kind 19, length 18: the 16-byte digest; two NOPs to a multiple of 4
+    "md5": MSS + b"\x13\x12" + bytes(range(16)) + b"\x01\x01",
+    # kind 29, length 16: KeyID, RNextKeyID and a 12-byte MAC (HMAC-SHA-1-96)
+    "ao": MSS + b"\x1d\x10\x07\x07" + bytes(range(12)),
+}
+
+
+def syn(family, src, dst, sport, dport, seq, options):
+    tcp = bytearray(struct.pack("!HHIIBBHHH", sport, dport, seq, 0,
+                                (5 + len(options) // 4) << 4, 0x02, 64240, 0, 0) + options)
+    if family == socket.AF_INET:
+        s, d = socket.inet_aton(src), socket.inet_aton(dst)
+        struct.pack_into("!H", tcp, 16, tcp4_checksum(s, d, bytes(tcp)))
+        ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), sport, 0x4000,
+                                   64, socket.IPPROTO_TCP, 0, s, d))
+        struct.pack_into("!H", ip, 10, checksum(bytes(ip)))
+        return bytes(ip) + bytes(tcp)
+    s, d = socket.inet_pton(family, src), socket.inet_pton(family, dst)
+    struct.pack_into("!H", tcp, 16, tcp6_checksum(s, d, bytes(tcp)))
+    return struct.pack("!IHBB16s16s", 6 << 28, len(tcp), socket.IPPROTO_TCP, 64, s, d) \
+        + bytes(tcp)
+
+
+def run(ctx):
+    lab = ctx.lab()
+    seqrand.apply_policy(ctx, lab)
+    seqrand.save_state(ctx, lab, "before")
+    sent, port = [], FIRST_PORT
+    with ctx.capture(lab.fw, "veth-s", "fw-outside", "tcp") as capture:
+        for family_name, family, client, server in FAMILIES:
+            with ns_socket(lab.client, family, socket.SOCK_RAW, socket.IPPROTO_RAW) as raw:
+                for name, dport in CLASSES:
+                    for kind, options in OPTIONS.items():
+                        seq = 0x10000000 + port * 0x1000
+                        raw.sendto(syn(family, client, server, port, dport, seq, options),
+                                   (server, 0))
+                        sent.append({"class": name, "family": family_name, "kind": kind,
+                                     "sport": port, "seq": seq})
+                        port += 1
+        capture.wait_for(lambda found: sum(s.syn for s in found) >= len(sent), 10,
+                         "every SYN through fw")
+    ctx.save_json("sent.json", sent)
+    seqrand.save_state(ctx, lab, "after")
