@@ -9,6 +9,7 @@ seqrand_initiator_randomised 42
 seqrand_responder_randomised 40
 seqrand_skipped_midstream 1
 seqrand_skipped_synproxy 0
+seqrand_skipped_signed 2
 seqrand_dropped_nomem 0
 """
 
@@ -16,7 +17,8 @@ seqrand_dropped_nomem 0
 def test_seqadj_counters():
     counters = sampler.seqadj(SEQADJ)
     assert counters["sack_blocks_translated"] == 1200
-    assert counters["seqrand_initiator_randomised"] == 42 and len(counters) == 8
+    assert counters["seqrand_initiator_randomised"] == 42 and len(counters) == 9
+    assert counters["seqrand_skipped_signed"] == 2
 
 
 def test_no_seqadj_file_means_no_counters():

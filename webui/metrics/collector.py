@@ -54,7 +54,7 @@ _INTERFACE = {
     "rx_dropped": ("receive_drops", "Packets dropped on receive"),
     "tx_dropped": ("transmit_drops", "Packets dropped on transmit"),
 }
-# the lines of /proc/net/nf_conntrack_seqadj (Tusk's kernel patches 0006-0010)
+# the lines of /proc/net/nf_conntrack_seqadj (Tusk's kernel patches)
 SEQADJ = {
     "sack_blocks_translated": ("tusk_seqadj_sack_blocks_translated",
                                "SACK blocks whose edges seqadj translated"),
@@ -72,6 +72,9 @@ SEQADJ = {
                                   "Connections seqrand left alone: picked up mid-stream"),
     "seqrand_skipped_synproxy": ("tusk_seqrand_skipped_synproxy",
                                  "Connections seqrand left alone: opened by synproxy"),
+    "seqrand_skipped_signed": ("tusk_seqrand_skipped_signed",
+                               "Connections seqrand left alone: signed with TCP-MD5 or "
+                               "TCP-AO"),
     "seqrand_dropped_nomem": ("tusk_seqrand_dropped_nomem",
                               "SYNs seqrand dropped: no memory for the seqadj extension"),
 }
