@@ -216,10 +216,17 @@ def test_sequence_numbers_cross_two_to_the_32_on_both_sides(wrap):
     assert report.wrapped_inside and report.wrapped_outside, report
 
 
+CLOSING = {4, 5, 6, 7, 8}        # FIN_WAIT, CLOSE_WAIT, LAST_ACK, TIME_WAIT, CLOSE
+
+
 def test_long_transfer_stays_established_without_invalid(wrap):
     folder, bulk = wrap
     states = [state for sample in load(folder, "states.json") for port, state in sample
               if port == bulk.client[1]]
+    # the last samples may catch the orderly close (FIN_WAIT .. CLOSE) before iperf3's
+    # process ends; before it, nothing but ESTABLISHED
+    while states and states[-1] in CLOSING:
+        states.pop()
     assert len(states) >= 3, states
     assert set(states) == {3}, f"TCP states seen (3 = ESTABLISHED): {states}"
     assert invalid_drops(folder) == 0
@@ -354,13 +361,24 @@ def test_icmp_error_in_the_original_direction_arrives_intact(scenario, family):
 def test_path_mtu_discovery_through_a_randomised_flow(scenario):
     folder = scenario("seqrand-pmtu")
     results = load(folder, "results.json")
-    for case, mtu in (("router-v4", 1200), ("router-v6", 1280), ("fw-v4", 1200)):
+    cases = (("router-v4", 1200), ("router-v6", 1280), ("fw-v4", 1200), ("tunnel-v4", 1480),
+             ("tunnel-plain-v4", 1480))
+    for case, mtu in cases:
         assert results[case]["completed"], (case, results[case])
         assert f"mtu {mtu}" in (folder / f"route-{case}.txt").read_text(), case
-        assert nstat(folder, "client", case).get("TcpExtOutOfWindowIcmps", 0) == 0, case
-    for case in ("router-v4", "router-v6"):
+        assert load(folder, f"{case}-seqadj.json")["icmp_quotes_dropped"] == 0, case
+        client = nstat(folder, "client", case)
+        ignored = client.get("TcpExtOutOfWindowIcmps", 0)
+        if case.startswith("tunnel"):
+            # ten errors about one flight at once: Linux ignores some even without
+            # seqrand (the plain control); it must take the others
+            assert ignored < client["IcmpInDestUnreachs"], (case, ignored)
+        else:
+            assert ignored == 0, case
+    # errors raised beyond fw, and by fw's tunnel egress after fw rewrote the segment
+    for case in ("router-v4", "router-v6", "tunnel-v4"):
         assert load(folder, f"{case}-seqadj.json")["icmp_quotes_translated"] > 0, case
-    # fw's own errors quote the segment before fw rewrote it: nothing to translate
+    # fw's forwarding raises its errors before it rewrites the segment: nothing to translate
     assert load(folder, "fw-v4-seqadj.json")["icmp_quotes_translated"] == 0
 
 

@@ -7,7 +7,14 @@ over a path whose last hop is narrower:
   it, so fw must translate the quote back or the client drops them as out of window
   and the connection black-holes;
 - fw: fw's own interface towards the server has MTU 1200, so fw raises the error
-  itself, about the segment before it was rewritten: it must not translate it.
+  itself, about the segment before it was rewritten: it must not translate it;
+- tunnel: fw reaches the server through an IPIP tunnel whose MTU (1500) its path
+  cannot carry once encapsulated; the tunnel's egress raises the error on fw after
+  the segment was rewritten, so fw must translate it - told apart from the case
+  above by the connection's window, not by who raised it. The same path without
+  randomisation (class plain) is the control: Linux finds some errors of a burst
+  about one flight out of window on its own, so the test judges the errors the
+  client accepted, not the ones it ignored.
 
 Saved: results.json (per case: completed or why not), route-<case>.txt (the client's
 route to the server afterwards), fw-<case>-*.pcap (ICMP on both fw interfaces),
@@ -16,25 +23,35 @@ route to the server afterwards), fw-<case>-*.pcap (ICMP on both fw interfaces),
 import socket
 
 import seqrand
-from lab.namespaces import SERVER_V4, SERVER_V6
+from lab.namespaces import FW_S_V4, SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 300
 SIZE = 4 * 1024 * 1024
+TUNNELLED = "10.10.9.2"         # the server's address at the tunnel's far end
 CASES = (("router-v4", socket.AF_INET, SERVER_V4, {"router_mtu": 1200}, None),
          ("router-v6", socket.AF_INET6, SERVER_V6, {"router_mtu": 1280}, None),
-         ("fw-v4", socket.AF_INET, SERVER_V4, {}, 1200))
+         ("fw-v4", socket.AF_INET, SERVER_V4, {}, 1200),
+         ("tunnel-v4", socket.AF_INET, TUNNELLED, {}, None),
+         ("tunnel-plain-v4", socket.AF_INET, TUNNELLED, {}, None))
 
 
 def run(ctx):
     results = {}
     for name, family, server, lab_options, fw_mtu in CASES:
         lab = ctx.lab(**lab_options)
-        seqrand.apply_policy(ctx, lab)
+        if server == TUNNELLED:
+            tunnel(ctx, lab)
+            seqrand.real_checksums(ctx, lab)       # no TSO: segments the tunnel sees
+            seqrand.apply_policy(ctx, lab, seqrand.POLICY.replace(
+                "interfaces: [veth-s]", "interfaces: [veth-s, tun-s]"))
+        else:
+            seqrand.apply_policy(ctx, lab)
         if fw_mtu:
             lab.mtu(lab.fw, "veth-s", fw_mtu)
         with ctx.capture(lab.fw, "veth-c", f"fw-{name}-inside", "icmp or icmp6"), \
                 ctx.capture(lab.fw, "veth-s", f"fw-{name}-outside", "icmp or icmp6"):
-            results[name] = upload(lab, family, server)
+            port = seqrand.PORT_PLAIN if "plain" in name else seqrand.PORT_BOTH
+            results[name] = upload(lab, family, server, port)
         flag = "-6" if family == socket.AF_INET6 else "-4"
         ctx.run("ip", flag, "route", "get", server, ns=lab.client, save=f"route-{name}.txt")
         seqrand.save_state(ctx, lab, name)
@@ -42,9 +59,9 @@ def run(ctx):
     ctx.save_json("results.json", results)
 
 
-def upload(lab, family, server):
+def upload(lab, family, server, port):
     try:
-        connection = seqrand.Connection(lab, seqrand.PORT_BOTH, server, family, timeout=15)
+        connection = seqrand.Connection(lab, port, server, family, timeout=15)
     except OSError as exc:
         return {"completed": False, "error": f"connect: {exc!r}"}
     try:
@@ -56,3 +73,18 @@ def upload(lab, family, server):
                 "error": repr(exc)}
     finally:
         connection.close()
+
+
+def tunnel(ctx, lab):
+    """An IPIP tunnel between fw and the server over their link, MTU 1500 at both ends
+    (the server then offers MSS 1460): a full segment no longer fits the link once
+    encapsulated, and fw's tunnel egress says so with "fragmentation needed"."""
+    ends = ((lab.fw, "tun-s", FW_S_V4, SERVER_V4), (lab.server, "tun-c", SERVER_V4, FW_S_V4))
+    for ns, name, local, remote in ends:
+        ctx.run("ip", "link", "add", name, "type", "ipip", "local", local, "remote", remote,
+                "ttl", "64", ns=ns)
+        ctx.run("ip", "link", "set", name, "mtu", "1500", "up", ns=ns)
+    ctx.run("ip", "route", "add", f"{TUNNELLED}/32", "dev", "tun-s", ns=lab.fw)
+    ctx.run("ip", "address", "add", f"{TUNNELLED}/32", "dev", "tun-c", ns=lab.server)
+    ctx.run("ip", "route", "add", "10.10.1.0/24", "dev", "tun-c", "src", TUNNELLED,
+            ns=lab.server)
