@@ -62,6 +62,9 @@ SEQADJ = {
                               "Segments whose TCP options seqadj stopped at as malformed"),
     "icmp_quotes_translated": ("tusk_seqadj_icmp_quotes_translated",
                                "TCP headers quoted in ICMP errors that seqadj translated"),
+    "icmp_quotes_dropped": ("tusk_seqadj_icmp_quotes_dropped",
+                            "ICMP errors seqadj dropped: the TCP segment they quote lies "
+                            "outside the connection's window"),
     "seqrand_initiator_randomised": ("tusk_seqrand_initiator_randomised",
                                      "Connections whose initiator's sequence numbers the "
                                      "seqrand helper randomised"),
