@@ -3,8 +3,8 @@ both). A rule inserted at the top of fw's forward chain rejects the server's nex
 segment: fw answers the server with a reset built from that segment, which the
 server must take - its socket fails with ECONNRESET - instead of finding it outside
 its window and answering with a challenge ACK. Then the same towards the client on a
-second connection (that one always worked: a regression guard). Both fw interfaces
-are captured.
+second connection (that one always worked: a regression guard). IPv4 and IPv6. Both
+fw interfaces are captured.
 
 Saved: results.json (how the reset endpoint's socket ended), fw-*.pcap, after- state.
 """
@@ -12,9 +12,10 @@ import socket
 import time
 
 import seqrand
-from lab.namespaces import CLIENT_V4, SERVER_V4
+from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 120
+FAMILIES = (("v4", CLIENT_V4, SERVER_V4), ("v6", CLIENT_V6, SERVER_V6))
 SETTLE = 3          # seconds an endpoint gets to act on the reset
 
 
@@ -25,19 +26,22 @@ def run(ctx):
     results = {}
     with ctx.capture(lab.fw, "veth-c", "fw-inside", "tcp"), \
             ctx.capture(lab.fw, "veth-s", "fw-outside", "tcp"):
-        for side in ("server", "client"):
-            results[side] = reset(ctx, lab, side)
+        for family, client, server in FAMILIES:
+            for side in ("server", "client"):
+                results[f"{side}-{family}"] = reset(ctx, lab, side, family, client, server)
     ctx.save_json("results.json", results)
     seqrand.save_state(ctx, lab, "after")
 
 
-def reset(ctx, lab, side):
+def reset(ctx, lab, side, family, client, server):
     """fw rejects the next segment `side` sends; returns how side's socket ended."""
-    connection = seqrand.Connection(lab, seqrand.PORT_BOTH)
+    ip = "ip6" if family == "v6" else "ip"
+    connection = seqrand.Connection(lab, seqrand.PORT_BOTH, server,
+                                    socket.AF_INET6 if family == "v6" else socket.AF_INET)
     connection.exchange(b"before the reset")
     port = seqrand.PORT_BOTH
-    rule = (f"ip saddr {SERVER_V4} tcp sport {port}" if side == "server"
-            else f"ip saddr {CLIENT_V4} tcp dport {port}") + " reject with tcp reset"
+    rule = (f"{ip} saddr {server} tcp sport {port}" if side == "server"
+            else f"{ip} saddr {client} tcp dport {port}") + " reject with tcp reset"
     inserted = ctx.run("nft", "--echo", "--handle", "insert", "rule", "inet", "tusk",
                        "forward", *rule.split(), ns=lab.fw).stdout
     handle = inserted.rsplit("# handle ", 1)[1].split()[0]
