@@ -12,29 +12,10 @@ import dpkt
 import pytest
 
 import seqcheck
+from saved import counters_delta, invalid_drops, load, nstat
 
 MOD = 1 << 32
 IPS_OFFLOAD = 1 << 14
-
-
-def load(folder, name):
-    return json.loads((folder / name).read_text())
-
-
-def counters_delta(folder, before="before", after="after"):
-    old, new = load(folder, f"{before}-seqadj.json"), load(folder, f"{after}-seqadj.json")
-    return {name: new[name] - old.get(name, 0) for name in new}
-
-
-def nstat(folder, who, state="after"):
-    return load(folder, f"{state}-nstat-{who}.json")["kernel"]
-
-
-def invalid_drops(folder, state="after"):
-    """The tusk ruleset's counter of invalid packets (dropped)."""
-    counters = load(folder, f"{state}-nft-counters.json")["nftables"]
-    return next(c["counter"]["packets"] for c in counters
-                if "counter" in c and c["counter"]["name"] == "invalid")
 
 
 def capture_flows(folder, inside="fw-inside.pcap", outside="fw-outside.pcap", entries=None):

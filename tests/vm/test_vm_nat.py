@@ -9,7 +9,8 @@ import struct
 import pytest
 
 import seqcheck
-from test_seqrand import IPS_OFFLOAD, assert_translated, load, nstat
+from saved import load, nstat
+from test_seqrand import IPS_OFFLOAD, assert_translated
 
 FW_C_V4, FW_S_V4, CLIENT_V4, SERVER_V4 = "10.10.1.1", "10.10.2.1", "10.10.1.2", "10.10.2.2"
 RUNS = ("masquerade-upload", "masquerade-download", "forward-upload", "forward-download")

@@ -89,12 +89,14 @@ def describe(message):
             "seqadj_reply": seqadj_of("CTA_SEQ_ADJ_REPLY")}
 
 
-def find(found, sport, dport):
-    """The entry of the TCP connection sport -> dport (original direction)."""
+def find(found, sport, dport, dst=None):
+    """The entry of the TCP connection sport -> dport (original direction), to the
+    address dst if given (a client may use one port towards two servers)."""
     matches = [e for e in found if e["orig"] and e["orig"]["proto"] == socket.IPPROTO_TCP
-               and e["orig"]["sport"] == sport and e["orig"]["dport"] == dport]
+               and e["orig"]["sport"] == sport and e["orig"]["dport"] == dport
+               and dst in (None, e["orig"]["dst"])]
     if len(matches) != 1:
-        raise AssertionError(f"{len(matches)} conntrack entries for {sport} -> {dport}")
+        raise AssertionError(f"{len(matches)} conntrack entries for {sport} -> {dst}:{dport}")
     return matches[0]
 
 

@@ -13,7 +13,7 @@ import socket
 import struct
 
 import seqrand
-from inet import checksum, tcp4_checksum
+from inet import tcp_packet
 from lab.namespaces import CLIENT_V4, SERVER_V4
 from pcaps import ns_socket
 
@@ -41,18 +41,6 @@ def option_lists(rcv_nxt):
     }
 
 
-def segment(ipid, sport, dport, seq, ack, options):
-    assert len(options) % 4 == 0, options
-    tcp = bytearray(struct.pack("!HHIIBBHHH", sport, dport, seq % 2**32, ack % 2**32,
-                                (5 + len(options) // 4) << 4, 0x10, 502, 0, 0) + options)
-    src, dst = socket.inet_aton(CLIENT_V4), socket.inet_aton(SERVER_V4)
-    struct.pack_into("!H", tcp, 16, tcp4_checksum(src, dst, bytes(tcp)))
-    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), ipid, 0x4000, 64,
-                               socket.IPPROTO_TCP, 0, src, dst))
-    struct.pack_into("!H", ip, 10, checksum(bytes(ip)))
-    return bytes(ip) + bytes(tcp)
-
-
 def run(ctx):
     lab = ctx.lab()
     seqrand.real_checksums(ctx, lab)
@@ -73,8 +61,9 @@ def run(ctx):
         with ns_socket(lab.client, socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW) as raw:
             for index, (name, options) in enumerate(option_lists(rcv_nxt).items()):
                 ipid = FIRST_ID + index
-                raw.sendto(segment(ipid, connection.client_port, seqrand.PORT_BOTH,
-                                   snd_nxt, rcv_nxt, options), (SERVER_V4, 0))
+                raw.sendto(tcp_packet(socket.AF_INET, CLIENT_V4, SERVER_V4,
+                                      connection.client_port, seqrand.PORT_BOTH, snd_nxt,
+                                      rcv_nxt, 0x10, options, ipid=ipid), (SERVER_V4, 0))
                 crafted[ipid] = {"name": name, "options": options.hex()}
         # the connection still works after all of them
         connection.exchange(b"after")

@@ -28,16 +28,17 @@ from lab.namespaces import FW_S_V4, SERVER_V4, SERVER_V6
 TIME_LIMIT = 300
 SIZE = 4 * 1024 * 1024
 TUNNELLED = "10.10.9.2"         # the server's address at the tunnel's far end
-CASES = (("router-v4", socket.AF_INET, SERVER_V4, {"router_mtu": 1200}, None),
-         ("router-v6", socket.AF_INET6, SERVER_V6, {"router_mtu": 1280}, None),
-         ("fw-v4", socket.AF_INET, SERVER_V4, {}, 1200),
-         ("tunnel-v4", socket.AF_INET, TUNNELLED, {}, None),
-         ("tunnel-plain-v4", socket.AF_INET, TUNNELLED, {}, None))
+BOTH, PLAIN = seqrand.PORT_BOTH, seqrand.PORT_PLAIN
+CASES = (("router-v4", socket.AF_INET, SERVER_V4, BOTH, {"router_mtu": 1200}, None),
+         ("router-v6", socket.AF_INET6, SERVER_V6, BOTH, {"router_mtu": 1280}, None),
+         ("fw-v4", socket.AF_INET, SERVER_V4, BOTH, {}, 1200),
+         ("tunnel-v4", socket.AF_INET, TUNNELLED, BOTH, {}, None),
+         ("tunnel-plain-v4", socket.AF_INET, TUNNELLED, PLAIN, {}, None))
 
 
 def run(ctx):
     results = {}
-    for name, family, server, lab_options, fw_mtu in CASES:
+    for name, family, server, port, lab_options, fw_mtu in CASES:
         lab = ctx.lab(**lab_options)
         if server == TUNNELLED:
             tunnel(ctx, lab)
@@ -50,7 +51,6 @@ def run(ctx):
             lab.mtu(lab.fw, "veth-s", fw_mtu)
         with ctx.capture(lab.fw, "veth-c", f"fw-{name}-inside", "icmp or icmp6"), \
                 ctx.capture(lab.fw, "veth-s", f"fw-{name}-outside", "icmp or icmp6"):
-            port = seqrand.PORT_PLAIN if "plain" in name else seqrand.PORT_BOTH
             results[name] = upload(lab, family, server, port)
         flag = "-6" if family == socket.AF_INET6 else "-4"
         ctx.run("ip", flag, "route", "get", server, ns=lab.client, save=f"route-{name}.txt")

@@ -69,7 +69,4 @@ def forget(ctx, lab, connection):
 
 
 def state_of(lab, client_port, server, port):
-    found = [e for e in conntrack.entries(lab.fw)
-             if e["orig"] and e["orig"]["proto"] == 6 and e["orig"]["sport"] == client_port
-             and e["orig"]["dst"] == server and e["orig"]["dport"] == port]
-    return found[0]["tcp_state"] if found else None
+    return conntrack.find(conntrack.entries(lab.fw), client_port, port, server)["tcp_state"]

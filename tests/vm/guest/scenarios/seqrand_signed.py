@@ -10,10 +10,9 @@ Saved: sent.json (per SYN: class, family, kind, source port, seq), fw-outside.pc
 before-/after- state (seqrand_skipped_signed among the counters).
 """
 import socket
-import struct
 
 import seqrand
-from inet import checksum, tcp4_checksum, tcp6_checksum
+from inet import tcp_packet
 from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 from pcaps import ns_socket
 
@@ -33,22 +32,6 @@ OPTIONS = {
 }
 
 
-def syn(family, src, dst, sport, dport, seq, options):
-    tcp = bytearray(struct.pack("!HHIIBBHHH", sport, dport, seq, 0,
-                                (5 + len(options) // 4) << 4, 0x02, 64240, 0, 0) + options)
-    if family == socket.AF_INET:
-        s, d = socket.inet_aton(src), socket.inet_aton(dst)
-        struct.pack_into("!H", tcp, 16, tcp4_checksum(s, d, bytes(tcp)))
-        ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), sport, 0x4000,
-                                   64, socket.IPPROTO_TCP, 0, s, d))
-        struct.pack_into("!H", ip, 10, checksum(bytes(ip)))
-        return bytes(ip) + bytes(tcp)
-    s, d = socket.inet_pton(family, src), socket.inet_pton(family, dst)
-    struct.pack_into("!H", tcp, 16, tcp6_checksum(s, d, bytes(tcp)))
-    return struct.pack("!IHBB16s16s", 6 << 28, len(tcp), socket.IPPROTO_TCP, 64, s, d) \
-        + bytes(tcp)
-
-
 def run(ctx):
     lab = ctx.lab()
     seqrand.apply_policy(ctx, lab)
@@ -60,7 +43,8 @@ def run(ctx):
                 for name, dport in CLASSES:
                     for kind, options in OPTIONS.items():
                         seq = 0x10000000 + port * 0x1000
-                        raw.sendto(syn(family, client, server, port, dport, seq, options),
+                        raw.sendto(tcp_packet(family, client, server, port, dport, seq, 0,
+                                              0x02, options, window=64240, ipid=port),
                                    (server, 0))
                         sent.append({"class": name, "family": family_name, "kind": kind,
                                      "sport": port, "seq": seq})
