@@ -247,12 +247,16 @@ def test_check_and_diff_against_the_live_revision(lab, fw, tmp_path):
     assert "kernel seqrand helper: missing" in status
     assert "kernel seqrand-both helper: missing" in status
     assert "kernel flowtable: missing" in status
+    assert "kernel seqrand on the fast path: missing" in status
 
 
 def test_capability_probe_tells_present_from_missing(lab):
-    """The probe asks the kernel: the stock ftp helper is there, seqrand is not."""
-    from policy.core.capabilities import has_helper
+    """The probe asks the kernel: the stock ftp helper is there, seqrand is not, nor a
+    fast path that translates sequence numbers (the VM scenario policy-fastpath applies
+    a class with both on Tusk's kernel)."""
+    from policy.core.capabilities import has_fastpath_seqadj, has_helper
     from policy.core.target import Target
     target = Target(lab.fw)
     assert has_helper(target, "ftp")
     assert not has_helper(target, "seqrand")
+    assert not has_fastpath_seqadj(target)

@@ -19,6 +19,20 @@ def has_helper(target, helper_type):
     return _probe(target, f'ct helper p {{\n type "{helper_type}" protocol tcp\n l3proto inet\n}}')
 
 
+# The line Tusk's kernel (kernel-patches/0018) adds to /proc/net/nf_conntrack_seqadj
+# where the flowtable's fast path translates sequence numbers: no nft object shows it.
+SEQADJ_STATS = "/proc/net/nf_conntrack_seqadj"
+FASTPATH_SEQADJ_LINE = "flowtable_packets_translated"
+
+
+def has_fastpath_seqadj(target):
+    """Whether the target's kernel carries connections with sequence adjustment (seqrand)
+    on the flowtable's fast path, translating them there."""
+    found = target.run(["cat", SEQADJ_STATS])
+    return found.ok and any(line.split()[:1] == [FASTPATH_SEQADJ_LINE]
+                            for line in found.stdout.splitlines())
+
+
 def flowtable_refusals(target, devices):
     """None if a flowtable over all devices works, else the devices (or '*' for the kernel)
     that a flowtable cannot use."""
@@ -69,6 +83,14 @@ def check(policy, target):
             for index, cls in fast:
                 problems.append(Problem(Code.CAPABILITY, f"classes[{index}].fastpath",
                                         f"class {cls.name!r} needs {why}"))
+        randomised = [(i, c) for i, c in fast if c.seqrand != choices.SEQRAND_NONE]
+        if randomised and not refused and not has_fastpath_seqadj(target):
+            for index, cls in randomised:
+                problems.append(Problem(
+                    Code.CAPABILITY, f"classes[{index}].fastpath",
+                    f"class {cls.name!r} randomises sequence numbers on the fast path, which "
+                    f"needs a kernel whose flowtable translates them (Tusk's kernel: "
+                    f"{FASTPATH_SEQADJ_LINE} in {SEQADJ_STATS}); {target} has none"))
     if problems:
         raise PolicyError(problems)
 
@@ -77,4 +99,5 @@ def report(target):
     """What the kernel offers, for display: name -> bool."""
     found = {f"{h} helper": has_helper(target, h) for h in choices.SEQRAND_HELPER_TYPES.values()}
     found["flowtable"] = flowtable_refusals(target, []) is None
+    found["seqrand on the fast path"] = has_fastpath_seqadj(target)
     return found

@@ -448,11 +448,6 @@ class _Checker:
         if cls.fastpath and not policy.zones:
             self.fail(Code.CONTRADICTION, f"{here}.fastpath", "the fast path is a flowtable over "
                       "zone interfaces, and the policy has no zones")
-        if cls.seqrand != choices.SEQRAND_NONE and cls.fastpath:
-            self.fail(Code.CONTRADICTION, f"{here}.fastpath",
-                      "the flowtable fast path cannot carry sequence-randomised connections "
-                      "(the kernel's flow offload skips every connection with seqadj); "
-                      "turn off seqrand or fastpath")
         protocols = {policy.service[s].protocol for s in cls.services}
         tcp_fields = [f for f in modifies if f in ("mss", "tcp_options", "seqrand")]
         if protocols and "tcp" not in protocols:
