@@ -6,6 +6,7 @@ SEQADJ = """sack_blocks_translated 1200
 tcp_options_malformed 3
 icmp_quotes_translated 7
 icmp_quotes_dropped 1
+flowtable_packets_translated 90
 seqrand_initiator_randomised 42
 seqrand_responder_randomised 40
 seqrand_skipped_midstream 1
@@ -18,7 +19,7 @@ seqrand_dropped_nomem 0
 def test_seqadj_counters():
     counters = sampler.seqadj(SEQADJ)
     assert counters["sack_blocks_translated"] == 1200
-    assert counters["seqrand_initiator_randomised"] == 42 and len(counters) == 10
+    assert counters["seqrand_initiator_randomised"] == 42 and len(counters) == 11
     assert counters["seqrand_skipped_signed"] == 2
 
 

@@ -172,7 +172,8 @@ def test_the_scrape_exports_what_the_agent_stored(admin_client, tmp_path):
                               "tx_packets": 20, "rx_dropped": 1, "tx_dropped": 2,
                               "rx_errors": 3, "tx_errors": 4, "operstate": "UP"}},
                           seqadj={"sack_blocks_translated": 7, "seqrand_initiator_randomised": 5,
-                                  "seqrand_skipped_signed": 2})
+                                  "seqrand_skipped_signed": 2,
+                                  "flowtable_packets_translated": 90})
     hit = round(now.timestamp() - 30, 3)
     reading({"class_web": [12, 3400, hit], "class_idle": [0, 0, None],
              "invalid": [3, 180, None], "default_deny": [9, 540, hit]})
@@ -197,6 +198,7 @@ def test_the_scrape_exports_what_the_agent_stored(admin_client, tmp_path):
     assert value(found, "tusk_seqadj_sack_blocks_translated_total") == 7
     assert value(found, "tusk_seqrand_initiator_randomised_total") == 5
     assert value(found, "tusk_seqrand_skipped_signed_total") == 2
+    assert value(found, "tusk_seqadj_flowtable_packets_translated_total") == 90
     assert ("tusk_seqrand_dropped_nomem_total", frozenset()) not in found   # not in the file
     assert value(found, "tusk_class_packets_total", **{"class": "web"}) == 12
     assert value(found, "tusk_class_bytes_total", **{"class": "web"}) == 3400

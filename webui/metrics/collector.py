@@ -65,6 +65,10 @@ SEQADJ = {
     "icmp_quotes_dropped": ("tusk_seqadj_icmp_quotes_dropped",
                             "ICMP errors seqadj dropped: the TCP segment they quote lies "
                             "outside the connection's window"),
+    "flowtable_packets_translated": ("tusk_seqadj_flowtable_packets_translated",
+                                     "Packets of connections with sequence adjustment that "
+                                     "the flowtable fast path translated (a GSO packet "
+                                     "once)"),
     "seqrand_initiator_randomised": ("tusk_seqrand_initiator_randomised",
                                      "Connections whose initiator's sequence numbers the "
                                      "seqrand helper randomised"),
