@@ -24,6 +24,10 @@ BROKEN = {
     "unknown section": ("[irqs]\naffinity = spread\n", Code.PROFILE, "[irqs]: unknown section"),
     "unknown key": ("[rings]\nrx_max = 4096\n", Code.PROFILE,
                     "[rings] rx_max: unknown key (known: rx, tx)"),
+    # fraglist GRO is off limits: it is how forwarded segments reached seqadj with
+    # headers it never rewrote (kernel-patches/0016); a profile cannot turn it on
+    "fraglist GRO": ("[features]\nrx-gro-list = on\n", Code.PROFILE,
+                     "[features] rx-gro-list: unknown key (known: gro, gso, tso, lro)"),
     "wrong keyword": ("[irq]\naffinity = everywhere\n", Code.VALUE,
                       "[irq] affinity: 'everywhere' is not one of keep, spread"),
     "not a number": ("[rings]\nrx = lots\n", Code.VALUE,

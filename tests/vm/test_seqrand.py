@@ -115,37 +115,62 @@ def test_counters_count_randomised_connections(handshake):
 
 # -- SACK under loss ---------------------------------------------------------------------
 
+# each run through class both (the slow path) and class fast (the flowtable fast path)
+SACK_RUNS = tuple(prefix + run for prefix in ("", "fast-")
+                  for run in ("upload", "download", "duplicates"))
+SACK_PREVIOUS = dict(zip(SACK_RUNS, ("before",) + SACK_RUNS[:-1]))
+
+
 @pytest.fixture(scope="module")
 def sack(scenario):
     """The folder and iperf3's data connection of each run, by run name."""
     folder = scenario("seqrand-sack")
     flows = list(capture_flows(folder).values())
     by_run = {}
-    for run in ("upload", "download", "duplicates"):
+    for run in SACK_RUNS:
         port = load(folder, f"{run}-client.json")["start"]["connected"][0]["local_port"]
         by_run[run] = next(f for f in flows if f.client[1] == port)
     return folder, by_run
 
 
-@pytest.mark.parametrize("run", ["upload", "download"])
+@pytest.mark.parametrize("run", ["upload", "download", "fast-upload", "fast-download"])
 def test_sack_blocks_are_translated_edge_by_edge(sack, run):
     _, flows = sack
     report = assert_translated(flows[run])
     assert report.sack_blocks >= 20, report
 
 
-def test_dsack_blocks_are_translated_edge_by_edge(sack):
+@pytest.mark.parametrize("run", ["duplicates", "fast-duplicates"])
+def test_dsack_blocks_are_translated_edge_by_edge(sack, run):
     _, flows = sack
-    report = assert_translated(flows["duplicates"])
+    report = assert_translated(flows[run])
     assert report.dsack_blocks >= 5, report
 
 
-def test_sack_blocks_the_client_receives_lie_in_its_own_space(sack):
+@pytest.mark.parametrize("run", ["upload", "fast-upload"])
+def test_sack_blocks_the_client_receives_lie_in_its_own_space(sack, run):
     _, flows = sack
-    assert seqcheck.sack_in_own_space(flows["upload"]) == []
+    assert seqcheck.sack_in_own_space(flows[run]) == []
 
 
-@pytest.mark.parametrize("run,sender", [("upload", "client"), ("download", "server")])
+def test_fast_runs_are_translated_on_the_fast_path(sack):
+    """Class fast's segments were translated by the flowtable (kernel-patches/0018),
+    class both's by conntrack: the fast path's own counter tells them apart."""
+    folder, _ = sack
+    for run in SACK_RUNS:
+        translated = counters_delta(folder, SACK_PREVIOUS[run], run)[
+            "flowtable_packets_translated"]
+        if run.startswith("fast-"):
+            assert translated > 1000, (run, translated)
+        else:
+            assert translated == 0, (run, translated)
+
+
+SENDERS = [("upload", "client"), ("download", "server"),
+           ("fast-upload", "client"), ("fast-download", "server")]
+
+
+@pytest.mark.parametrize("run,sender", SENDERS)
 def test_only_lost_segments_are_retransmitted(sack, run, sender):
     _, flows = sack
     stats = seqcheck.retransmissions(flows[run], sender)
@@ -154,13 +179,12 @@ def test_only_lost_segments_are_retransmitted(sack, run, sender):
     assert stats["spurious_bytes"] <= 0.25 * stats["retransmitted_bytes"], stats
 
 
-@pytest.mark.parametrize("run,sender", [("upload", "client"), ("download", "server")])
+@pytest.mark.parametrize("run,sender", SENDERS)
 def test_senders_use_every_sack_block(sack, run, sender):
     """A sender counts SACK blocks outside what it has in flight as TCPSACKDiscard: the
     FWSM symptom. Under loss alone (no duplicates) there is no other reason for one."""
     folder, _ = sack
-    previous = {"upload": "before", "download": "upload"}[run]
-    old = nstat(folder, sender, previous)
+    old = nstat(folder, sender, SACK_PREVIOUS[run])
     new = nstat(folder, sender, run)
     delta = {k: new[k] - old.get(k, 0) for k in new}
     assert delta.get("TcpExtTCPSACKDiscard", 0) == 0, delta
@@ -171,8 +195,8 @@ def test_senders_use_every_sack_block(sack, run, sender):
 def test_sack_counter_and_no_invalid(sack):
     folder, flows = sack
     seen = sum(seqcheck.check(f, *f.offsets()).sack_blocks for f in flows.values())
-    assert counters_delta(folder, "before", "duplicates")["sack_blocks_translated"] >= seen > 0
-    assert invalid_drops(folder, "duplicates") == 0
+    assert counters_delta(folder, "before", SACK_RUNS[-1])["sack_blocks_translated"] >= seen > 0
+    assert invalid_drops(folder, SACK_RUNS[-1]) == 0
 
 
 # -- 2^32 wrap, long transfer, events ----------------------------------------------------
@@ -344,7 +368,8 @@ def test_path_mtu_discovery_through_a_randomised_flow(scenario):
     folder = scenario("seqrand-pmtu")
     results = load(folder, "results.json")
     cases = (("router-v4", 1200), ("router-v6", 1280), ("fw-v4", 1200), ("tunnel-v4", 1480),
-             ("tunnel-plain-v4", 1480))
+             ("tunnel-plain-v4", 1480), ("router-fast-v4", 1200), ("router-fast-v6", 1280),
+             ("fw-fast-v4", 1200))
     for case, mtu in cases:
         assert results[case]["completed"], (case, results[case])
         assert f"mtu {mtu}" in (folder / f"route-{case}.txt").read_text(), case
@@ -358,10 +383,15 @@ def test_path_mtu_discovery_through_a_randomised_flow(scenario):
         else:
             assert ignored == 0, case
     # errors raised beyond fw, and by fw's tunnel egress after fw rewrote the segment
-    for case in ("router-v4", "router-v6", "tunnel-v4"):
+    for case in ("router-v4", "router-v6", "tunnel-v4", "router-fast-v4", "router-fast-v6"):
         assert load(folder, f"{case}-seqadj.json")["icmp_quotes_translated"] > 0, case
     # fw's forwarding raises its errors before it rewrites the segment: nothing to translate
-    assert load(folder, "fw-v4-seqadj.json")["icmp_quotes_translated"] == 0
+    for case in ("fw-v4", "fw-fast-v4"):
+        assert load(folder, f"{case}-seqadj.json")["icmp_quotes_translated"] == 0, case
+    # class fast went the flowtable's way, class both conntrack's
+    for case, _ in cases:
+        fast = load(folder, f"{case}-seqadj.json")["flowtable_packets_translated"]
+        assert (fast > 0) == ("-fast-" in case), (case, fast)
 
 
 # -- odd options, ctnetlink restore, synproxy -------------------------------------------------
@@ -440,17 +470,20 @@ def test_synproxy_connections_are_left_to_synproxy(scenario):
     assert "ct state invalid counter packets 0 " in (folder / "ruleset.txt").read_text()
 
 
-def test_fastpath_class_is_offloaded_and_a_seqrand_class_is_not(scenario):
+def test_fastpath_classes_are_offloaded_randomised_or_not(scenario):
     folder = scenario("policy-fastpath")
-    for name, port in (("bulk", 5202), ("both", 5201)):
+    for name, port in (("bulk", 5202), ("both", 5201), ("fast", 5204)):
         assert load(folder, f"{name}-client.json")["end"]["sum_received"]["bytes"] > 0
         entries = [e for e in load(folder, f"{name}-entries.json")
                    if e["orig"]["proto"] == 6 and e["orig"]["dport"] == port]
         offloaded = [bool(e["status"] & IPS_OFFLOAD) for e in entries]
-        if name == "bulk":
-            assert any(offloaded), entries
-        else:
+        if name == "both":
             assert not any(offloaded), entries
+        else:
+            assert any(offloaded), entries
+        if name != "bulk":
+            assert all(e["helper"] == "seqrand-both" and e["seqadj_orig"] for e in entries)
+    assert load(folder, "after-seqadj.json")["flowtable_packets_translated"] > 1000
 
 
 # -- checksum offloads -----------------------------------------------------------------------
@@ -466,7 +499,7 @@ def within(ranges, start, length):
     return position >= end
 
 
-@pytest.mark.parametrize("case", ["gso", "gro"])
+@pytest.mark.parametrize("case", ["gso", "gro", "gro-list", "gro-list-fast"])
 def test_rewritten_segments_carry_valid_checksums_with_offloads(scenario, case):
     folder = scenario("seqrand-offloads")
     transfer = next(t for t in load(folder, "transfers.json") if t["case"] == case)
@@ -493,3 +526,56 @@ def test_rewritten_segments_carry_valid_checksums_with_offloads(scenario, case):
     for who in ("client", "server"):
         before, after = nstat(folder, who, f"{case}-before"), nstat(folder, who, f"{case}-after")
         assert after.get("TcpInCsumErrors", 0) == before.get("TcpInCsumErrors", 0), who
+    features = (folder / f"{case}-fw-features.txt").read_text()
+    if case.startswith("gro-list"):
+        assert "rx-gro-list: on" in features and "tx-gso-list: off" in features, features
+    moved = counters_delta(folder, f"{case}-before", f"{case}-after")
+    fast = moved["flowtable_packets_translated"]
+    assert (fast > 0) == case.endswith("-fast"), fast
+
+
+# -- randomised connections on the flowtable fast path -----------------------------------------
+
+def test_randomised_connections_are_translated_on_the_fast_path(scenario):
+    folder = scenario("seqrand-fastpath")
+    results, entries = load(folder, "results.json"), load(folder, "entries.json")
+    for family in ("v4", "v6"):
+        assert results[family]["transfer"], family
+        assert results[family]["fin"], f"{family}: an end did not read the end of the stream"
+        assert results[family]["reset"], f"{family}: the server never saw the client's reset"
+        entry = entries[family]
+        assert entry["status"] & IPS_OFFLOAD and entry["helper"] == "seqrand-both", entry
+        assert offset(entry["seqadj_orig"]) and offset(entry["seqadj_reply"]), entry
+    assert counters_delta(folder)["flowtable_packets_translated"] > 100
+    assert invalid_drops(folder) == 0
+    # every IPv4 segment translated by the handshake's offsets, but for those sent while
+    # the update test had the client's offset shifted (and the probe, retransmitted
+    # after). The endpoints leave checksums to offloads here: seqrand-offloads checks
+    # the fast path's checksums.
+    start, end = load(folder, "update.json")["window"]
+    flow = capture_flows(folder)[results["v4"]["client_port"]]
+
+    def unshifted(segments):
+        return [s for s in segments if not start <= s.ts <= end + 0.05
+                and s.payload[:5] != b"probe"]
+
+    flow.inside, flow.outside = unshifted(flow.inside), unshifted(flow.outside)
+    report = assert_translated(flow, checksums=False)
+    assert report.pairs > 200, report
+
+
+def test_an_offset_changed_over_ctnetlink_applies_to_the_next_offloaded_segment(scenario):
+    folder = scenario("seqrand-fastpath")
+    results, update = load(folder, "results.json"), load(folder, "update.json")
+    assert results["v4"]["update"], "the probe never arrived once the offset was back"
+    assert update["during"]["status"] & IPS_OFFLOAD, "the update took the flow off the fast path"
+    assert update["during"]["seqadj_orig"]["offset_after"] % MOD == \
+        (update["before"]["offset_after"] + 0x10000000) % MOD
+    flow = capture_flows(folder)[results["v4"]["client_port"]]
+    sent = [s for s in flow.inside if flow.from_client(s) and s.payload[:5] == b"probe"]
+    left = [s for s in flow.outside if flow.from_client(s) and s.payload[:5] == b"probe"]
+    assert len({s.seq for s in sent}) == 1, [str(s) for s in sent]
+    r_o, _ = flow.offsets()
+    shifts = [(s.seq - sent[0].seq - r_o) % MOD for s in left]
+    # first with the shifted offset, at last (the retransmission that got through) without
+    assert shifts[0] == 0x10000000 and shifts[-1] == 0, shifts

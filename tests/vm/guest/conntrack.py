@@ -112,14 +112,26 @@ def delete(ns, entry):
                      terminate=terminate_error_msg)
 
 
+def _seqadj(data):
+    return {"attrs": [["CTA_NAT_SEQ_CORRECTION_POS", data["correction_pos"]],
+                      ["CTA_NAT_SEQ_OFFSET_BEFORE", data["offset_before"]],
+                      ["CTA_NAT_SEQ_OFFSET_AFTER", data["offset_after"]]]}
+
+
+def update_seqadj(ns, entry, seqadj_orig):
+    """Changes the original direction's sequence adjustment of the IPv4 entry in ns to
+    seqadj_orig ({correction_pos, offset_before, offset_after}), as conntrackd updates
+    an entry it already committed."""
+    with open_in(ns) as sock:
+        sock.request(ct_msg.create_from(tuple_orig=_tuple(entry["orig"]),
+                                        seq_adj_orig=_seqadj(seqadj_orig)),
+                     IPCTNL_MSG_CT_NEW, msg_flags=NLM_F_REQUEST | NLM_F_ACK,
+                     terminate=terminate_error_msg)
+
+
 def restore(ns, entry):
     """Creates entry (as describe() gave it) in ns with its helper and sequence
     adjustment, as conntrackd commits a connection on the firewall taking over."""
-    def seqadj(data):
-        return {"attrs": [["CTA_NAT_SEQ_CORRECTION_POS", data["correction_pos"]],
-                          ["CTA_NAT_SEQ_OFFSET_BEFORE", data["offset_before"]],
-                          ["CTA_NAT_SEQ_OFFSET_AFTER", data["offset_after"]]]}
-
     attrs = {"tuple_orig": _tuple(entry["orig"]), "tuple_reply": _tuple(entry["reply"]),
              # the kernel confirms a created entry first and refuses a status without it
              "status": entry["status"] & (IPS_SEEN_REPLY | IPS_ASSURED | IPS_CONFIRMED),
@@ -132,7 +144,7 @@ def restore(ns, entry):
         attrs["help"] = {"attrs": [["CTA_HELP_NAME", entry["helper"]]]}
     for key in ("seqadj_orig", "seqadj_reply"):
         if entry[key]:
-            attrs[key.replace("seqadj", "seq_adj")] = seqadj(entry[key])
+            attrs[key.replace("seqadj", "seq_adj")] = _seqadj(entry[key])
     with open_in(ns) as sock:
         sock.request(ct_msg.create_from(**attrs), IPCTNL_MSG_CT_NEW,
                      msg_flags=NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,

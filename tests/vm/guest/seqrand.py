@@ -1,7 +1,8 @@
 """What the seqrand scenarios share: the Tusk policy with one class per randomisation
-mode, applied with the tusk CLI; endpoints that put real checksums on the wire; the
-kernel's seqadj counters, endpoint TCP statistics and conntrack entries saved as JSON
-for the host-side tests (tests/vm/test_seqrand.py).
+mode and one randomising on the flowtable fast path (fast), applied with the tusk
+CLI; endpoints that put real checksums on the wire; the kernel's seqadj counters,
+endpoint TCP statistics and conntrack entries saved as JSON for the host-side tests
+(tests/vm/test_seqrand.py).
 """
 import hashlib
 import json
@@ -14,7 +15,7 @@ import conntrack
 from lab.namespaces import SERVER_V4
 from pcaps import ns_socket
 
-PORT_BOTH, PORT_PLAIN, PORT_INITIATOR = 5201, 5202, 5203
+PORT_BOTH, PORT_PLAIN, PORT_INITIATOR, PORT_FAST = 5201, 5202, 5203, 5204
 
 POLICY = f"""\
 version: 1
@@ -25,6 +26,7 @@ services:
   - {{name: rand-both, protocol: tcp, ports: [{PORT_BOTH}]}}
   - {{name: plain, protocol: tcp, ports: [{PORT_PLAIN}]}}
   - {{name: rand-initiator, protocol: tcp, ports: [{PORT_INITIATOR}]}}
+  - {{name: rand-fast, protocol: tcp, ports: [{PORT_FAST}]}}
   - {{name: ping, protocol: icmp}}
   - {{name: ping6, protocol: icmpv6}}
 classes:
@@ -32,6 +34,8 @@ classes:
   - {{name: plain, from: inside, to: outside, services: [plain], action: accept}}
   - {{name: initiator, from: inside, to: outside, services: [rand-initiator], action: accept,
      seqrand: initiator}}
+  - {{name: fast, from: inside, to: outside, services: [rand-fast], action: accept, seqrand: both,
+     fastpath: true}}
   - {{name: diagnostics, from: inside, services: [ping, ping6], action: accept}}
 """
 

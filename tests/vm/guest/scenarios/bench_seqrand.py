@@ -1,8 +1,9 @@
 """bench-seqrand (a benchmark, not a test; make bench-seqrand): single-flow iperf3
 throughput through fw for plain forwarding (no ruleset, so no conntrack), conntrack
 only (a Tusk class without TCP actions), seqrand (a class randomising both
-directions) and seqrand with SACK-permitted stripped (what FWSM users fell back
-to), each without loss and with 1 % loss at 20 ms RTT (netem on fw's egress towards
+directions), seqrand with SACK-permitted stripped (what FWSM users fell back to), and
+the flowtable fast path without and with seqrand (classes fastpath: true), each
+without loss and with 1 % loss at 20 ms RTT (netem on fw's egress towards
 the server). Rounds interleave the configurations so that slow and fast moments of
 the machine fall on all of them; tests/bench/bench_seqrand.py prints the table.
 
@@ -22,17 +23,21 @@ TIME_LIMIT = 7200
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 LOSS_ROUNDS = int(os.environ.get("BENCH_LOSS_ROUNDS", "15"))
 SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
-PORT_STRIPPED = 5204
+PORT_STRIPPED, PORT_FAST_PLAIN = 5205, 5206
 CONDITIONS = (("no loss", None), ("1% loss, 20 ms RTT", ("delay", "20ms", "loss", "1%")))
 CONFIGS = (("plain forwarding", None), ("conntrack only", seqrand.PORT_PLAIN),
-           ("seqrand", seqrand.PORT_BOTH), ("seqrand, SACK-perm stripped", PORT_STRIPPED))
+           ("seqrand", seqrand.PORT_BOTH), ("seqrand, SACK-perm stripped", PORT_STRIPPED),
+           ("fast path", PORT_FAST_PLAIN), ("seqrand, fast path", seqrand.PORT_FAST))
 POLICY = seqrand.POLICY.replace(
     "  - {name: ping, protocol: icmp}",
     f"  - {{name: stripped, protocol: tcp, ports: [{PORT_STRIPPED}]}}\n"
+    f"  - {{name: fast-plain, protocol: tcp, ports: [{PORT_FAST_PLAIN}]}}\n"
     "  - {name: ping, protocol: icmp}").replace(
     "  - {name: diagnostics,",
     "  - {name: stripped, from: inside, to: outside, services: [stripped], action: accept,\n"
     "     seqrand: both, tcp_options: {sack_permitted: strip}}\n"
+    "  - {name: fast-plain, from: inside, to: outside, services: [fast-plain], "
+    "action: accept,\n     fastpath: true}\n"
     "  - {name: diagnostics,")
 
 
@@ -56,7 +61,7 @@ def run(ctx):
                 elif config == "conntrack only":
                     seqrand.apply_policy(ctx, lab, POLICY)
                 name = f"r{index}-{condition.split(',')[0].replace(' ', '')}-" + \
-                    config.split(",")[0].replace(" ", "-") + ("-stripped" if "," in config else "")
+                    config.replace(", ", "-").replace(" ", "-")
                 report = ctx.iperf3(lab, name, port or seqrand.PORT_PLAIN,
                                         "--time", str(SECONDS), seconds=SECONDS)
                 sent = report["end"]["sum_sent"]

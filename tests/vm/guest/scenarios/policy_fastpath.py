@@ -1,9 +1,9 @@
-"""policy-fastpath: a Tusk class with the flowtable fast path and a randomised class
-side by side, live on Tusk's kernel (the host kernel has no flowtables). An iperf3
-flow through each; the conntrack entries read during each flow must show the fast
-path class's connection offloaded to the flowtable and the randomised one not (the
-kernel never offloads a connection with sequence adjustment, which is why the policy
-refuses fastpath and seqrand in one class).
+"""policy-fastpath: a Tusk class with the flowtable fast path, a randomised class and
+a class that randomises on the fast path, side by side, live on Tusk's kernel (the
+host kernel has no flowtables). An iperf3 flow through each; the conntrack entries
+read during each flow must show the fast path classes' connections offloaded to the
+flowtable and the randomised one not. Applying the policy proves the capability probe
+finds the kernel able to translate on the fast path.
 
 Saved: policy.yaml, <class>-*.json (iperf3), <class>-entries.json (conntrack entries
 during the flow), after- state.
@@ -25,16 +25,20 @@ zones:
 services:
   - {{name: rand-both, protocol: tcp, ports: [{seqrand.PORT_BOTH}]}}
   - {{name: bulk, protocol: tcp, ports: [{seqrand.PORT_PLAIN}]}}
+  - {{name: rand-fast, protocol: tcp, ports: [{seqrand.PORT_FAST}]}}
 classes:
   - {{name: both, from: inside, to: outside, services: [rand-both], action: accept, seqrand: both}}
   - {{name: bulk, from: inside, to: outside, services: [bulk], action: accept, fastpath: true}}
+  - {{name: fast, from: inside, to: outside, services: [rand-fast], action: accept,
+     seqrand: both, fastpath: true}}
 """
+CLASSES = (("bulk", seqrand.PORT_PLAIN), ("both", seqrand.PORT_BOTH), ("fast", seqrand.PORT_FAST))
 
 
 def run(ctx):
     lab = ctx.lab()
     seqrand.apply_policy(ctx, lab, POLICY)
-    for name, port in (("bulk", seqrand.PORT_PLAIN), ("both", seqrand.PORT_BOTH)):
+    for name, port in CLASSES:
         with open(ctx.dir / f"{name}-server.json", "w") as report:
             server = lab.popen(lab.server, "iperf3", "--server", "--one-off", "--json",
                                "--port", str(port), stdout=report, stderr=subprocess.STDOUT,

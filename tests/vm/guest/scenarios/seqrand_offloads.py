@@ -6,7 +6,10 @@ checksum of every segment fw rewrote:
 - gso: the endpoints send TSO super-segments (CHECKSUM_PARTIAL) that fw rewrites
   once and segments on the way out;
 - gro: the endpoints send MTU-sized segments with their own checksums, fw's ingress
-  merges them (GRO) before the rewrite and splits them again on the way out.
+  merges them (GRO) before the rewrite and splits them again on the way out;
+- gro-list: the same merged by fraglist GRO (rx-gro-list), which keeps every
+  segment's own headers, split by fw's egress in software (tx-gso-list off);
+- gro-list-fast: the same through class fast, rewritten on the flowtable fast path.
 
 Saved: <case>-fw-inside.pcap / -fw-outside.pcap, transfers.json, <case>- state
 (endpoints' TcpInCsumErrors among it).
@@ -16,9 +19,14 @@ import seqrand
 TIME_LIMIT = 240
 SIZE = 8 * 1024 * 1024
 SNAPLEN = 1600           # whole segments: their checksums are what is checked
+GRO_LIST = ("gro", "on", "rx-gro-list", "on", "tx-gso-list", "off")
 CASES = {
-    "gso": {"endpoints": ("tso", "on", "gso", "on"), "fw_ingress": ("gro", "off")},
-    "gro": {"endpoints": ("tx", "off"), "fw_ingress": ("gro", "on")},
+    "gso": {"endpoints": ("tso", "on", "gso", "on"), "fw_ingress": ("gro", "off"),
+            "port": seqrand.PORT_BOTH},
+    "gro": {"endpoints": ("tx", "off"), "fw_ingress": ("gro", "on"), "port": seqrand.PORT_BOTH},
+    "gro-list": {"endpoints": ("tx", "off"), "fw_ingress": GRO_LIST, "port": seqrand.PORT_BOTH},
+    "gro-list-fast": {"endpoints": ("tx", "off"), "fw_ingress": GRO_LIST,
+                      "port": seqrand.PORT_FAST},
 }
 
 
@@ -34,7 +42,7 @@ def run(ctx):
         seqrand.save_state(ctx, lab, f"{name}-before")
         with ctx.capture(lab.fw, "veth-c", f"{name}-fw-inside", "tcp", snaplen=SNAPLEN), \
                 ctx.capture(lab.fw, "veth-s", f"{name}-fw-outside", "tcp", snaplen=SNAPLEN):
-            connection = seqrand.Connection(lab, seqrand.PORT_BOTH)
+            connection = seqrand.Connection(lab, case["port"])
             up = seqrand.transfer(connection.client, connection.server, SIZE)
             down = seqrand.transfer(connection.server, connection.client, SIZE)
             results.append({"case": name, "client_port": connection.client_port,

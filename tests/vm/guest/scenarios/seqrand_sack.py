@@ -2,12 +2,14 @@
 10 ms delay, drops 1 % of what fw forwards: first towards the server while the client
 uploads, then towards the client while it downloads (iperf3 -R), so SACK blocks flow
 both ways and are translated with each direction's offset. A third run duplicates
-2 % instead of dropping: receivers report the duplicates with D-SACK blocks. Captured
-on both fw interfaces with real checksums; the host pairs every segment.
+2 % instead of dropping: receivers report the duplicates with D-SACK blocks. The
+three runs again through class fast, which randomises on the flowtable's fast path
+(fast-upload, ...). Captured on both fw interfaces with real checksums; the host pairs
+every segment.
 
 Saved: fw-inside.pcap, fw-outside.pcap, <run>-client.json / -server.json (iperf3),
 state before and after each run (seqadj counters, conntrack, both endpoints' nstat):
-before, upload, download, duplicates.
+before, upload, download, duplicates, fast-upload, fast-download, fast-duplicates.
 """
 import seqrand
 
@@ -32,7 +34,8 @@ def run(ctx):
     seqrand.save_state(ctx, lab, "before")
     with ctx.capture(lab.fw, "veth-c", "fw-inside", "tcp"), \
             ctx.capture(lab.fw, "veth-s", "fw-outside", "tcp"):
-        for name, interface, how, args in RUNS:
-            impair(ctx, lab, interface, how)
-            ctx.iperf3(lab, name, seqrand.PORT_BOTH, "--time", str(SECONDS), *args)
-            seqrand.save_state(ctx, lab, name)
+        for prefix, port in (("", seqrand.PORT_BOTH), ("fast-", seqrand.PORT_FAST)):
+            for name, interface, how, args in RUNS:
+                impair(ctx, lab, interface, how)
+                ctx.iperf3(lab, prefix + name, port, "--time", str(SECONDS), *args)
+                seqrand.save_state(ctx, lab, prefix + name)
