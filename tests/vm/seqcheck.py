@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import dpkt
 
 MOD = 1 << 32
+# payload bytes that identify an IPv6 segment (a 128-byte snap keeps about 40 of them)
+IDENT_BYTES = 24
 SACK, TIMESTAMPS, MSS = 5, 8, 2
 
 
@@ -114,8 +116,14 @@ class Segment:
         return struct.unpack("!II", value) if value and len(value) == 8 else None
 
     def key(self):
-        """What identifies one transmission on both sides: the firewall changes none of it."""
-        return (self.src, self.sport, self.dst, self.dport, self.ipid, self.length,
+        """What identifies one transmission on both sides: the firewall changes none of it.
+        IPv6 has no IP ID: a segment with data is told apart by the first bytes of it
+        that the capture kept (random in the scenarios' flows) - its retransmission by
+        its timestamp. Order within equal keys does the rest (pure ACKs)."""
+        ident = self.ipid
+        if ident is None and self.length:
+            ident = self.payload[:IDENT_BYTES]
+        return (self.src, self.sport, self.dst, self.dport, ident, self.length,
                 self.flags, self.window, self.tsval)
 
     def __str__(self):
@@ -246,6 +254,8 @@ def pairs(flow):
     matched, missing = [], []
     for key, ins in inside.items():
         outs = outside.get(key, [])
+        if key[4] is None:          # IPv6 pure ACKs: neither IP ID nor payload
+            ins, outs = _by_ack(ins), _by_ack(outs)
         for index, segment in enumerate(ins):
             if index < len(outs):
                 matched.append((segment, outs[index]))
@@ -255,6 +265,18 @@ def pairs(flow):
         matched.extend((ins[-1], extra) for extra in outs[len(ins):])
     matched.sort(key=lambda pair: pair[0].ts)
     return matched, missing
+
+
+def _by_ack(segments):
+    """Segments of one key - IPv6 pure ACKs with the same timestamp, window and flags -
+    in the order of their acks and then of their SACK blocks (from the ack, and
+    long), which a constant offset keeps. The captures on the two sides can see such
+    ACKs in different orders: an endpoint sends them from both CPUs."""
+    if not segments:
+        return segments
+    ref = (segments[0].ack - (1 << 30)) % MOD
+    return sorted(segments, key=lambda s: ((s.ack - ref) % MOD, [
+        ((a - s.ack) % MOD, (b - a) % MOD) for a, b in s.sack]))
 
 
 @dataclass

@@ -117,7 +117,7 @@ def test_counters_count_randomised_connections(handshake):
 
 # each run through class both (the slow path) and class fast (the flowtable fast path)
 SACK_RUNS = tuple(prefix + run for prefix in ("", "fast-")
-                  for run in ("upload", "download", "duplicates"))
+                  for run in ("upload", "download", "duplicates", "upload-v6", "download-v6"))
 SACK_PREVIOUS = dict(zip(SACK_RUNS, ("before",) + SACK_RUNS[:-1]))
 
 
@@ -128,12 +128,15 @@ def sack(scenario):
     flows = list(capture_flows(folder).values())
     by_run = {}
     for run in SACK_RUNS:
-        port = load(folder, f"{run}-client.json")["start"]["connected"][0]["local_port"]
-        by_run[run] = next(f for f in flows if f.client[1] == port)
+        connected = load(folder, f"{run}-client.json")["start"]["connected"][0]
+        # a client port alone is ambiguous: IPv4 and IPv6 connections may share one
+        by_run[run] = next(f for f in flows if f.client[1] == connected["local_port"]
+                           and f.server[0] == connected["remote_host"])
     return folder, by_run
 
 
-@pytest.mark.parametrize("run", ["upload", "download", "fast-upload", "fast-download"])
+@pytest.mark.parametrize("run", [prefix + run for prefix in ("", "fast-") for run in (
+    "upload", "download", "upload-v6", "download-v6")])
 def test_sack_blocks_are_translated_edge_by_edge(sack, run):
     _, flows = sack
     report = assert_translated(flows[run])
@@ -252,6 +255,8 @@ def test_nat_transfers_arrive_intact(scenario):
     folder = scenario("seqrand-nat")
     transfers = load(folder, "transfers.json")
     assert {t["nat"] for t in transfers} == {"masquerade", "snat", "dnat"}
+    assert {t["class"] for t in transfers} == {"both", "initiator", "fast"}
+    assert load(folder, "after-seqadj.json")["flowtable_packets_translated"] > 0
     for transfer in transfers:
         assert transfer["upload"][0] == transfer["upload"][1], transfer
         assert transfer["download"][0] == transfer["download"][1], transfer
@@ -579,3 +584,15 @@ def test_an_offset_changed_over_ctnetlink_applies_to_the_next_offloaded_segment(
     shifts = [(s.seq - sent[0].seq - r_o) % MOD for s in left]
     # first with the shifted offset, at last (the retransmission that got through) without
     assert shifts[0] == 0x10000000 and shifts[-1] == 0, shifts
+
+
+def test_connections_translated_on_both_cpus_under_offset_rewrites(scenario):
+    folder = scenario("seqrand-smp")
+    results = load(folder, "results.json")
+    assert all(c["intact"] for c in results["connections"]), results
+    assert results["updates"] > 20, results
+    fast = [e for e in load(folder, "entries.json") if e["orig"]["dport"] == 5204]
+    assert len(fast) == 2 and all(e["status"] & IPS_OFFLOAD for e in fast), fast
+    delta = counters_delta(folder)
+    assert delta["flowtable_packets_translated"] > 0 and delta["seqrand_skipped_midstream"] == 0
+    assert invalid_drops(folder) == 0

@@ -12,14 +12,22 @@ from diag.core.analyze import analyze
 
 
 def flows_by_port(folder):
+    """The report's flows by client (address, port): seqrand-sack has IPv4 and IPv6
+    connections, which may share a client port."""
     report = analyze([folder / "fw-inside.pcap", folder / "fw-outside.pcap"])
     assert [f["error"] for f in report["files"]] == [None, None]
-    return {int(f["client"].rsplit(":", 1)[1]): f for f in report["flows"]}
+    found = {}
+    for flow in report["flows"]:
+        address, port = flow["client"].rsplit(":", 1)
+        found[(address.strip("[]"), int(port))] = flow
+    return found
 
 
 def client_port(folder, run):
+    """The client (address, port) of an iperf3 run's data connection."""
     data = json.loads((folder / f"{run}-client.json").read_text())
-    return data["start"]["connected"][0]["local_port"]
+    connected = data["start"]["connected"][0]
+    return connected["local_host"], connected["local_port"]
 
 
 def test_a_window_limited_flow_is_diagnosed_as_such(scenario):

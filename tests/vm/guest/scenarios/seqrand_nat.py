@@ -1,6 +1,7 @@
 """seqrand-nat: randomised classes behind NAT. For each of masquerade, SNAT (to
 10.10.2.100) and DNAT (the client connects to 10.10.1.100, fw sends it to the
-server), and for each randomised class (both, initiator): 4 MB each way over one
+server), and for each randomised class (both, initiator, and fast - both on the
+flowtable's fast path, which NATs and translates): 4 MB each way over one
 connection, the SHA-256 of what arrived compared with what was sent.
 
 Saved: fw-inside-<nat>.pcap, fw-outside-<nat>.pcap, transfers.json, conntrack
@@ -45,7 +46,8 @@ def run(ctx):
         with ctx.capture(lab.fw, "veth-c", f"fw-inside-{variant}", "tcp"), \
                 ctx.capture(lab.fw, "veth-s", f"fw-outside-{variant}", "tcp"):
             for name, port in (("both", seqrand.PORT_BOTH),
-                               ("initiator", seqrand.PORT_INITIATOR)):
+                               ("initiator", seqrand.PORT_INITIATOR),
+                               ("fast", seqrand.PORT_FAST)):
                 connection = seqrand.Connection(lab, port, target)
                 up = seqrand.transfer(connection.client, connection.server, SIZE)
                 down = seqrand.transfer(connection.server, connection.client, SIZE)
