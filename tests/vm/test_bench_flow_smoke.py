@@ -17,7 +17,8 @@ BENCH = ROOT / "tests" / "bench" / "bench_flow.py"
 MBIT = re.compile(r"^\d+ \(\d+-\d+\)$")
 RATIO = re.compile(r"^\d+\.\d\d$")
 ROW_NAMES = {1: "Control", 2: "FWSM default", 3: "FWSM optimised", 4: "Tusk defaults",
-             5: "Tusk + seqrand", 6: "Tusk, jumbo frames", 7: "Tusk, fast path"}
+             5: "Tusk + seqrand", 6: "Tusk, jumbo frames", 7: "Tusk, fast path",
+             8: "Tusk + seqrand, fast path"}
 
 
 def tables(markdown):
@@ -66,7 +67,7 @@ def test_vm_table_has_every_row_in_both_conditions(smoke):
     found = tables((out / "PERFORMANCE.md").read_text())
     vm = next(rows for heading, rows in found.items() if heading.startswith("Tusk's kernel"))
     assert "no loss" in vm[0][2] and "1% loss" in vm[0][6]
-    check_table(vm, [1, 2, 3, 4, 5, 6, 7], 2)
+    check_table(vm, [1, 2, 3, 4, 5, 6, 7, 8], 2)
     anchors = {int(r[0]): r[-1] for r in vm[1:]}
     assert anchors[2].startswith("FWSM default 458 (0.56)")
     assert anchors[3].startswith("FWSM optimised 615 (0.75)")
@@ -92,6 +93,12 @@ def test_report_states_goals_method_and_machine(smoke):
                           text, re.M)) == 2, text
     for _, condition, ratio, goal, verdict in goals:
         assert goal == ("0.98" if condition == "no loss" else "0.95")
+        assert (verdict == "met") == (float(ratio) >= float(goal))
+    fast = re.findall(r"^- row 8 (?:over row 7 )?\(.*\), (no loss|1% loss, 20 ms RTT): "
+                      r"x(\d+\.\d\d) \(goal >= (0\.9[578])\): (met|NOT met)$", text, re.M)
+    assert [(c, g) for c, _, g, _ in fast] == [
+        ("no loss", "0.97"), ("1% loss, 20 ms RTT", "0.95"), ("no loss", "0.98")], text
+    for _, ratio, goal, verdict in fast:
         assert (verdict == "met") == (float(ratio) >= float(goal))
     assert "tests/bench/fwsm/0001-seqadj-leave-SACK-blocks-untranslated.patch" in text
     assert re.search(r"guest \(Tusk kernel\): Linux 6\.12\.\d+", text)
@@ -120,7 +127,7 @@ def test_plot_has_a_bar_per_measured_cell(smoke):
     bars = [e for e in svg.iter("{http://www.w3.org/2000/svg}rect")
             if e.get("class") == "bar"]
     cells = {(b.get("data-row"), b.get("data-series")) for b in bars}
-    vm_cells = {(str(r), s) for r in range(1, 8) for s in ("0", "1")}
+    vm_cells = {(str(r), s) for r in range(1, 9) for s in ("0", "1")}
     host_cells = {(str(r), "2") for r in (1, 3, 4, 6)}
     assert cells == vm_cells | host_cells
     assert all(float(b.get("height")) > 0 for b in bars)

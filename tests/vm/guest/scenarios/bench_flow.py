@@ -17,8 +17,9 @@ kernel, the others on Tusk's kernel, and rows 1, 3, 4, 6 on the host as well):
   6 Tusk jumbo      row 4 with MTU 9000 on every interface of the path
   7 Tusk fast path  row 4 with bulk-copy on the flowtable fast path (not in the
                     FWSM table: what closes the gap conntrack leaves; Tusk's kernel only)
+  8 Tusk seqrand fast  row 5 on the fast path: randomised and offloaded (Tusk's kernel)
 
-  BENCH_ROWS         which rows (default 1,3,4,5,6,7)
+  BENCH_ROWS         which rows (default 1,3,4,5,6,7,8)
   BENCH_ROUNDS       rounds without loss (default 3)
   BENCH_LOSS_ROUNDS  rounds with loss (default 5; 0 leaves loss out)
   BENCH_SECONDS      iperf3 duration (default 10)
@@ -103,11 +104,14 @@ ROWS = {row.number: row for row in (
     Row(7, "Tusk, fast path", "row 4 with class bulk-copy on the flowtable fast path "
         "(fastpath: true): established packets skip the forward chain and conntrack",
         policy=example_policy(fastpath=True), tune=True),
+    Row(8, "Tusk + seqrand, fast path", "row 5 on the fast path (seqrand: both and "
+        "fastpath: true): the flowtable translates sequence numbers and SACK blocks",
+        policy=example_policy(seqrand="both", fastpath=True), tune=True),
 )}
 
 
 def settings():
-    rows = [int(n) for n in os.environ.get("BENCH_ROWS", "1,3,4,5,6,7").split(",") if n]
+    rows = [int(n) for n in os.environ.get("BENCH_ROWS", "1,3,4,5,6,7,8").split(",") if n]
     return (rows, int(os.environ.get("BENCH_ROUNDS", "3")),
             int(os.environ.get("BENCH_LOSS_ROUNDS", "5")),
             int(os.environ.get("BENCH_SECONDS", "10")))

@@ -13,7 +13,13 @@ the machine fall on all of them; tests/bench/bench_seqrand.py prints the table.
                      medians need more of them; they cost little CPU
   BENCH_SECONDS      iperf3 duration (default 10)
 
-Saved: results.json [{round, condition, config, bits_per_second, retransmits}].
+Each run also reads the guest's CPU time from /proc/stat around the flow: the time
+spent in softirq - where fw forwards, and where the endpoints' receive paths run,
+the same for every configuration - and in all non-idle states, for the host to turn
+into a cost per forwarded segment (bytes received / 1448).
+
+Saved: results.json [{round, condition, config, bits_per_second, retransmits, bytes,
+softirq_ticks, busy_ticks, ticks_per_second}].
 """
 import os
 
@@ -41,6 +47,13 @@ POLICY = seqrand.POLICY.replace(
     "  - {name: diagnostics,")
 
 
+def cpu_ticks():
+    """(softirq, non-idle) ticks of all CPUs so far, from /proc/stat."""
+    with open("/proc/stat") as stat:
+        user, nice, system, _idle, _iowait, irq, softirq = map(int, stat.readline().split()[1:8])
+    return softirq, user + nice + system + irq + softirq
+
+
 def run(ctx):
     lab = ctx.lab()
     results = []
@@ -62,10 +75,16 @@ def run(ctx):
                     seqrand.apply_policy(ctx, lab, POLICY)
                 name = f"r{index}-{condition.split(',')[0].replace(' ', '')}-" + \
                     config.replace(", ", "-").replace(" ", "-")
+                softirq, busy = cpu_ticks()
                 report = ctx.iperf3(lab, name, port or seqrand.PORT_PLAIN,
-                                        "--time", str(SECONDS), seconds=SECONDS)
-                sent = report["end"]["sum_sent"]
+                                    "--time", str(SECONDS), seconds=SECONDS)
+                softirq_after, busy_after = cpu_ticks()
+                sent, received = report["end"]["sum_sent"], report["end"]["sum_received"]
                 results.append({"round": index, "condition": condition, "config": config,
-                                "bits_per_second": report["end"]["sum_received"]["bits_per_second"],
-                                "retransmits": sent.get("retransmits")})
+                                "bits_per_second": received["bits_per_second"],
+                                "retransmits": sent.get("retransmits"),
+                                "bytes": received["bytes"],
+                                "softirq_ticks": softirq_after - softirq,
+                                "busy_ticks": busy_after - busy,
+                                "ticks_per_second": os.sysconf("SC_CLK_TCK")})
                 ctx.save_json("results.json", results)
