@@ -1,4 +1,4 @@
-"""seqrand-offloads: the rewrite with checksum offloads in play, class both, 8 MB each
+"""seqrand-offloads: the rewrite with checksum offloads in play, class both, 4 MB each
 way with SHA-256 checks. fw's egress interfaces compute checksums in software (tx
 off), so what their captures show - and what the endpoints verify - is the final
 checksum of every segment fw rewrote:
@@ -17,7 +17,7 @@ Saved: <case>-fw-inside.pcap / -fw-outside.pcap, transfers.json, <case>- state
 import seqrand
 
 TIME_LIMIT = 240
-SIZE = 8 * 1024 * 1024
+SIZE = 4 * 1024 * 1024
 SNAPLEN = 1600           # whole segments: their checksums are what is checked
 GRO_LIST = ("gro", "on", "rx-gro-list", "on", "tx-gso-list", "off")
 CASES = {

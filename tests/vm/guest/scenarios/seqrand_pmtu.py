@@ -1,5 +1,5 @@
 """seqrand-pmtu: path-MTU discovery through a randomised connection (class both).
-The client uploads 4 MB to a server that advertises MSS 1460 (its own MTU is 1500)
+The client uploads 2 MB to a server that advertises MSS 1460 (its own MTU is 1500)
 over a path whose last hop is narrower:
 
 - router: a router behind fw whose link to the server has MTU 1200 (IPv4) or 1280
@@ -30,7 +30,7 @@ import seqrand
 from lab.namespaces import FW_S_V4, SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 300
-SIZE = 4 * 1024 * 1024
+SIZE = 2 * 1024 * 1024
 TUNNELLED = "10.10.9.2"         # the server's address at the tunnel's far end
 BOTH, PLAIN, FAST = seqrand.PORT_BOTH, seqrand.PORT_PLAIN, seqrand.PORT_FAST
 CASES = (("router-v4", socket.AF_INET, SERVER_V4, BOTH, {"router_mtu": 1200}, None),
