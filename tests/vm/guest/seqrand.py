@@ -126,14 +126,17 @@ def save_json_lines(ctx, name, records):
 
 
 
-def transfer(sender, receiver, size, chunk=65536):
+def transfer(sender, receiver, size, chunk=65536, cpus=None):
     """Sends size random bytes from one socket to the other (a thread reads), and
-    returns (sha256 of what was sent, sha256 of what arrived)."""
+    returns (sha256 of what was sent, sha256 of what arrived). cpus: (sending CPU,
+    reading CPU) to pin the calling thread and the reader to."""
     sent, received = hashlib.sha256(), hashlib.sha256()
     got = [0]
     failure = []
 
     def read():
+        if cpus:
+            os.sched_setaffinity(0, {cpus[1]})      # this thread only
         try:
             while got[0] < size:
                 data = receiver.recv(chunk)
@@ -144,6 +147,8 @@ def transfer(sender, receiver, size, chunk=65536):
         except OSError as exc:
             failure.append(exc)
 
+    if cpus:
+        os.sched_setaffinity(0, {cpus[0]})
     reader = threading.Thread(target=read)
     reader.start()
     remaining = size

@@ -85,8 +85,8 @@ def orderly_close(connection):
 def reset_seen(lab, server, family):
     """Whether the server sees the reset of a client that aborts an offloaded connection."""
     connection = seqrand.Connection(lab, seqrand.PORT_FAST, server, family)
-    connection.exchange(b"offloaded")
-    connection.exchange(b"offloaded")
+    connection.exchange(b"offloaded")   # the first established packet offloads it,
+    connection.exchange(b"offloaded")   # later ones take the fast path
     connection.client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     connection.client.close()
     try:

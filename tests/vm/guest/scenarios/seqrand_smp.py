@@ -11,8 +11,6 @@ never read torn. SHA-256 of what was sent and what arrived per connection.
 Saved: results.json (per connection: class, intact or the error; the writer's
 update count), entries.json (during the transfers), before- and after- state.
 """
-import hashlib
-import os
 import threading
 
 import conntrack
@@ -20,7 +18,6 @@ import seqrand
 
 TIME_LIMIT = 180
 SIZE = 4 * 1024 * 1024
-CHUNK = 65536
 CLASSES = (("both", seqrand.PORT_BOTH), ("both", seqrand.PORT_BOTH),
            ("fast", seqrand.PORT_FAST), ("fast", seqrand.PORT_FAST))
 
@@ -47,13 +44,18 @@ def run(ctx):
     writer = threading.Thread(target=rewrite)
     writer.start()
     outcomes = [{} for _ in connections]
-    threads = []
-    for index, (_, connection) in enumerate(connections):
-        cpus = (index % 2, 1 - index % 2)       # sender's CPU, receiver's CPU
-        threads += [threading.Thread(target=send, args=(connection.client, cpus[0],
-                                                        outcomes[index])),
-                    threading.Thread(target=receive, args=(connection.server, cpus[1],
-                                                           outcomes[index]))]
+
+    def upload(connection, cpus, outcome):
+        try:
+            sent, received = seqrand.transfer(connection.client, connection.server, SIZE,
+                                              cpus=cpus)
+            outcome["intact"] = sent == received
+        except OSError as exc:
+            outcome["error"] = repr(exc)
+
+    # sender and receiver on different CPUs, alternating which is which
+    threads = [threading.Thread(target=upload, args=(connection, (i % 2, 1 - i % 2), outcome))
+               for i, ((_, connection), outcome) in enumerate(zip(connections, outcomes))]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -64,36 +66,8 @@ def run(ctx):
     for (name, connection), outcome in zip(connections, outcomes):
         results["connections"].append({
             "class": name, "client_port": connection.client_port,
-            "intact": outcome.get("sent") is not None and outcome.get("sent") ==
-            outcome.get("received"), "error": outcome.get("error", "")})
+            "intact": outcome.get("intact", False), "error": outcome.get("error", "")})
         connection.close()
     ctx.save_json("results.json", results)
     seqrand.save_state(ctx, lab, "after")
 
-
-def send(sock, cpu, outcome):
-    os.sched_setaffinity(0, {cpu})               # this thread only
-    digest = hashlib.sha256()
-    try:
-        for _ in range(SIZE // CHUNK):
-            data = os.urandom(CHUNK)
-            sock.sendall(data)
-            digest.update(data)
-        outcome["sent"] = digest.hexdigest()
-    except OSError as exc:
-        outcome["error"] = f"send: {exc!r}"
-
-
-def receive(sock, cpu, outcome):
-    os.sched_setaffinity(0, {cpu})
-    digest, got = hashlib.sha256(), 0
-    try:
-        while got < SIZE:
-            data = sock.recv(CHUNK)
-            if not data:
-                break
-            digest.update(data)
-            got += len(data)
-        outcome["received"] = digest.hexdigest()
-    except OSError as exc:
-        outcome["error"] = f"receive: {exc!r}"
