@@ -22,7 +22,7 @@ KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-de
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils ovmf debootstrap xorriso mtools dosfstools \
 	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd
 
-.PHONY: help run test check lint deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox bench-flows kernel image check-image clean
+.PHONY: help run test check lint deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox bench-flows kernel check-kernel-series image check-image clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
@@ -39,6 +39,7 @@ help:
 	@echo "make bench-middlebox Allman's middlebox measurement through fw vs a direct path"
 	@echo "make bench-flows   the Live flows sampler's CPU and memory at 10 000 to 1 000 000 entries"
 	@echo "make kernel        Linux 6.12 + kernel-patches/ + the config fragments, cached by input hash"
+	@echo "make check-kernel-series  every kernel patch builds on the ones before it; checkpatch"
 	@echo "make image         the appliance ISO with Buildroot 2026.02.3 (needs internet; BUILDROOT=dir)"
 	@echo "make check-image BUILDROOT=dir  our Buildroot tree against a Buildroot 2026.02.3 checkout"
 
@@ -102,6 +103,12 @@ run: deps
 kernel:
 	@tools/ensure-apt $(KERNEL_APT_PACKAGES)
 	@tools/build-kernel tests/vm/kunit.fragment
+
+# The series as netfilter-devel would take it: each patch built (-Werror) on the ones
+# before it, checkpatch --strict on each, and the whole with CONFIG_IPV6=n (~12 min).
+check-kernel-series:
+	@tools/ensure-apt $(KERNEL_APT_PACKAGES)
+	@tools/check-kernel-series
 
 bench: deps vm-deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench needs root (namespaces, QEMU's 9p shares)"; exit 1; }

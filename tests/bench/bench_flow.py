@@ -320,7 +320,7 @@ the path's instructions, see `make bench-policy`), whatever the ruleset; sequenc
 randomisation adds its translation on top. Row 7 shows the way out: the flowtable
 fast path skips the forward chain and conntrack for established packets. Row 8 takes
 it with sequence randomisation: Tusk's kernel translates sequence numbers and SACK
-blocks on the fast path too (kernel-patches/0018), where upstream Linux leaves every
+blocks on the fast path too (kernel-patches/0016), where upstream Linux leaves every
 connection with sequence adjustment on the slow path.
 
 ## Host kernel in namespaces (no emulation)

@@ -108,7 +108,7 @@ def probe_lab(lab):
     # UDP-Lite packet bad and calls it invalid, though it is right (the server's UDP-Lite
     # socket takes it): udplite_error() sums the pseudo-header with IPPROTO_UDP, not
     # IPPROTO_UDPLITE. Without the check, UDP-Lite probes reach the classes, whose
-    # dispatch is tested here. Tusk's kernel has the fix (kernel-patches/0010,
+    # dispatch is tested here. Tusk's kernel has the fix (kernel-patches/0009,
     # proven by the VM scenario conntrack-udplite); this host's kernel does not.
     lab.ns(lab.fw, "sysctl", "-qw", "net.netfilter.nf_conntrack_checksum=0")
     yield lab

@@ -25,7 +25,7 @@ BROKEN = {
     "unknown key": ("[rings]\nrx_max = 4096\n", Code.PROFILE,
                     "[rings] rx_max: unknown key (known: rx, tx)"),
     # fraglist GRO is off limits: it is how forwarded segments reached seqadj with
-    # headers it never rewrote (kernel-patches/0016); a profile cannot turn it on
+    # headers it never rewrote (kernel-patches/0012); a profile cannot turn it on
     "fraglist GRO": ("[features]\nrx-gro-list = on\n", Code.PROFILE,
                      "[features] rx-gro-list: unknown key (known: gro, gso, tso, lro)"),
     "wrong keyword": ("[irq]\naffinity = everywhere\n", Code.VALUE,

@@ -476,7 +476,7 @@ def test_defaults_of_a_class():
 
 
 def test_a_class_may_randomise_on_the_fast_path():
-    # the kernel's flowtable translates seqadj connections (kernel-patches/0018); whether
+    # the kernel's flowtable translates seqadj connections (kernel-patches/0016); whether
     # the target's kernel does is a capability, checked at apply time
     cls = load_policy_text(with_class("action: accept, seqrand: both, fastpath: true")).classes[3]
     assert (cls.seqrand, cls.fastpath) == ("both", True)

@@ -19,7 +19,7 @@ def has_helper(target, helper_type):
     return _probe(target, f'ct helper p {{\n type "{helper_type}" protocol tcp\n l3proto inet\n}}')
 
 
-# The line Tusk's kernel (kernel-patches/0018) adds to /proc/net/nf_conntrack_seqadj
+# The line Tusk's kernel (kernel-patches/0016) adds to /proc/net/nf_conntrack_seqadj
 # where the flowtable's fast path translates sequence numbers: no nft object shows it.
 SEQADJ_STATS = "/proc/net/nf_conntrack_seqadj"
 FASTPATH_SEQADJ_LINE = "flowtable_packets_translated"
