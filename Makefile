@@ -79,7 +79,9 @@ test: deps vm-deps lint
 	warm=; if [ -z "$(PYTEST_ARGS)" ]; then \
 	  nice -n 10 tools/warm-caches > tests/artifacts/warm-caches.log 2>&1 & warm=$$!; fi; \
 	cd tests && { BUILDROOT="$(BUILDROOT)" ../$(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
-	  [ -z "$$warm" ] || wait $$warm; ../$(PY) leftovers.py || status=1; exit $$status; }
+	  [ -z "$$warm" ] || { wait $$warm; echo "background builds (tests/artifacts/warm-caches.log):"; \
+	  grep -E '^== ' ../tests/artifacts/warm-caches.log | paste - - ; }; \
+	  ../$(PY) leftovers.py || status=1; exit $$status; }
 
 # ruff over the Python (pyproject.toml's rule set), shellcheck over every shell script
 lint: deps
