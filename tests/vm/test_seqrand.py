@@ -157,7 +157,7 @@ def test_sack_blocks_the_client_receives_lie_in_its_own_space(sack, run):
 
 
 def test_fast_runs_are_translated_on_the_fast_path(sack):
-    """Class fast's segments were translated by the flowtable (kernel-patches/0018),
+    """Class fast's segments were translated by the flowtable (kernel-patches/0016),
     class both's by conntrack: the fast path's own counter tells them apart."""
     folder, _ = sack
     for run in SACK_RUNS:
@@ -254,7 +254,7 @@ def test_events_carry_the_offsets(wrap):
 def test_nat_transfers_arrive_intact(scenario):
     folder = scenario("seqrand-nat")
     transfers = load(folder, "transfers.json")
-    assert {t["nat"] for t in transfers} == {"masquerade", "snat", "dnat"}
+    assert {t["nat"] for t in transfers} == {"masquerade", "snat", "dnat", "masquerade-v6"}
     assert {t["class"] for t in transfers} == {"both", "initiator", "fast"}
     assert load(folder, "after-seqadj.json")["flowtable_packets_translated"] > 0
     for transfer in transfers:
@@ -262,7 +262,7 @@ def test_nat_transfers_arrive_intact(scenario):
         assert transfer["download"][0] == transfer["download"][1], transfer
 
 
-@pytest.mark.parametrize("nat", ["masquerade", "snat", "dnat"])
+@pytest.mark.parametrize("nat", ["masquerade", "snat", "dnat", "masquerade-v6"])
 def test_nat_connections_are_translated(scenario, nat):
     folder = scenario("seqrand-nat")
     entries = load(folder, f"{nat}-conntrack.json")
@@ -504,7 +504,8 @@ def within(ranges, start, length):
     return position >= end
 
 
-@pytest.mark.parametrize("case", ["gso", "gro", "gro-list", "gro-list-fast"])
+@pytest.mark.parametrize("case", ["gso", "gro", "gro-list", "gro-list-fast",
+                                  "gso-v6", "gro-list-v6"])
 def test_rewritten_segments_carry_valid_checksums_with_offloads(scenario, case):
     folder = scenario("seqrand-offloads")
     transfer = next(t for t in load(folder, "transfers.json") if t["case"] == case)

@@ -9,14 +9,19 @@ checksum of every segment fw rewrote:
   merges them (GRO) before the rewrite and splits them again on the way out;
 - gro-list: the same merged by fraglist GRO (rx-gro-list), which keeps every
   segment's own headers, split by fw's egress in software (tx-gso-list off);
-- gro-list-fast: the same through class fast, rewritten on the flowtable fast path.
+- gro-list-fast: the same through class fast, rewritten on the flowtable fast path;
+- gso-v6, gro-list-v6: gso and gro-list over IPv6 (TCPv6 GSO, fraglist GRO of IPv6,
+  where seqadj finds the TCP header past the IPv6 one).
 
 Saved: <case>-fw-inside.pcap / -fw-outside.pcap, transfers.json, <case>- state
 (endpoints' TcpInCsumErrors among it).
 """
-import seqrand
+import socket
 
-TIME_LIMIT = 240
+import seqrand
+from lab.namespaces import SERVER_V4, SERVER_V6
+
+TIME_LIMIT = 360
 SIZE = 4 * 1024 * 1024
 SNAPLEN = 1600           # whole segments: their checksums are what is checked
 GRO_LIST = ("gro", "on", "rx-gro-list", "on", "tx-gso-list", "off")
@@ -28,6 +33,8 @@ CASES = {
     "gro-list-fast": {"endpoints": ("tx", "off"), "fw_ingress": GRO_LIST,
                       "port": seqrand.PORT_FAST},
 }
+CASES["gso-v6"] = dict(CASES["gso"], family=socket.AF_INET6)
+CASES["gro-list-v6"] = dict(CASES["gro-list"], family=socket.AF_INET6)
 
 
 def run(ctx):
@@ -42,7 +49,10 @@ def run(ctx):
         seqrand.save_state(ctx, lab, f"{name}-before")
         with ctx.capture(lab.fw, "veth-c", f"{name}-fw-inside", "tcp", snaplen=SNAPLEN), \
                 ctx.capture(lab.fw, "veth-s", f"{name}-fw-outside", "tcp", snaplen=SNAPLEN):
-            connection = seqrand.Connection(lab, case["port"])
+            family = case.get("family", socket.AF_INET)
+            connection = seqrand.Connection(
+                lab, case["port"], family=family,
+                server=SERVER_V6 if family == socket.AF_INET6 else SERVER_V4)
             up = seqrand.transfer(connection.client, connection.server, SIZE)
             down = seqrand.transfer(connection.server, connection.client, SIZE)
             results.append({"case": name, "client_port": connection.client_port,
