@@ -401,15 +401,18 @@ def test_path_mtu_discovery_through_a_randomised_flow(scenario):
 
 # -- odd options, ctnetlink restore, synproxy -------------------------------------------------
 
-def test_odd_option_lists_are_forwarded_and_counted(scenario):
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_odd_option_lists_are_forwarded_and_counted(scenario, family):
     folder = scenario("seqrand-options")
-    crafted = load(folder, "crafted.json")
-    flow = capture_flows(folder)[crafted["client_port"]]
+    crafted = load(folder, "crafted.json")[family]
+    flow = flows_by_connection(folder)[connection_key(crafted)]
     r_o, r_r = flow.offsets()
-    for ipid, what in crafted["segments"].items():
+    # a crafted segment's mark: its IP ID (IPv4), its window (IPv6, which has no IP ID)
+    mark = (lambda s: s.ipid) if family == "v4" else (lambda s: s.window)
+    for number, what in crafted["segments"].items():
         sent = [s for s in flow.inside
-                if s.ipid == int(ipid) and s.options.hex() == what["options"]]
-        got = [s for s in flow.outside if s.ipid == int(ipid) and s.length == 0]
+                if mark(s) == int(number) and s.options.hex() == what["options"]]
+        got = [s for s in flow.outside if mark(s) == int(number) and s.length == 0]
         assert len(sent) == 1, f"{what['name']}: not seen entering fw"
         assert len(got) == 1, f"{what['name']}: dropped by fw"
         sent, got = sent[0], got[0]
@@ -419,7 +422,8 @@ def test_odd_option_lists_are_forwarded_and_counted(scenario):
         assert got.options == seqcheck.shifted_sack(sent.options, -r_r), \
             f"{what['name']}: {sent.options.hex()} -> {got.options.hex()}"
         assert got.checksum_ok, what
-    assert counters_delta(folder)["tcp_options_malformed"] == 5
+    # five malformed lists per family
+    assert counters_delta(folder)["tcp_options_malformed"] == 10
 
 
 def test_restored_entry_carries_the_connection_on(scenario):
