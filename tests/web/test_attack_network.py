@@ -9,6 +9,7 @@ import os
 import pytest
 
 from jobs import queue
+from kit import wait_until
 from network.core.applier import token_sha256
 from policy.core.target import Target
 from tuskweb import AGENT_NETNS, wait
@@ -35,8 +36,13 @@ def store(agent, tmp_path):
 
 
 def machine():
-    """What an apply would change: links, addresses and routes of the namespace."""
+    """What an apply would change: links, addresses and routes of the namespace, once
+    no IPv6 address is tentative any more: the kernel adds an address's local route only
+    when its duplicate address detection ends, which would otherwise show up as a
+    change between two readings."""
     target = Target(AGENT_NETNS)
+    wait_until(lambda: not target.run(["ip", "-6", "addr", "show", "tentative"]).stdout.strip(),
+               10, "IPv6 addresses out of duplicate address detection")
     return tuple(target.run(["ip", *argv]).stdout for argv in (
         ["-br", "link"], ["-br", "addr"], ["route", "show", "table", "all"]))
 
