@@ -430,6 +430,11 @@ def test_restored_entry_carries_the_connection_on(scenario):
     folder = scenario("seqrand-ctnetlink")
     results = load(folder, "results.json")
     assert results["restored"]["continued"], results
+    # a restored randomised entry of a fast-path class takes the fast path again
+    fast = results["restored-fast"]
+    assert fast["continued"], fast
+    assert fast["entry"]["status"] & IPS_OFFLOAD, "the restored entry stayed off the fast path"
+    assert fast["entry"]["helper"] == "seqrand-both" and offset(fast["entry"]["seqadj_orig"])
     assert not results["lost"]["continued"], "a connection went on without its entry"
     read = load(folder, "entries.json")["restored"]
     assert read["helper"] == "seqrand-both" and offset(read["seqadj_orig"]), read

@@ -130,7 +130,7 @@ def update_seqadj(ns, entry, seqadj_orig):
 
 
 def restore(ns, entry):
-    """Creates entry (as describe() gave it) in ns with its helper and sequence
+    """Creates entry (as describe() gave it) in ns with its helper, mark and sequence
     adjustment, as conntrackd commits a connection on the firewall taking over."""
     attrs = {"tuple_orig": _tuple(entry["orig"]), "tuple_reply": _tuple(entry["reply"]),
              # the kernel confirms a created entry first and refuses a status without it
@@ -142,6 +142,8 @@ def restore(ns, entry):
                  ["CTA_PROTOINFO_TCP_WSCALE_REPLY", entry["wscale"][1]]]}]]}}
     if entry["helper"]:
         attrs["help"] = {"attrs": [["CTA_HELP_NAME", entry["helper"]]]}
+    if entry["mark"]:           # Tusk's class and fast-path bits
+        attrs["mark"] = entry["mark"]
     for key in ("seqadj_orig", "seqadj_reply"):
         if entry[key]:
             attrs[key.replace("seqadj", "seq_adj")] = _seqadj(entry[key])
@@ -149,6 +151,20 @@ def restore(ns, entry):
         sock.request(ct_msg.create_from(**attrs), IPCTNL_MSG_CT_NEW,
                      msg_flags=NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
                      terminate=terminate_error_msg)
+
+
+def as_synchronised(entry, events, timeout=3600):
+    """entry (from a dump) as state synchronisation holds it: ctnetlink dumps neither the
+    TCP state nor the timeout of an offloaded entry, which conntrackd has from the
+    connection's events (the last of events, describe()d, that carried them); timeout
+    if none did."""
+    if entry["tcp_state"] is not None:
+        return entry
+    last = [e for e in events if e["orig"] == entry["orig"] and e["tcp_state"] is not None]
+    if not last:
+        raise AssertionError(f"no event carried the TCP state of {entry['orig']}")
+    return dict(entry, tcp_state=last[-1]["tcp_state"], wscale=last[-1]["wscale"],
+                timeout=entry["timeout"] or last[-1]["timeout"] or timeout)
 
 
 class EventLog:
