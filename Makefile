@@ -104,7 +104,7 @@ run: deps
 
 kernel:
 	@tools/ensure-apt $(KERNEL_APT_PACKAGES)
-	@tools/build-kernel tests/vm/kunit.fragment
+	@tools/build-kernel --test
 
 # The series as netfilter-devel would take it: each patch built (-Werror) on the ones
 # before it, checkpatch --strict on each, and the whole with CONFIG_IPV6=n (~12 min).

@@ -17,6 +17,11 @@ route changes):
 
     <prefix>-client  bypass 10.10.9.1/30  ---  <prefix>-server  bypass 10.10.9.2/30
 
+With links="netdevsim" (Tusk's test kernel only, which has netdevsim and its flowtable
+patch, tests/vm/kernel/), every pair is two linked netdevsim ports instead of veth: the
+kernel's simulated NIC, which takes flowtable hardware offload, so a test sees what a
+flowtable gives to hardware (Lab.netdevsim names each port's debugfs folder).
+
 With management (tools/tusk-lab gives it), fw gets a management port of its own, as
 the appliance has one: a veth whose peer lives in the root namespace, so that this host
 reaches the dashboard on fw's management address as an operator's browser reaches the box:
@@ -34,9 +39,13 @@ Topology, which Lab is built with, also wires the web tier's smaller labs. By ha
 Traffic only ever flows between these namespaces.
 """
 import ipaddress
+import itertools
 import json
+import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 CLIENT_V4, FW_C_V4, FW_S_V4, SERVER_V4 = "10.10.1.2", "10.10.1.1", "10.10.2.1", "10.10.2.2"
 CLIENT_V6, FW_C_V6, FW_S_V6, SERVER_V6 = ("fd00:10:1::2", "fd00:10:1::1", "fd00:10:2::1",
@@ -50,6 +59,8 @@ CLIENT_BYPASS_V4, SERVER_BYPASS_V4 = "10.10.9.1", "10.10.9.2"
 MANAGEMENT_PORT = "mgmt"
 MANAGEMENT_RANGE = ipaddress.ip_network("198.18.0.0/15")
 MANAGEMENT_FW_HOST, MANAGEMENT_PEER_HOST = 1, 254   # .1 and .254 of the lab's /24
+NETDEVSIM = Path("/sys/bus/netdevsim")
+NETDEVSIM_DEBUGFS = Path("/sys/kernel/debug/netdevsim")
 
 
 def management_subnet(http_port):
@@ -72,11 +83,18 @@ def sh(*argv, check=True, input=None):
 
 
 class Topology:
-    """Network namespaces joined by veth pairs, with addresses, routes and forwarding.
-    down() removes the namespaces it added, and whatever still runs in them."""
+    """Network namespaces joined by veth pairs (or netdevsim ports: links="netdevsim"),
+    with addresses, routes and forwarding. down() removes the namespaces it added, and
+    whatever still runs in them, and the netdevsim devices it made."""
 
-    def __init__(self):
+    def __init__(self, links="veth"):
+        if links not in ("veth", "netdevsim"):
+            raise ValueError(f"links: veth or netdevsim, not {links!r}")
         self.added = []
+        self.links = links
+        # (namespace, interface) -> the port's debugfs folder, for netdevsim links
+        self.netdevsim = {}
+        self.netdevsim_ids = []
 
     def ns(self, name, *argv, check=True, input=None):
         return sh("ip", "netns", "exec", name, *argv, check=check, input=input)
@@ -93,11 +111,51 @@ class Topology:
         return name
 
     def wire(self, a, a_interface, b, b_interface):
-        """A veth pair between namespaces a and b. Created under a temporary name: the
-        final one (eth0) may already exist where ip runs."""
+        """A veth pair (or two linked netdevsim ports) between namespaces a and b.
+        Created under a temporary name: the final one (eth0) may already exist where
+        ip runs."""
+        if self.links == "netdevsim":
+            self.wire_netdevsim(a, a_interface, b, b_interface)
+            return
         sh("ip", "link", "add", "tusk-tmp0", "netns", a, "type", "veth",
            "peer", "name", b_interface, "netns", b)
         self.ns(a, "ip", "link", "set", "tusk-tmp0", "name", a_interface)
+
+    def wire_netdevsim(self, a, a_interface, b, b_interface):
+        """A netdevsim device of one port in each namespace, linked to each other
+        (netdevsim forwards what one transmits to the other's receive path)."""
+        ifindexes = [self.netdevsim_port(ns, interface)
+                     for ns, interface in ((a, a_interface), (b, b_interface))]
+        # the kernel resolves the namespaces from file descriptors of the writer
+        fds = [os.open(f"/run/netns/{ns}", os.O_RDONLY) for ns in (a, b)]
+        try:
+            (NETDEVSIM / "link_device").write_text(
+                f"{fds[0]}:{ifindexes[0]} {fds[1]}:{ifindexes[1]}")
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def netdevsim_port(self, ns, interface):
+        """A new netdevsim device with one port, created from inside ns (a device
+        lives in the namespace of whoever created it), renamed interface -> its
+        ifindex."""
+        taken = {int(p.name[len("netdevsim"):]) for p in (NETDEVSIM / "devices").glob("netdevsim*")}
+        ident = next(n for n in itertools.count(1) if n not in taken)
+        self.ns(ns, "sh", "-c", f"echo {ident} 1 > {NETDEVSIM}/new_device")
+        self.netdevsim_ids.append(ident)
+        parent = f"netdevsim{ident}"
+        deadline = time.monotonic() + 10
+        while True:         # the port's netdev appears once the driver probed the device
+            links = json.loads(self.ns(ns, "ip", "-j", "-d", "link", "show").stdout)
+            found = [link for link in links if link.get("parentdev") == parent]
+            if found:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no netdev of {parent} appeared in {ns}")
+            time.sleep(0.05)
+        self.ns(ns, "ip", "link", "set", found[0]["ifname"], "name", interface)
+        self.netdevsim[(ns, interface)] = NETDEVSIM_DEBUGFS / parent / "ports" / "0"
+        return found[0]["ifindex"]
 
     def address(self, ns, interface, *prefixes):
         """Each address/length on interface (IPv6 without duplicate detection), then up."""
@@ -121,6 +179,18 @@ class Topology:
     def down(self):
         remove(*reversed(self.added))
         self.added.clear()
+        self.remove_netdevsim()
+
+    def remove_netdevsim(self):
+        """The netdevsim devices this topology made: a namespace's deletion moves them
+        to the root namespace, it does not delete them."""
+        for ident in self.netdevsim_ids:
+            try:
+                (NETDEVSIM / "del_device").write_text(str(ident))
+            except OSError:
+                pass            # already gone
+        self.netdevsim_ids.clear()
+        self.netdevsim.clear()
 
 
 def remove(*namespaces):
@@ -132,10 +202,11 @@ def remove(*namespaces):
 
 
 class Lab(Topology):
-    def __init__(self, prefix="tusk", router_mtu=None, bypass=False, management=None):
+    def __init__(self, prefix="tusk", router_mtu=None, bypass=False, management=None,
+                 links="veth"):
         """management: the subnet (ipaddress.IPv4Network, a /24) of fw's management port,
-        or None for a lab without one."""
-        super().__init__()
+        or None for a lab without one. links: veth, or netdevsim (Tusk's test kernel)."""
+        super().__init__(links)
         self.prefix = prefix
         self.bypass = bypass
         self.management = management
@@ -214,6 +285,7 @@ class Lab(Topology):
             sh("ip", "link", "del", self.management_peer, check=False)
         remove(self.client, self.fw, self.router, self.server)
         self.added.clear()
+        self.remove_netdevsim()
 
 
 if __name__ == "__main__":

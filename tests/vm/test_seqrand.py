@@ -15,7 +15,7 @@ import seqcheck
 from saved import counters_delta, invalid_drops, load, nstat
 
 MOD = 1 << 32
-IPS_OFFLOAD = 1 << 14
+IPS_SEQ_ADJUST, IPS_OFFLOAD, IPS_HW_OFFLOAD = 1 << 6, 1 << 14, 1 << 15
 
 
 def capture_flows(folder, inside="fw-inside.pcap", outside="fw-outside.pcap", entries=None):
@@ -594,6 +594,41 @@ def test_an_offset_changed_over_ctnetlink_applies_to_the_next_offloaded_segment(
     shifts = [(s.seq - sent[0].seq - r_o) % MOD for s in left]
     # first with the shifted offset, at last (the retransmission that got through) without
     assert shifts[0] == 0x10000000 and shifts[-1] == 0, shifts
+
+
+# -- hardware flowtable offload (netdevsim) ----------------------------------------------------
+
+def test_the_hardware_flowtable_takes_plain_fast_path_connections(scenario):
+    """The rig can tell: a connection without sequence adjustment reaches the NIC."""
+    plain = load(scenario("seqrand-hardware"), "results.json")["plain"]
+    assert plain["in_hardware"] and plain["status"] & IPS_HW_OFFLOAD, plain
+    # one rule per direction on each of fw's two ports
+    assert plain["rules_held"] == 4 and plain["rules_added"] == 4, plain
+    assert plain["rules_released"], plain
+
+
+def test_hardware_never_gets_a_randomised_connection(scenario):
+    folder = scenario("seqrand-hardware")
+    randomised = load(folder, "results.json")["seqrand"]
+    assert randomised["transfer"], randomised
+    assert randomised["helper"] == "seqrand-both" and offset(randomised["seqadj_orig"])
+    assert randomised["status"] & IPS_SEQ_ADJUST, randomised
+    assert not randomised["status"] & (IPS_OFFLOAD | IPS_HW_OFFLOAD), randomised
+    assert randomised["rules_added"] == 0, randomised
+    # netdevsim leaves the endpoints' checksums to an offload it never performs (and
+    # cannot turn off): seqrand-offloads checks checksums
+    assert_translated(capture_flows(folder)[randomised["client_port"]], checksums=False)
+    assert invalid_drops(folder) == 0
+
+
+def test_hardware_drops_a_connection_that_gains_sequence_adjustment(scenario):
+    gains = load(scenario("seqrand-hardware"), "results.json")["gains-seqadj"]
+    assert gains["restored_in_hardware"], "the restored entry never reached the NIC"
+    assert gains["updated_status"] & IPS_SEQ_ADJUST, gains
+    assert gains["left_hardware"], "the connection stayed in hardware with sequence adjustment"
+    assert not gains["status_after"] & (IPS_OFFLOAD | IPS_HW_OFFLOAD), gains
+    assert gains["rules_added_after"] == 0, "the connection was given back to the NIC"
+    assert gains["continued"], gains
 
 
 def test_connections_translated_on_both_cpus_under_offset_rewrites(scenario):

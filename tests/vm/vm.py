@@ -139,9 +139,8 @@ def fwsm_kernel():
     untranslated, as Cisco FWSM did), for make bench's "FWSM default" row. Cached
     like kernel(); never in the image."""
     patches = sorted((ROOT / "tests" / "bench" / "fwsm").glob("*.patch"))
-    return cached_build([str(ROOT / "tools" / "build-kernel"),
-                         *(arg for patch in patches for arg in ("--patch", str(patch))),
-                         str(ROOT / "tests" / "vm" / "kunit.fragment")],
+    return cached_build([str(ROOT / "tools" / "build-kernel"), "--test",
+                         *(arg for patch in patches for arg in ("--patch", str(patch)))],
                         "the FWSM-emulation kernel", kernel_build_lock())
 
 
