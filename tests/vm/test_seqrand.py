@@ -513,8 +513,8 @@ def within(ranges, start, length):
     return position >= end
 
 
-@pytest.mark.parametrize("case", ["gso", "gro", "gro-list", "gro-list-fast",
-                                  "gso-v6", "gro-list-v6"])
+@pytest.mark.parametrize("case", ["gso", "gro", "gro-list", "gso-fast", "gro-fast",
+                                  "gro-list-fast", "gso-v6", "gro-list-v6"])
 def test_rewritten_segments_carry_valid_checksums_with_offloads(scenario, case):
     folder = scenario("seqrand-offloads")
     transfer = next(t for t in load(folder, "transfers.json") if t["case"] == case)
