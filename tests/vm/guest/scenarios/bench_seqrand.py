@@ -7,11 +7,27 @@ without loss and with 1 % loss at 20 ms RTT (netem on fw's egress towards
 the server). Rounds interleave the configurations so that slow and fast moments of
 the machine fall on all of them; tests/bench/bench_seqrand.py prints the table.
 
-  BENCH_ROUNDS       rounds without loss (default 5)
-  BENCH_LOSS_ROUNDS  rounds with loss (default 15): a lossy flow's throughput swings
-                     by a factor of five from one loss pattern to the next, so the
-                     medians need more of them; they cost little CPU
+With loss, every configuration of a round meets the same loss pattern (netem's seed is
+the round's), and the client sends MTU-sized segments (TSO and GSO off on its NIC):
+netem drops whole packets, and a 64 KB GSO packet dropped as one is a burst of 44
+segments lost, not 1 % loss. Such bursts ended in retransmission timeouts that swung a
+flow's throughput by a factor of twenty from one round to the next and hid the
+firewall's part in it.
+
+  BENCH_ROUNDS       rounds without loss, at least (default 5)
+  BENCH_MAX_ROUNDS   ... and at most (default 12)
+  BENCH_LOSS_ROUNDS  rounds with loss, at least (default 10): a lossy flow's
+                     throughput swings with the loss pattern, so the medians need more
+  BENCH_MAX_LOSS_ROUNDS ... and at most (default 24)
   BENCH_SECONDS      iperf3 duration (default 10)
+
+Between the least and the most, a condition gets more rounds while the 95 % interval
+of any of its goals' paired ratios is wider than the goal's margin (tests/bench/
+paired.py): enough rounds to resolve each goal, where the machine allows.
+
+iperf3's client (the sender) runs on CPU 0 and its server on CPU 1: a sender that
+moves between CPUs hands its segments to two CPUs' input queues through veth, which
+reorders them, and reordering makes TCP retransmit what was never lost.
 
 Each run also reads the guest's CPU time from /proc/stat around the flow: the time
 spent in softirq - where fw forwards, and where the endpoints' receive paths run,
@@ -19,18 +35,26 @@ the same for every configuration - and in all non-idle states, for the host to t
 into a cost per forwarded segment (bytes received / 1448).
 
 Saved: results.json [{round, condition, config, bits_per_second, retransmits, bytes,
-softirq_ticks, busy_ticks, ticks_per_second}].
+bytes_sent, backlog_drops, softirq_ticks, busy_ticks, ticks_per_second}]; rounds.json
+{condition: rounds run, the goals still unresolved at the end}.
 """
 import os
+import sys
+from pathlib import Path
 
-import seqrand
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+
+import paired  # noqa: E402
+import seqrand  # noqa: E402
 
 TIME_LIMIT = 7200
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
-LOSS_ROUNDS = int(os.environ.get("BENCH_LOSS_ROUNDS", "15"))
+MAX_ROUNDS = max(ROUNDS, int(os.environ.get("BENCH_MAX_ROUNDS", "12")))
+LOSS_ROUNDS = int(os.environ.get("BENCH_LOSS_ROUNDS", "10"))
+MAX_LOSS_ROUNDS = max(LOSS_ROUNDS, int(os.environ.get("BENCH_MAX_LOSS_ROUNDS", "24")))
 SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
 PORT_STRIPPED, PORT_FAST_PLAIN = 5205, 5206
-CONDITIONS = (("no loss", None), ("1% loss, 20 ms RTT", ("delay", "20ms", "loss", "1%")))
+CONDITIONS = ((paired.NO_LOSS, None), (paired.LOSS, ("delay", "20ms", "loss", "1%")))
 CONFIGS = (("plain forwarding", None), ("conntrack only", seqrand.PORT_PLAIN),
            ("seqrand", seqrand.PORT_BOTH), ("seqrand, SACK-perm stripped", PORT_STRIPPED),
            ("fast path", PORT_FAST_PLAIN), ("seqrand, fast path", seqrand.PORT_FAST))
@@ -47,6 +71,13 @@ POLICY = seqrand.POLICY.replace(
     "  - {name: diagnostics,")
 
 
+def backlog_drops():
+    """Packets the kernel dropped because a CPU's input backlog was full (every CPU's
+    second column of /proc/net/softnet_stat): losses nobody configured."""
+    with open("/proc/net/softnet_stat") as stat:
+        return sum(int(line.split()[1], 16) for line in stat)
+
+
 def cpu_ticks():
     """(softirq, non-idle) ticks of all CPUs so far, from /proc/stat."""
     with open("/proc/stat") as stat:
@@ -54,14 +85,28 @@ def cpu_ticks():
     return softirq, user + nice + system + irq + softirq
 
 
+def wanted(results, condition, index, least, most):
+    """Whether condition gets round index: up to the least always, past the most
+    never, in between while a goal of it is unresolved."""
+    if index < least:
+        return True
+    return index < most and bool(paired.unresolved(results, condition))
+
+
 def run(ctx):
     lab = ctx.lab()
     results = []
-    for index in range(max(ROUNDS, LOSS_ROUNDS)):
+    rounds = {condition: 0 for condition, _ in CONDITIONS}
+    for index in range(max(MAX_ROUNDS, MAX_LOSS_ROUNDS)):
         for condition, impairment in CONDITIONS:
-            if index >= (LOSS_ROUNDS if impairment else ROUNDS):
-                continue
+            least, most = (LOSS_ROUNDS, MAX_LOSS_ROUNDS) if impairment else (ROUNDS, MAX_ROUNDS)
+            if rounds[condition] < index or not wanted(results, condition, index, least, most):
+                continue        # this condition is done
+            rounds[condition] = index + 1
             ctx.run("tc", "qdisc", "del", "dev", "veth-s", "root", ns=lab.fw, check=False)
+            segmentation = "off" if impairment else "on"
+            ctx.run("ethtool", "-K", "eth0", "tso", segmentation, "gso", segmentation,
+                    ns=lab.client)
             if impairment:
                 ctx.run("tc", "qdisc", "add", "dev", "veth-s", "root", "netem", *impairment,
                         "seed", str(1000 + index), ns=lab.fw)
@@ -76,15 +121,24 @@ def run(ctx):
                 name = f"r{index}-{condition.split(',')[0].replace(' ', '')}-" + \
                     config.replace(", ", "-").replace(" ", "-")
                 softirq, busy = cpu_ticks()
+                drops = backlog_drops()
                 report = ctx.iperf3(lab, name, port or seqrand.PORT_PLAIN,
-                                    "--time", str(SECONDS), seconds=SECONDS)
+                                    "--time", str(SECONDS), "--affinity", "0,1",
+                                    seconds=SECONDS)
                 softirq_after, busy_after = cpu_ticks()
+                drops = backlog_drops() - drops
                 sent, received = report["end"]["sum_sent"], report["end"]["sum_received"]
                 results.append({"round": index, "condition": condition, "config": config,
                                 "bits_per_second": received["bits_per_second"],
                                 "retransmits": sent.get("retransmits"),
-                                "bytes": received["bytes"],
+                                "bytes": received["bytes"], "bytes_sent": sent["bytes"],
+                                "backlog_drops": drops,
                                 "softirq_ticks": softirq_after - softirq,
                                 "busy_ticks": busy_after - busy,
                                 "ticks_per_second": os.sysconf("SC_CLK_TCK")})
                 ctx.save_json("results.json", results)
+    ctx.save_json("rounds.json", {condition: {
+        "rounds": rounds[condition],
+        "unresolved": [f"{config} / {base} >= {goal}"
+                       for config, base, goal in paired.unresolved(results, condition)]}
+        for condition, _ in CONDITIONS})
