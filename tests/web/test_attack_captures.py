@@ -17,6 +17,7 @@ import pytest
 from diag import agent_jobs
 from diag.models import Capture, Report
 from jobs import queue
+from kit import wait_until
 from simflow import Sim, write_pcap
 from test_captures import finished, latest, running, sampled, start
 from tusklib import config as tusk_config
@@ -109,7 +110,12 @@ def test_a_crashed_captures_cleanup_touches_nothing_outside(agent, netns, router
     link = plant_link(captures / f"capture-{cap.pk}.pcapng", target)
     agent.kill()
     agent.start()
-    cap = finished(cap, 120)   # the restarted agent settles it: slow on a loaded box
+    # the restarted agent fails the job, then settles the capture: wait for the row
+    # itself (slow on a loaded box)
+    def settled():
+        cap.refresh_from_db()
+        return cap.state not in agent_jobs.ACTIVE
+    wait_until(settled, 120, lambda: f"{cap} settled by the restarted agent ({cap.state})")
     assert cap.state == "failed" and "the agent stopped during this capture" in cap.error
     assert f"{link.name} is in the way" in cap.error
     untouched(target)
