@@ -204,7 +204,7 @@ class Web:
 
     def _open(self, request):
         try:
-            with self.opener.open(request, timeout=120) as response:
+            with self.opener.open(request, timeout=180) as response:
                 return response.status, response.read().decode("utf-8", "replace")
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode("utf-8", "replace")
