@@ -22,7 +22,7 @@ KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-de
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils ovmf debootstrap xorriso mtools dosfstools \
 	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd
 
-.PHONY: help run test check lint deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox bench-flows kernel check-kernel-series image check-image clean
+.PHONY: help run test check lint deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox bench-flows kernel check-kernel-series iso image check-image clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
@@ -40,6 +40,7 @@ help:
 	@echo "make bench-flows   the Live flows sampler's CPU and memory at 10 000 to 1 000 000 entries"
 	@echo "make kernel        Linux 6.12 + kernel-patches/ + the config fragments, cached by input hash"
 	@echo "make check-kernel-series  every kernel patch builds on the ones before it; checkpatch"
+	@echo "make iso           the appliance ISO built here from Debian's programs and Tusk's test kernel"
 	@echo "make image         the appliance ISO with Buildroot 2026.02.3 (needs internet; BUILDROOT=dir)"
 	@echo "make check-image BUILDROOT=dir  our Buildroot tree against a Buildroot 2026.02.3 checkout"
 
@@ -139,6 +140,13 @@ bench-middlebox: deps
 bench-flows: deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench-flows needs root (a namespace and its conntrack table)"; exit 1; }
 	$(PY) tests/bench/bench_flows.py
+
+# The appliance's ISO built here, with no Buildroot and no internet: Debian trixie's
+# programs in the image's layout (what the VM tests boot), Tusk's test kernel, written by
+# the image's own post-image.sh -> the cached ISO's path (tools/build-iso).
+iso: deps vm-deps
+	@[ "$$(id -u)" -eq 0 ] || { echo "make iso needs root (debootstrap, chroot)"; exit 1; }
+	@tools/build-iso
 
 # The appliance ISO: Buildroot at the pinned release (tools/buildroot-release) with
 # buildroot-external/ -> output/images/tusk-<version>.iso. Downloads every source:

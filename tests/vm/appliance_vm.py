@@ -32,10 +32,12 @@ def free_port(kind=socket.SOCK_STREAM):
 class Appliance:
     """One boot. disks: [(path, format, readonly)] in PCI order -> vda, vdb, ...
     kernel: boot it directly (the live system: root=/dev/vda); None: the firmware boots
-    the first disk (an installed system). firmware: None (SeaBIOS) or an OVMF code file."""
+    the first disk (an installed system), or the ISO. iso: (path, "cd" or "usb"): the ISO
+    in a CD drive, or as a USB stick it was written to, which the firmware boots first
+    (the live system from RAM). firmware: None (SeaBIOS) or an OVMF code file."""
 
     def __init__(self, name, disks, log_dir, kernel=None, append="", firmware=None,
-                 memory_mb=3072, cpus=2):
+                 memory_mb=3072, cpus=2, iso=None):
         self.name = name
         self.https_port = free_port()
         self.log_path = Path(log_dir) / f"appliance-{name}.log"
@@ -72,11 +74,21 @@ class Appliance:
                          f"local.type=inet,local.host=127.0.0.1,local.port={ends[this]},"
                          f"remote.type=inet,remote.host=127.0.0.1,remote.port={ends[other]}",
                          "-device", nic.format(f"n{this}", this)]
+        if iso:
+            path, how = iso
+            # what a burned CD or a dd'd stick is: the file as it is; never written
+            if how == "cd":
+                argv += ["-drive", f"file={path},format=raw,if=none,id=iso,media=cdrom,"
+                         "readonly=on", "-device", "ide-cd,drive=iso,bus=ide.1,bootindex=0"]
+            else:
+                argv += ["-drive", f"file={path},format=raw,if=none,id=iso,snapshot=on",
+                         "-device", "qemu-xhci,addr=0x1e",
+                         "-device", "usb-storage,drive=iso,bootindex=0"]
         for index, (path, fmt, readonly) in enumerate(disks):
             argv += ["-drive", f"file={path},format={fmt},if=none,id=d{index}"
                      + (",readonly=on" if readonly else ""),
                      "-device", f"virtio-blk-pci,drive=d{index},addr={0x6 + index:#x}"]
-            if index == 0 and not kernel:
+            if index == 0 and not kernel and not iso:
                 argv[-1] += ",bootindex=0"
         self.argv = argv
         self.log = open(self.log_path, "w", encoding="utf-8", errors="replace")
@@ -232,16 +244,3 @@ def hidden(body, name):
     assert match, f"no hidden field {name} in the page"
     return match.group(1)
 
-
-def make_medium(path, kernel, rootfs_image):
-    """The installer's medium as the ISO carries it (volume id TUSK_MEDIUM): the kernel,
-    the system image and its checksum (post-image.sh lays the ISO out the same way)."""
-    sums = Path(str(path) + ".SHA256SUMS")
-    digest = subprocess.run(["sha256sum", str(rootfs_image)], check=True, capture_output=True,
-                            text=True).stdout.split()[0]
-    sums.write_text(f"{digest}  rootfs.ext4\n")
-    subprocess.run(["xorriso", "-as", "mkisofs", "-quiet", "-R", "-J", "-iso-level", "3",
-                    "-V", "TUSK_MEDIUM", "-o", str(path), "-graft-points",
-                    f"boot/bzImage={kernel}", f"tusk/rootfs.ext4={rootfs_image}",
-                    f"tusk/SHA256SUMS={sums}"], check=True)
-    return path

@@ -1,29 +1,33 @@
 """The appliance's runtime under QEMU, as an operator meets it.
 
-Tusk's kernel boots a root filesystem laid out like the image (tools/build-appliance-
-rootfs: Debian trixie's programs + webui/ + rootfs-overlay/, systemd, the same unit
-files) with a management NIC, three traffic NICs and three disks: the live system (vda),
-the installation medium (vdb, an ISO9660 labelled TUSK_MEDIUM with the kernel and
-the system image, as the ISO carries them) and an empty 6 GiB disk (vdc). Each traffic
-NIC is wired to a NIC of the same VM (appliance_vm.WIRES) that the test moves into a
-network namespace: `client` behind a VLAN, `server` behind an LACP bond.
+`make iso` (tools/build-iso) writes the appliance's ISO here, as Buildroot's post-image
+step writes it, from a root filesystem laid out like the image (Debian trixie's programs
++ webui/ + rootfs-overlay/, systemd, the same unit files) and Tusk's kernel. The VM has a
+management NIC, three traffic NICs, an empty 6 GiB disk (vda) and the ISO written to a
+USB stick (sda), which SeaBIOS boots. Each traffic NIC is wired to a NIC of the same VM
+(appliance_vm.WIRES) that the test moves into a network namespace: `client` behind a
+VLAN, `server` behind an LACP bond.
 
-1. live boot: every Tusk unit comes up; the console menu is on the serial console;
-   the dashboard answers over HTTPS on the management address with the certificate
-   made at first boot; nothing is forwarded yet (fail-closed ruleset).
+1. live boot from the stick: GRUB loads the kernel and the root filesystem from the ISO,
+   the kernel unpacks it into RAM and starts systemd; every Tusk unit comes up; the
+   console menu is on the serial console; the dashboard answers over HTTPS on the
+   management address with the certificate made at first boot, and the admin logs in
+   with the one-time password the console shows; nothing is forwarded yet (fail-closed
+   ruleset).
 2. the network from the dashboard, in Chromium: a VLAN on ens4 and an 802.3ad bond of
    ens5 and ens12 with addresses and a route, applied and confirmed; systemd-networkd brings
    them up, and the lab's backend (iproute2) makes the same links, addresses and routes
    of the same configuration in a namespace.
 3. a policy imported, applied and confirmed over HTTPS is live in nft, and a class
    carries the client's flow over the VLAN and the bond to the server.
-4. tusk-install refuses the live system's disk and the medium, then installs to vdc
-   from the console menu.
-5. the VM boots from vdc alone (SeaBIOS, then UEFI/OVMF): the same policy is loaded
+4. tusk-install refuses the stick it booted from, then installs to vda from the console
+   menu, reading the system image from the ISO; the box powers off.
+5. the VM boots from vda alone (SeaBIOS, then UEFI/OVMF): the same policy is loaded
    before the interfaces come up, the admin's password and the revision history are
    the ones of the live session, the confirmed network comes up again and the flow
    goes through; a network change left pending at power loss is gone at the next boot.
-The steps share one sequence of boots; a failed step fails the ones after it.
+The steps share one sequence of boots; a failed step fails the ones after it. The ISO's
+other ways in (a CD, UEFI) are test_iso_live.py's.
 """
 import hashlib
 import json
@@ -38,7 +42,7 @@ from playwright.sync_api import expect, sync_playwright
 from prometheus_client.parser import text_string_to_metric_families
 
 import vm
-from appliance_vm import Appliance, hidden, make_medium
+from appliance_vm import Appliance, hidden
 
 ROOT = vm.ROOT
 ARTIFACTS = ROOT / "tests" / "artifacts" / "vm"
@@ -105,25 +109,16 @@ def step(steps, request):
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for tool in ("xorriso", "qemu-img"):
-        if subprocess.run(["which", tool], capture_output=True).returncode:
-            pytest.fail(f"missing {tool} (make vm-deps installs it)", pytrace=False)
+    if subprocess.run(["which", "qemu-img"], capture_output=True).returncode:
+        pytest.fail("missing qemu-img (make vm-deps installs it)", pytrace=False)
     directory = tmp_path_factory.mktemp("appliance")
-    kernel = vm.kernel()
-    image = directory / "rootfs.ext4"
-    build = subprocess.run([ROOT / "tools" / "build-appliance-rootfs", "image", image],
-                           capture_output=True, text=True)
-    if build.returncode:
-        pytest.fail(f"tools/build-appliance-rootfs failed:\n{build.stderr[-4000:]}",
-                    pytrace=False)
-    live = directory / "live.qcow2"
-    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", image, live],
-                   check=True)
-    medium = make_medium(directory / "medium.iso", kernel, image)
+    try:
+        iso = vm.iso()
+    except RuntimeError as error:
+        pytest.fail(str(error), pytrace=False)
     target = directory / "target.img"
     subprocess.run(["qemu-img", "create", "-q", "-f", "raw", target, "6G"], check=True)
-    return {"dir": directory, "kernel": kernel, "live": live, "medium": medium,
-            "target": target}
+    return {"dir": directory, "iso": iso, "target": target}
 
 
 def menu(appliance, timeout=BOOT_SECONDS):
@@ -162,9 +157,11 @@ def log_in(appliance, password):
 # -- 1. live boot ---------------------------------------------------------------------
 
 def test_live_boot_brings_every_service_up(step, work):
-    step.vm = Appliance("live", [(work["live"], "qcow2", False), (work["medium"], "raw", True),
-                                 (work["target"], "raw", False)], ARTIFACTS,
-                        kernel=work["kernel"])
+    step.vm = Appliance("live", [(work["target"], "raw", False)], ARTIFACTS,
+                        iso=(work["iso"], "usb"))
+    # the ISO's GRUB menu, then the kernel with the root filesystem in RAM
+    step.vm.expect(r"Tusk: GRUB from \S*, boot medium", 120)
+    step.vm.expect(r"Run /init as init process", 300)
     menu(step.vm)
     client = step.vm.wait_https(BOOT_SECONDS)
     assert client
@@ -173,6 +170,12 @@ def test_live_boot_brings_every_service_up(step, work):
         rc, out = step.vm.shell(f"systemctl is-active {unit}")
         assert rc == 0, f"{unit} is not active: {out.strip()}\n" + \
             ok(step.vm, f"systemctl status --no-pager -l {unit} | tail -20")
+    # the live system: its root is the initramfs the kernel unpacked (no root= given),
+    # the ISO is on the stick (sda), and /data is in RAM too
+    assert ok(step.vm, "findmnt -n -o FSTYPE /").strip() in ("rootfs", "tmpfs")
+    assert "root=" not in ok(step.vm, "cat /proc/cmdline")
+    # (a hybrid ISO's partition 1 is the ISO9660 file system too: blkid may name either)
+    assert re.fullmatch(r"/dev/sda1?", ok(step.vm, "blkid -L TUSK_MEDIUM").strip())
     # UTF8 cluster on /data, in RAM (live)
     assert "tmpfs" in ok(step.vm, "findmnt -n -o FSTYPE /data")
     encoding = ok(step.vm, "runuser -u postgres -- psql -h /run/postgresql -tAc "
@@ -187,8 +190,12 @@ def test_live_boot_brings_every_service_up(step, work):
     # nginx's master is root, its workers tusk-nginx: no database role, no web files
     nginx = ok(step.vm, "id -u tusk-nginx").strip()
     assert set(ok(step.vm, "ps -o uid= -C nginx").split()) == {"0", nginx}
-    step.facts["initial"] = ok(step.vm, "cat /etc/tusk/initial-admin").split()[1]
     close_shell(step.vm)
+    # the first login, as the console menu shows it
+    step.vm.send("4\n")                                   # Show dashboard URL
+    shown = step.vm.expect(r"First login: user 'admin', one-time password: (\S+)", 60)
+    step.facts["initial"] = shown.group(1)
+    menu(step.vm, 60)
 
 
 def test_dashboard_answers_over_https_with_the_first_boot_certificate(step):
@@ -508,17 +515,17 @@ def test_logs_and_metrics_of_the_image(steps):
 
 def test_install_refuses_the_boot_disks_then_installs(step):
     open_shell(step.vm)
-    for disk, reason in (("/dev/vda", "running system"), ("/dev/vdb", "installation medium")):
-        rc, out = step.vm.shell(f"tusk-install --disk {disk} --yes")
-        assert rc == 1 and reason in out, out
+    rc, out = step.vm.shell("tusk-install --disk /dev/sda --yes")
+    assert rc == 1 and "installation medium" in out, out
     close_shell(step.vm)
     step.vm.send("5\n")                                   # Install to disk
-    step.vm.expect(r"3\) /dev/vdc", 120)
+    step.vm.expect(r"1\) /dev/sda .*refused: it holds the installation medium", 120)
+    step.vm.expect(r"2\) /dev/vda", 30)
     step.vm.expect(r"disk number", 30)
-    step.vm.send("3\n")
-    step.vm.expect(r"Type the disk's name \(vdc\)", 30)
-    step.vm.send("vdc\n")
-    step.vm.expect(r"Tusk is installed on /dev/vdc", 900)
+    step.vm.send("2\n")
+    step.vm.expect(r"Type the disk's name \(vda\)", 30)
+    step.vm.send("vda\n")
+    step.vm.expect(r"Tusk is installed on /dev/vda", 900)
     menu(step.vm, 120)
     step.vm.send("7\n")                                   # Power off
     step.vm.expect(r"\[y/N\]", 30)

@@ -144,6 +144,11 @@ def fwsm_kernel():
                         "the FWSM-emulation kernel", kernel_build_lock())
 
 
+def iso():
+    """The appliance's ISO (make iso: tools/build-iso, cached) -> its path."""
+    return Path(cached_build([str(ROOT / "tools" / "build-iso")], "the appliance's ISO"))
+
+
 def rootfs():
     """The guest's root filesystem (tools/build-vm-rootfs, cached) -> its directory."""
     return cached_build([str(ROOT / "tools" / "build-vm-rootfs")], "the guest's root filesystem")

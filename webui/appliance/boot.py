@@ -109,6 +109,7 @@ def lay_out():
         (f"{STATE}/network", 0, 0, 0o700),
         (f"{STATE}/captures", 0, web, 0o2770),
         (f"{STATE}/capture-spool", 0, 0, 0o700),   # dumpcap's, until the agent moves them
+        (f"{STATE}/logs", 0, web, 0o2750),          # ulogd's records, which the web UI reads
         (PGDATA, postgres.pw_uid, postgres.pw_gid, 0o700),
         (TLS, 0, 0, 0o700),
     ]
