@@ -14,7 +14,7 @@ import seqrand
 from lab.namespaces import SERVER_V4, SERVER_V6
 from pcaps import ns_socket
 
-TIME_LIMIT = 60
+TIME_LIMIT = 120
 PORT = 5301
 COUNT = 20
 IPPROTO_UDPLITE, UDPLITE_SEND_CSCOV, UDPLITE_RECV_CSCOV = 136, 10, 11
