@@ -8,14 +8,8 @@ TUSK_KERNEL=path/to/bzImage boots that kernel instead of building Tusk's
 TUSK_VM_SCENARIOS="seqrand-sack smoke" runs only those scenarios; the tests of the
 others are then skipped, by name, since they were asked not to run.
 Each boot's /out and console log stay in tests/artifacts/vm/.
-
-The scenarios' boot starts in a thread as soon as the tier's first test runs (the
-appliance's, which boots VMs of its own), when any collected test needs it: the two
-boots then share the machine's cores instead of following each other (a cold
-`make test` must stay under an hour). The `guest` fixture waits for it.
 """
 import ast
-import concurrent.futures
 import json
 import os
 import shutil
@@ -128,52 +122,11 @@ class Guest:
         return self.out / name
 
 
-def scenarios_boot(kernel, rootfs, scenarios):
+@pytest.fixture(scope="session")
+def guest(vm_kernel, vm_rootfs):
+    scenarios = chosen_scenarios()
     timeout = BOOT_SECONDS + sum(map(time_limit, scenarios))
-    return boot("scenarios", ["python3", RUNNER, *scenarios], kernel, rootfs, timeout)
-
-
-class EarlyBoots(dict):
-    """Boots started ahead of the tests that read them: {name: Future of a GuestRun, or
-    None where none is needed}."""
-
-    def __init__(self):
-        super().__init__()
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1,
-                                                          thread_name_prefix="vm-boot")
-
-
-@pytest.fixture(scope="session")
-def early_boots():
-    started = EarlyBoots()
-    yield started
-    started.pool.shutdown(wait=True)       # no QEMU outlives the session
-
-
-@pytest.fixture(autouse=True)
-def start_scenarios_early(request, early_boots):
-    """At the tier's first test: the scenarios' boot in the background, if a collected
-    test reads a scenario and it is not running yet."""
-    if "scenarios" in early_boots:
-        return
-    if not any({"guest", "scenario"} & set(getattr(item, "fixturenames", ()))
-               for item in request.session.items):
-        early_boots["scenarios"] = None
-        return
-    kernel = request.getfixturevalue("vm_kernel")
-    rootfs = request.getfixturevalue("vm_rootfs")
-    scenarios = chosen_scenarios()
-    for scenario in scenarios:      # a bad name fails here, in the test that asked
-        time_limit(scenario)
-    early_boots["scenarios"] = early_boots.pool.submit(scenarios_boot, kernel, rootfs,
-                                                       scenarios)
-
-
-@pytest.fixture(scope="session")
-def guest(vm_kernel, vm_rootfs, early_boots):
-    scenarios = chosen_scenarios()
-    started = early_boots.get("scenarios")
-    run = started.result() if started else scenarios_boot(vm_kernel, vm_rootfs, scenarios)
+    run = boot("scenarios", ["python3", RUNNER, *scenarios], vm_kernel, vm_rootfs, timeout)
     if run.exit_status is None:
         pytest.fail(run.failure(), pytrace=False)
     return Guest(run, scenarios)
