@@ -268,9 +268,13 @@ def test_rotation_keeps_the_log_within_its_bound(lab, rules, log_dir):
     thread = threading.Thread(target=agent)
     thread.start()
     try:
-        for _ in range(10):   # about 2 MB of records in all: ten times the bound
+        # about 200 kB of records a burst, until the agent has rotated five times and
+        # deleted (ten bursts on an idle box; more where a loaded one writes slower)
+        for _ in range(40):
             udp_burst(lab, SERVER_V4, 5400, 300)
             time.sleep(0.05)
+            if sum(k.rotated for k in list(kept)) >= 5 and any(k.deleted for k in list(kept)):
+                break
         last = udp_burst(lab, SERVER_V4, 5400, 1)
         wait_until(lambda: newest(log_dir, records.Filter(port=last)), 10, "the last record")
     finally:
