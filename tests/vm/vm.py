@@ -14,7 +14,10 @@ import fcntl
 import os
 import re
 import shlex
+import shutil
+import signal
 import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +32,12 @@ CONSOLE_TAIL_LINES = 60
 # What the kernel prints when something went wrong in it, at the start of a line.
 KERNEL_TROUBLE = re.compile(r"^(WARNING:|BUG:|Oops|Kernel panic|general protection fault|"
                             r"Call Trace:|INFO: task .* blocked)", re.MULTILINE)
+# Debian 12's QEMU (7.2) with multi-threaded TCG now and then segfaults while the guest
+# kernel enumerates PCI (a NULL MemoryRegion in memory_region_dispatch_write: a vCPU
+# still dispatches through a mapping that a BAR write just replaced; QEMU 8.1 reworked
+# how TCG commits memory maps). It happened to CI's NIC boot. Such a crash, before the
+# guest has started the command, is booted again - once: it says nothing of Tusk's.
+BOOT_ATTEMPTS = 2
 # The NIC boot: a 4-queue virtio-net NIC (one queue pair per vCPU) whose tap lives in
 # a host namespace of its own (nic_host), never in the host's.
 NIC_NETNS = "tusk-vmnic"
@@ -47,6 +56,14 @@ class GuestRun:
     console_log: Path
     seconds: float
     timed_out: bool
+    qemu_status: int = 0        # QEMU's own exit code; negative: the signal that killed it
+    command_started: bool = True    # the guest's init had started the command
+
+    def crashed_in_boot(self):
+        """QEMU died of a signal we did not send before the guest started the command:
+        nothing of the command's ran, so booting again repeats nothing."""
+        return (not self.timed_out and self.exit_status is None and self.qemu_status < 0
+                and not self.command_started)
 
     def console_tail(self, lines=CONSOLE_TAIL_LINES):
         text = self.console_log.read_text(errors="replace")
@@ -58,6 +75,10 @@ class GuestRun:
             return None
         if self.timed_out:
             why = f"the guest did not finish within {self.seconds:.0f} s and was killed"
+        elif self.exit_status is None and self.qemu_status < 0:
+            why = (f"QEMU itself died of signal {-self.qemu_status} "
+                   f"({signal.Signals(-self.qemu_status).name}) before the guest recorded "
+                   "an exit status")
         elif self.exit_status is None:
             why = "the guest stopped without recording an exit status (panic or crash)"
         else:
@@ -103,13 +124,29 @@ def run_guest(argv, kernel, rootfs, out_dir, timeout, console_log=None, repo=ROO
     console_log = Path(console_log or out_dir.with_name(out_dir.name + "-console.log"))
     (out_dir / "command").write_text(shlex.join(argv) + "\n")
 
+    argv_qemu = qemu_argv(kernel, rootfs, out_dir, repo, memory_mb, cpus, extra_args,
+                          qemu_args)
+    if netns:
+        argv_qemu = ["ip", "netns", "exec", netns, *argv_qemu]
+    for attempt in range(1, BOOT_ATTEMPTS + 1):
+        run = _boot_once(argv_qemu, out_dir, console_log, timeout)
+        if not run.crashed_in_boot() or attempt == BOOT_ATTEMPTS:
+            return run
+        # QEMU 7.2 (Debian 12's) crashed before the command started: keep its console
+        # log beside the others, and boot again into an emptied out_dir.
+        crashed_log = console_log.with_name(f"{console_log.stem}.qemu-crash-{attempt}.log")
+        console_log.rename(crashed_log)
+        print(f"QEMU died of signal {-run.qemu_status} while booting (console log "
+              f"{crashed_log}); booting again", file=sys.stderr)
+        for path in out_dir.iterdir():
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        (out_dir / "command").write_text(shlex.join(argv) + "\n")
+
+
+def _boot_once(argv_qemu, out_dir, console_log, timeout):
     start = time.monotonic()
     timed_out = False
     with open(console_log, "wb") as log:
-        argv_qemu = qemu_argv(kernel, rootfs, out_dir, repo, memory_mb, cpus, extra_args,
-                              qemu_args)
-        if netns:
-            argv_qemu = ["ip", "netns", "exec", netns, *argv_qemu]
         qemu = subprocess.Popen(argv_qemu,
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         try:
@@ -124,7 +161,8 @@ def run_guest(argv, kernel, rootfs, out_dir, timeout, console_log=None, repo=ROO
     exit_status = int(status_file.read_text()) if status_file.exists() else None
     output_file = out_dir / "output.log"
     output = output_file.read_text(errors="replace") if output_file.exists() else ""
-    return GuestRun(exit_status, output, out_dir, console_log, seconds, timed_out)
+    return GuestRun(exit_status, output, out_dir, console_log, seconds, timed_out,
+                    qemu.returncode, output_file.exists())
 
 
 def kernel():
