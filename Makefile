@@ -7,7 +7,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 LAB ?= tusk
 APT_PACKAGES := nftables iproute2 iputils-ping tcpdump wireshark-common iperf3 procps ethtool \
-	postgresql libpq-dev gcc nginx acl chromium shellcheck conntrack ulogd2 ulogd2-json rsyslog
+	postgresql libpq-dev gcc nginx acl chromium shellcheck conntrack ulogd2 ulogd2-json rsyslog \
+	grub2-common
 HTMX := webui/build/vendor/htmx.org/htmx.min.js
 # empty: the first free (HTTP 8000, 8010, ...; PostgreSQL 5439, 5449, ...), so that
 # `make run LAB=b` works beside `make run`
@@ -18,11 +19,11 @@ PYTEST_ARGS ?=
 KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev cpio
 # QEMU and OVMF (UEFI), debootstrap for the VM root filesystems, xorriso for the ISO and
 # the installer's medium, grub and mtools for the ISO boot test's stand-ins of
-# Buildroot's grub images
+# Buildroot's grub images, rauc and squashfs-tools for the update bundles
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils ovmf debootstrap xorriso mtools dosfstools \
-	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd
+	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd rauc squashfs-tools
 
-.PHONY: help run test check lint deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox bench-flows kernel check-kernel-series iso image check-image clean
+.PHONY: help run test check lint deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox bench-flows kernel check-kernel-series iso bundle image check-image clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
@@ -41,6 +42,7 @@ help:
 	@echo "make kernel        Linux 6.12 + kernel-patches/ + the config fragments, cached by input hash"
 	@echo "make check-kernel-series  every kernel patch builds on the ones before it; checkpatch"
 	@echo "make iso           the appliance ISO built here from Debian's programs and Tusk's test kernel"
+	@echo "make bundle        a signed RAUC update bundle of that system (BUNDLE=out.raucb)"
 	@echo "make image         the appliance ISO with Buildroot 2026.02.3 (needs internet; BUILDROOT=dir)"
 	@echo "make check-image BUILDROOT=dir  our Buildroot tree against a Buildroot 2026.02.3 checkout"
 
@@ -147,6 +149,14 @@ bench-flows: deps
 iso: deps vm-deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make iso needs root (debootstrap, chroot)"; exit 1; }
 	@tools/build-iso
+
+# A signed RAUC update bundle of the same system (tools/build-bundle; docs/UPGRADES.md):
+# BUNDLE=path (default tusk-<version>.raucb here), signed with the development key of
+# tests/rauc/ unless RAUC_CERT and RAUC_KEY name the release's.
+bundle: deps vm-deps
+	@[ "$$(id -u)" -eq 0 ] || { echo "make bundle needs root (debootstrap, chroot)"; exit 1; }
+	@tools/build-bundle $(if $(RAUC_CERT),--cert "$(RAUC_CERT)") $(if $(RAUC_KEY),--key "$(RAUC_KEY)") \
+		"$(or $(BUNDLE),tusk-$$(git describe --always --dirty).raucb)"
 
 # The appliance ISO: Buildroot at the pinned release (tools/buildroot-release) with
 # buildroot-external/ -> output/images/tusk-<version>.iso. Downloads every source:

@@ -389,7 +389,7 @@ def test_a_bad_command_table_exits_2(box):
     result = box.tusk_net("show", env=box.env() | {"TUSK_COMMANDS": '{"reboot": ["x"]}'})
     assert (result.returncode, result.stderr) == (
         2, "tusk-net: TUSK_COMMANDS: 'reboot': unknown command (known: ip, manage, "
-           "networkctl, nft, shell, systemctl, tusk-install, tusk-net)\n")
+           "networkctl, nft, shell, systemctl, tusk-boot, tusk-install, tusk-net)\n")
 
 
 def test_apply_on_a_new_box_creates_the_default_and_its_file(box):

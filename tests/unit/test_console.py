@@ -157,6 +157,35 @@ def test_an_installed_box_offers_no_install(box, console):
         "5\n\n'5' is not an option: Tusk already runs from a disk (install to disk is offered "
         "on the live system only)\n")
     assert box.commands() == [("ip", "-j", "addr", "show", "dev", "enp0s2")] * 2
+    assert "\n11) System slots\n" in terminal.output
+
+
+def test_system_slots_boot_the_other_slot_once_on_the_operators_word(box, console):
+    box.write("/proc/mounts", "/dev/vda5 /data ext4 rw 0 0\n")
+    box.behave({"ip": {"stdout": ip_json()},
+                "tusk-boot slots": {"stdout": "slot A: release 1.4.0 - running, good\n"}})
+    terminal = console()
+    terminal.type("11")
+    terminal.expect("Boot the other slot once, now? [y/N]: ")
+    terminal.type("n")
+    assert terminal.expect(PROMPT).startswith("n\nNothing changed.\n")
+    terminal.type("11")
+    terminal.expect("Boot the other slot once, now? [y/N]: ")
+    terminal.type("y")
+    terminal.expect(PROMPT)
+    assert [c for c in box.commands() if c[0] != "ip"] == [
+        ("tusk-boot", "slots"), ("tusk-boot", "slots"), ("tusk-boot", "slots", "--once"),
+        ("systemctl", "reboot")]
+
+
+def test_system_slots_ask_nothing_when_the_slots_cannot_be_read(box, console):
+    box.write("/proc/mounts", "/dev/vda5 /data ext4 rw 0 0\n")
+    box.behave({"ip": {"stdout": ip_json()},
+                "tusk-boot slots": {"rc": 1, "stdout": "no slots\n"}})
+    terminal = console()
+    terminal.type("11")
+    assert "tusk-boot exited with status 1" in terminal.expect(PROMPT)
+    assert [c for c in box.commands() if c[0] != "ip"] == [("tusk-boot", "slots")]
 
 
 def test_a_box_without_data_says_so(box, console):
@@ -173,10 +202,14 @@ def test_a_box_without_data_says_so(box, console):
 
 def test_invalid_choices_name_what_was_wrong(console):
     terminal = console()
-    for typed in ("11", "reboot", "0"):
+    for typed in ("12", "reboot", "0"):
         terminal.type(typed)
         assert terminal.expect(PROMPT).startswith(
-            f"{typed}\n\n{typed!r} is not an option: enter a number from 1 to 10\n")
+            f"{typed}\n\n{typed!r} is not an option: enter a number from 1 to 11\n")
+    terminal.type("11")
+    assert terminal.expect(PROMPT).startswith(
+        "11\n\n'11' is not an option on the live system: it has no system slots (install to "
+        "disk first)\n")
 
 
 def test_assign_interfaces_writes_network_toml_and_applies_it(box, console):

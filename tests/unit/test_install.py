@@ -78,7 +78,7 @@ def test_a_plain_disk_and_its_own_partitions(no_swap):
                node("sdc", "disk", size=GIB)]
     found = reasons(devices, no_swap)
     assert found == {"/dev/sda": "it is in use (/dev/sda1 is mounted on /, /snap)",
-                     "/dev/sdb": None, "/dev/sdc": "it is too small (at least 4 GiB)"}
+                     "/dev/sdb": None, "/dev/sdc": "it is too small (at least 6 GiB)"}
 
 
 def test_the_disks_holding_the_medium_and_the_root_are_found_at_any_depth(no_swap):

@@ -34,10 +34,13 @@ class Appliance:
     kernel: boot it directly (the live system: root=/dev/vda); None: the firmware boots
     the first disk (an installed system), or the ISO. iso: (path, "cd" or "usb"): the ISO
     in a CD drive, or as a USB stick it was written to, which the firmware boots first
-    (the live system from RAM). firmware: None (SeaBIOS) or an OVMF code file."""
+    (the live system from RAM). firmware: None (SeaBIOS) or an OVMF code file. share: a
+    host directory the guest may mount read-only (mount -t 9p -o trans=virtio share
+    /mnt), as an operator's USB stick with update bundles. Every boot has QEMU's
+    i6300esb watchdog, which resets (here: ends) a system that hangs."""
 
     def __init__(self, name, disks, log_dir, kernel=None, append="", firmware=None,
-                 memory_mb=3072, cpus=2, iso=None):
+                 memory_mb=3072, cpus=2, iso=None, share=None):
         self.name = name
         self.https_port = free_port()
         self.log_path = Path(log_dir) / f"appliance-{name}.log"
@@ -90,6 +93,10 @@ class Appliance:
                      "-device", f"virtio-blk-pci,drive=d{index},addr={0x6 + index:#x}"]
             if index == 0 and not kernel and not iso:
                 argv[-1] += ",bootindex=0"
+        if share:
+            argv += ["-virtfs", f"local,path={share},mount_tag=share,security_model=none,"
+                     "readonly=on"]
+        argv += ["-device", "i6300esb", "-action", "watchdog=reset"]
         self.argv = argv
         self.log = open(self.log_path, "w", encoding="utf-8", errors="replace")
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

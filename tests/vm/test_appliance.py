@@ -3,7 +3,7 @@
 `make iso` (tools/build-iso) writes the appliance's ISO here, as Buildroot's post-image
 step writes it, from a root filesystem laid out like the image (Debian trixie's programs
 + webui/ + rootfs-overlay/, systemd, the same unit files) and Tusk's kernel. The VM has a
-management NIC, three traffic NICs, an empty 6 GiB disk (vda) and the ISO written to a
+management NIC, three traffic NICs, an empty 8 GiB disk (vda) and the ISO written to a
 USB stick (sda), which SeaBIOS boots. Each traffic NIC is wired to a NIC of the same VM
 (appliance_vm.WIRES) that the test moves into a network namespace: `client` behind a
 VLAN, `server` behind an LACP bond.
@@ -26,6 +26,14 @@ VLAN, `server` behind an LACP bond.
    before the interfaces come up, the admin's password and the revision history are
    the ones of the live session, the confirmed network comes up again and the flow
    goes through; a network change left pending at power loss is gone at the next boot.
+6. upgrades (docs/UPGRADES.md): a bundle of a new release (tools/build-bundle, built
+   while the steps above run) uploaded on the System page in Chromium, its progress
+   bar, RAUC installing it into slot B, the reboot on the admin's word; slot B passes
+   its health check and is marked good with the policy, password and database of
+   before. Then a release whose agent fails, installed with `rauc install` from the
+   shell: slot A boots it on trial, fails, marks itself bad, and the box is back in B
+   by itself on B's own database. Bundles with an untrusted signature, another
+   compatible or cut short are refused with slots and GRUB's environment unchanged.
 The steps share one sequence of boots; a failed step fails the ones after it. The ISO's
 other ways in (a CD, UEFI) are test_iso_live.py's.
 """
@@ -33,6 +41,7 @@ import hashlib
 import json
 import re
 import subprocess
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -51,7 +60,8 @@ PASSWORD = "elephant flows need room"
 OVMF = {"code": "/usr/share/OVMF/OVMF_CODE_4M.fd", "vars": "/usr/share/OVMF/OVMF_VARS_4M.fd"}
 UNITS = ("tusk-data", "tusk-net", "tusk-ulogd", "tusk-firewall", "tusk-tune", "tusk-db",
          "tusk-setup",
-         "tusk-agent", "tusk-web", "tusk-nginx", "tusk-console@ttyS0", "systemd-networkd")
+         "tusk-agent", "tusk-web", "tusk-nginx", "tusk-console@ttyS0", "systemd-networkd",
+         "tusk-health")
 POLICY = """\
 version: 1
 settings:
@@ -76,7 +86,11 @@ classes:
 """
 CHROMIUM = "/usr/bin/chromium"
 BROWSER_MS, APPLY_MS = 120_000, 330_000    # a page, an agent job under TCG
+UPLOAD_MS, INSTALL_MS = 900_000, 1_800_000  # a bundle's upload; RAUC's install, under TCG
 MENU = r"Enter an option"
+# waits for the boot's health check (run again if it failed), its log if it fails
+HEALTH_CHECK = ("systemctl start tusk-health || { journalctl -b -u tusk-health --no-pager "
+                "-o cat | tail -40; false; }")
 SHELL_OPTION = "8"
 
 
@@ -117,8 +131,14 @@ def work(tmp_path_factory):
     except RuntimeError as error:
         pytest.fail(str(error), pytrace=False)
     target = directory / "target.img"
-    subprocess.run(["qemu-img", "create", "-q", "-f", "raw", target, "6G"], check=True)
-    return {"dir": directory, "iso": iso, "target": target}
+    subprocess.run(["qemu-img", "create", "-q", "-f", "raw", target, "8G"], check=True)
+    bundles = directory / "bundles"
+    bundles.mkdir()
+    # the upgrade steps' bundles, built while the VM boots and installs
+    builder = threading.Thread(target=build_bundles, args=(bundles,), daemon=True)
+    builder.start()
+    return {"dir": directory, "iso": iso, "target": target, "bundles": bundles,
+            "bundles_built": builder}
 
 
 def menu(appliance, timeout=BOOT_SECONDS):
@@ -538,10 +558,15 @@ def test_install_refuses_the_boot_disks_then_installs(step):
 # -- 5. the installed system -------------------------------------------------------------
 
 def installed_boot(step, work, name, firmware=None):
-    step.vm = Appliance(name, [(work["target"], "raw", False)], ARTIFACTS, firmware=firmware)
+    step.vm = Appliance(name, [(work["target"], "raw", False)], ARTIFACTS, firmware=firmware,
+                        share=work["bundles"])
     menu(step.vm)
     client = log_in(step.vm, PASSWORD)          # the live session's password: data kept
     open_shell(step.vm)
+    # slot A's health check passes and RAUC marks it good (docs/UPGRADES.md)
+    ok(step.vm, HEALTH_CHECK, timeout=1200)
+    health = json.loads(ok(step.vm, "cat /data/tusk/system/health.json"))
+    assert health["passed"] and health["slot"] == "A", health
     assert "ext4" in ok(step.vm, "findmnt -n -o FSTYPE /data")
     assert ok(step.vm, "findmnt -n -o SOURCE /").strip().startswith("/dev/vda")
     # booted by the firmware we meant: the kernel sees EFI only when GRUB came from the ESP
@@ -595,4 +620,225 @@ def test_installed_system_boots_under_uefi(step, work):
     # (installed_boot: no revision pending) without its address
     open_shell(step.vm)
     assert PENDING_ADDRESS not in ok(step.vm, f"ip addr show dev {VLAN}")
+    close_shell(step.vm)
+
+
+# -- 6. upgrades (RAUC, A/B) ---------------------------------------------------------------
+
+NEXT, BROKEN = "upgrade-test-2", "upgrade-test-3-broken"
+# the broken release: its agent exits at once, so its health check fails
+BREAK_AGENT = ("rm usr/bin/tusk-agent && printf '#!/bin/sh\\necho broken on purpose >&2\\n"
+               "exit 1\\n' > usr/bin/tusk-agent && chmod 755 usr/bin/tusk-agent")
+BUNDLE_LOG = ARTIFACTS / "appliance-bundles.log"
+
+
+def build_bundles(out):
+    """tools/build-bundle (make bundle) for the upgrade steps, into out/: next (a new
+    version and a marker file), broken (its agent fails), and three RAUC must refuse
+    before writing anything - signed by a key the box does not trust, for another
+    compatible, and cut short in the upload. Failures land in BUNDLE_LOG and in
+    out/FAILED."""
+    tool = str(ROOT / "tools" / "build-bundle")
+    foreign = out / "foreign"
+    foreign.mkdir()
+    with open(BUNDLE_LOG, "w", encoding="utf-8") as log:
+        try:
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                            "-days", "2", "-subj", "/O=Not Tusk/CN=an untrusted key",
+                            "-keyout", foreign / "key.pem", "-out", foreign / "cert.pem"],
+                           check=True, stdout=log, stderr=log)
+            for argv in (
+                    ["--version", NEXT, "--edit", "echo next > usr/lib/tusk/upgrade-marker",
+                     out / "next.raucb"],
+                    ["--version", BROKEN, "--edit", BREAK_AGENT, out / "broken.raucb"],
+                    ["--tiny", "--version", "foreign", "--cert", foreign / "cert.pem",
+                     "--key", foreign / "key.pem", out / "foreign.raucb"],
+                    ["--tiny", "--version", "other", "--compatible", "not-tusk",
+                     out / "other-compatible.raucb"]):
+                subprocess.run([tool, *map(str, argv)], check=True, stdout=log, stderr=log)
+            data = (out / "next.raucb").read_bytes()
+            (out / "truncated.raucb").write_bytes(data[:len(data) // 2])
+        except subprocess.CalledProcessError as error:
+            (out / "FAILED").write_text(f"{error}\n")
+
+
+def bundles_ready(work):
+    work["bundles_built"].join(1800)
+    failed = work["bundles"] / "FAILED"
+    if failed.exists():
+        pytest.fail(f"building the bundles failed: {failed.read_text()} (see {BUNDLE_LOG})",
+                    pytrace=False)
+
+
+def grubenv(appliance):
+    listed = ok(appliance, "grub-editenv /efi/grub/grubenv list")
+    return dict(line.split("=", 1) for line in listed.splitlines() if "=" in line)
+
+
+def rauc_install(appliance, name):
+    """The bundle from the operator's stick (the 9p share) onto /data, as an upload
+    lands there, then `rauc install` -> (exit status, output)."""
+    ok(appliance, "mkdir -p /mnt/share && { mountpoint -q /mnt/share || "
+                  "mount -t 9p -o trans=virtio,ro share /mnt/share; }")
+    ok(appliance, f"mkdir -p /data/tusk/upload && cp /mnt/share/{name} /data/tusk/upload/",
+       timeout=600)
+    return appliance.shell(f"rauc install /data/tusk/upload/{name} 2>&1; "
+                           f"rm -f /data/tusk/upload/{name}", 1800)
+
+
+def reboot(step, work, name):
+    """The operator's reboot: QEMU (-no-reboot) ends, and the disk boots again."""
+    step.vm.send("systemctl reboot\n")
+    step.vm.wait_exit(600)
+    step.vm.kill()
+    step.vm = None
+    step.vm = Appliance(name, [(work["target"], "raw", False)], ARTIFACTS,
+                        share=work["bundles"])
+
+
+def healthy(appliance):
+    """Waits for the boot's health check; -> (booted slot, its health record)."""
+    menu(appliance)
+    open_shell(appliance)
+    ok(appliance, HEALTH_CHECK, timeout=1200)
+    health = json.loads(ok(appliance, "cat /data/tusk/system/health.json"))
+    slot = re.search(r"rauc\.slot=(\w)", ok(appliance, "cat /proc/cmdline")).group(1)
+    return slot, health
+
+
+def events(appliance):
+    lines = ok(appliance, "cat /data/tusk/system/events.jsonl").splitlines()
+    return [json.loads(line)["kind"] for line in lines if line.startswith("{")]
+
+
+def upgrade_in_chromium(appliance, bundle):
+    """The System page as an admin uses it: upload the bundle, watch the job's progress
+    bar while the agent has RAUC install it, back on the System page the new release
+    waits in the other slot; reboot into it. Returns the progress values seen."""
+    base = appliance.base_url()
+    seen = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        try:
+            page = browser.new_context(ignore_https_errors=True).new_page()
+            page.set_default_timeout(BROWSER_MS)
+            page.goto(f"{base}/accounts/login/")
+            page.fill("#id_username", "admin")
+            page.fill("#id_password", PASSWORD)
+            page.click("button[type=submit]")
+            expect(page.locator("h1")).to_have_text("Dashboard")
+            page.goto(f"{base}/system/")
+            expect(page.locator("#running")).to_contain_text("in system slot A")
+            # a bundle for another box first: the job page says why, nothing is written
+            page.set_input_files("#id_bundle", str(bundle.with_name("other-compatible.raucb")))
+            page.click("#upload-bundle")
+            expect(page.locator("#job-state")).to_have_text("failed", timeout=APPLY_MS)
+            expect(page.locator("#job [role=alert]")).to_contain_text(
+                "the bundle is for compatible 'not-tusk', this box is 'tusk-x86_64'; the "
+                "running system is unchanged")
+            page.goto(f"{base}/system/")
+            page.set_input_files("#id_bundle", str(bundle))
+            page.click("#upload-bundle")
+            # the upload, then the job page: htmx polls it, the progress bar grows, then
+            # back to System
+            page.wait_for_url(re.compile(r"/jobs/\d+/"), timeout=UPLOAD_MS)
+            progress = page.locator("#job progress")
+            deadline = time.monotonic() + INSTALL_MS / 1000
+            while time.monotonic() < deadline and "/system/" not in page.url.split("?")[0]:
+                try:
+                    seen.append(int(progress.get_attribute("value", timeout=5000)))
+                except Exception:       # the page is being swapped or left: look again
+                    pass
+                failed = page.locator("#job-state.bad")
+                if failed.count():
+                    raise AssertionError(f"the upgrade job failed: {page.inner_text('#job')}")
+                time.sleep(2)
+            expect(page.locator("#last-upgrade")).to_contain_text(
+                f"release {NEXT} is installed in slot B", timeout=BROWSER_MS)
+            expect(page.locator("#slot-list")).to_contain_text(
+                "slot B: release " + NEXT, timeout=BROWSER_MS)
+            page.click("#reboot")
+            page.wait_for_url(re.compile(r"/jobs/\d+/"), timeout=APPLY_MS)
+        finally:
+            browser.close()
+    return seen
+
+
+def test_an_upgrade_from_the_system_page_goes_to_the_other_slot_and_is_marked_good(step,
+                                                                                 work):
+    bundles_ready(work)
+    open_shell(step.vm)
+    env = grubenv(step.vm)
+    assert (env["ORDER"], env["A_OK"], env["A_TRIAL"], env["B_OK"]) == ("A B", "1", "0", "0"), env
+    close_shell(step.vm)
+    seen = upgrade_in_chromium(step.vm, work["bundles"] / "next.raucb")
+    assert any(0 < value < 100 for value in seen), f"no progress shown between: {seen}"
+    # the reboot job: systemd-run reboots in 5 s; QEMU (-no-reboot) ends, the disk boots
+    step.vm.wait_exit(600)
+    step.vm.kill()
+    step.vm = Appliance("upgraded", [(work["target"], "raw", False)], ARTIFACTS,
+                        share=work["bundles"])
+    slot, health = healthy(step.vm)
+    assert slot == "B" and health["passed"] and health["trial"], health
+    assert ok(step.vm, "cat /usr/lib/tusk/version").strip() == NEXT
+    assert ok(step.vm, "cat /usr/lib/tusk/upgrade-marker").strip() == "next"
+    env = grubenv(step.vm)
+    assert (env["ORDER"], env["B_OK"], env["B_TRY"], env["B_TRIAL"], env["A_OK"]) == \
+        ("B A", "1", "0", "0", "1"), env
+    # the database: taken over from the old release after a copy of it
+    assert events(step.vm)[-2:] == ["database-kept", "upgrade-good"]
+    assert ok(step.vm, "cat /data/tusk/system/db-release").strip() == NEXT
+    assert ok(step.vm, "test -f /data/pgsql.before-upgrade/PG_VERSION && echo kept").strip() \
+        == "kept"
+    status = json.loads(ok(step.vm, "rauc status --output-format=json 2>/dev/null"))
+    assert status["booted"] == "B", status
+    # the box as it was: the policy loaded, the admin's password
+    assert "confirmed revision: 1" in ok(step.vm, "tusk policy status")
+    close_shell(step.vm)
+    client = log_in(step.vm, PASSWORD)
+    status, body = client.get("/system/")
+    assert status == 200 and "upgrade-good" in body and f"release {NEXT}" in body, body[-3000:]
+
+
+def test_an_upgrade_that_fails_its_health_check_falls_back_by_itself(step, work):
+    open_shell(step.vm)
+    ok(step.vm, "tusk policy status")
+    rc, out = rauc_install(step.vm, "broken.raucb")
+    assert rc == 0, out
+    assert grubenv(step.vm)["ORDER"] == "A B"
+    # slot A boots the broken release, fails its check, marks itself bad and reboots
+    reboot(step, work, "upgrade-broken")
+    step.vm.wait_exit(BOOT_SECONDS + 600)
+    step.vm.kill()
+    step.vm = Appliance("fallback", [(work["target"], "raw", False)], ARTIFACTS,
+                        share=work["bundles"])
+    slot, health = healthy(step.vm)
+    assert slot == "B" and health["passed"], health
+    assert ok(step.vm, "cat /usr/lib/tusk/version").strip() == NEXT
+    env = grubenv(step.vm)
+    assert (env["ORDER"], env["A_OK"], env["A_TRIAL"], env["B_OK"]) == ("B A", "0", "0", "1"), env
+    assert events(step.vm)[-4:] == ["database-kept", "upgrade-bad", "database-restored",
+                                    "fell-back"], events(step.vm)
+    bad = json.loads(ok(step.vm, "grep upgrade-bad /data/tusk/system/events.jsonl | tail -1"))
+    assert bad["release"] == BROKEN and "tusk-agent fails" in bad["message"], bad
+    assert ok(step.vm, "cat /data/tusk/system/db-release").strip() == NEXT
+    assert "confirmed revision: 1" in ok(step.vm, "tusk policy status")
+    close_shell(step.vm)
+    client = log_in(step.vm, PASSWORD)
+    status, body = client.get("/system/")       # the page says what happened
+    assert status == 200 and "fell-back" in body and "upgrade-bad" in body, body[-3000:]
+
+
+@pytest.mark.parametrize("name, reason", [
+    ("foreign.raucb", r"signature|certificate|verif"),
+    ("other-compatible.raucb", r"[Cc]ompatible"),
+    ("truncated.raucb", r"[Ff]ailed|[Ii]nvalid|size|short|signature")])
+def test_a_bundle_rauc_must_not_take_is_refused_before_anything_is_written(step, name, reason):
+    open_shell(step.vm)
+    env, slots = grubenv(step.vm), ok(step.vm, "rauc status --output-format=json 2>/dev/null")
+    rc, out = rauc_install(step.vm, name)
+    assert rc != 0 and re.search(reason, out), out
+    assert grubenv(step.vm) == env
+    assert ok(step.vm, "rauc status --output-format=json 2>/dev/null") == slots
     close_shell(step.vm)

@@ -14,6 +14,10 @@ firewall  (tusk-firewall.service, before network-pre.target: no interface is up 
           Forwarding is off until then, and stays off if neither loads. The tables of
           policy/core/render_boot.py are loaded as an apply loads a policy: nft -c, then
           one nft -f, under the policy's lock (which Applier.boot holds too).
+db        (tusk-db.service, before PostgreSQL starts) hands the database over between
+          the releases of the two system slots (appliance/slots.py): a copy of the
+          stopped cluster before a new release migrates it, restored when the old
+          release boots again.
 setup     (tusk-setup.service, after tusk-db.service) creates the database role and
           database, migrates the schema, creates the admin with a one-time password on a
           new box (kept in /etc/tusk/initial-admin for the console menu) and the
@@ -31,7 +35,7 @@ import socket
 import subprocess
 import sys
 
-from appliance import network
+from appliance import network, slots
 from policy.core import render_boot
 from policy.core.constants import FAMILY, HOST_TABLE, LOCKDOWN_TABLE, TABLE
 from policy.core.errors import PolicyError
@@ -94,6 +98,21 @@ def cmd_data(args):
             log(f"no partition labelled {DATA_LABEL}: running live, {DATA} is in RAM "
                 "(install with tusk-install to keep the configuration)")
     lay_out()
+    mount_esp()
+
+
+def mount_esp():
+    """The EFI system partition of an installed box on /efi: GRUB's A/B menu and its
+    environment, which RAUC and tusk-boot health write."""
+    if is_mounted(slots.ESP_MOUNT):
+        return
+    found = run(["blkid", "-L", slots.ESP_LABEL], check=False, capture_output=True)
+    device = found.stdout.strip()
+    if found.returncode != 0 or not device:
+        return
+    os.makedirs(slots.ESP_MOUNT, exist_ok=True)
+    run(["mount", "-o", "noatime,umask=0077", device, slots.ESP_MOUNT])
+    log(f"EFI system partition {device} mounted on {slots.ESP_MOUNT}")
 
 
 def lay_out():
@@ -110,6 +129,10 @@ def lay_out():
         (f"{STATE}/captures", 0, web, 0o2770),
         (f"{STATE}/capture-spool", 0, 0, 0o700),   # dumpcap's, until the agent moves them
         (f"{STATE}/logs", 0, web, 0o2750),          # ulogd's records, which the web UI reads
+        (slots.SYSTEM_STATE, 0, 0, 0o755),          # the slots' health and events
+        (f"{STATE}/rauc", 0, 0, 0o700),             # RAUC's data-directory (slot status)
+        (f"{STATE}/upgrade", 0, web, 0o2770),       # bundles the web UI receives
+        (f"{STATE}/upgrade-spool", 0, 0, 0o700),    # the agent's copy while RAUC installs
         (PGDATA, postgres.pw_uid, postgres.pw_gid, 0o700),
         (TLS, 0, 0, 0o700),
     ]
@@ -296,6 +319,14 @@ def main(argv=None):
         .set_defaults(func=cmd_firewall)
     sub.add_parser("setup", help="database, schema, admin, TLS certificate") \
         .set_defaults(func=cmd_setup)
+    sub.add_parser("db", help="hand the database over between the slots' releases") \
+        .set_defaults(func=lambda args: slots.hand_over_database() and 0)
+    sub.add_parser("health", help="check the booted slot; mark it good or fall back") \
+        .set_defaults(func=lambda args: slots.health(manage))
+    slot_parser = sub.add_parser("slots", help="show the system slots (--once: boot the "
+                                 "other one next, once)")
+    slot_parser.add_argument("--once", action="store_true")
+    slot_parser.set_defaults(func=lambda args: slots.cmd_slots(args.once))
     args = parser.parse_args(argv)
     try:
         return args.func(args) or 0

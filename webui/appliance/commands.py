@@ -25,6 +25,7 @@ def defaults():
     return {
         "tusk-net": [sys.executable, f"{BIN}/tusk-net"],
         "tusk-install": [sys.executable, f"{BIN}/tusk-install"],
+        "tusk-boot": [sys.executable, f"{BIN}/tusk-boot"],
         "manage": [sys.executable, f"{WEBUI}/manage.py"],
         "systemctl": ["systemctl"],
         "networkctl": ["networkctl"],

@@ -14,6 +14,8 @@ the box anyway.
  9) Unlock admin login         manage.py tusk_admin --unlock admin: forgets its failed
                                logins (the dashboard's login throttling)
 10) Console password           set, change or clear it
+11) System slots               both slots' releases and states (A/B upgrades); boot the
+                               other slot once (the next boot only, then the usual order)
 
 The console password (optional; appliance/consolepw.py) is asked before the shell, before
 changing it and before resetting the admin password - 3 tries, then back to the menu.
@@ -72,6 +74,7 @@ class Console:
             "8": ("Shell", self.shell),
             "9": ("Unlock admin login", self.unlock_admin),
             "10": ("Console password", self.console_password),
+            "11": ("System slots", self.system_slots),
         }
 
     # -- talking ----------------------------------------------------------------------
@@ -148,7 +151,8 @@ class Console:
             self.say(f"WARNING: {warning}")
         self.say()
         for key, (title, _) in self.actions.items():
-            if key != "5" or live:
+            # installing: live only; the system slots: an installed box only
+            if (key != "5" or live) and (key != "11" or live is False):
                 self.say(f"{key:>2}) {title}")
         self.say()
 
@@ -475,6 +479,18 @@ class Console:
         else:
             self.say("Not powered off.")
 
+    def system_slots(self):
+        if self.live():
+            raise Refused("'11' is not an option on the live system: it has no system slots "
+                          "(install to disk first)")
+        if self.run_program("tusk-boot", "slots") != 0:
+            return
+        if self.confirm("Boot the other slot once, now?"):
+            if self.run_program("tusk-boot", "slots", "--once") == 0:
+                self.run_program("systemctl", "reboot")
+        else:
+            self.say("Nothing changed.")
+
     def shell(self):
         if not self.password_given("The shell"):
             return
@@ -482,6 +498,7 @@ class Console:
         self.run_program("shell")
 
     def run_program(self, name, *args):
+        """Runs name on this terminal -> its exit status (a failure is said)."""
         try:
             status = self.runner.interactive(name, *args)
         except CommandError as exc:
@@ -490,6 +507,7 @@ class Console:
             self.say(f"{name} was stopped by {signal.Signals(-status).name}")
         elif status != 0:
             self.say(f"{name} exited with status {status}")
+        return status
 
 
 def pick(answer, nics, what):

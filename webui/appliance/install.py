@@ -4,15 +4,17 @@
 
 The medium is the filesystem labelled TUSK_MEDIUM (the ISO, or the USB stick it was
 written to) with boot/bzImage and tusk/rootfs.ext4; --medium names a directory instead.
-The disk gets a GPT: a 1 MiB BIOS boot partition, a 64 MiB EFI system partition, the
-system (rootfs.ext4, grown; the kernel in /boot) and the data partition (ext4 labelled
-TUSK_DATA) on the rest; GRUB for BIOS and UEFI (the removable path, so no firmware entry
-is needed). Refused: the disk holding the medium, the disk the running system is on,
-any disk with a filesystem mounted or swap in use anywhere below it (partitions, RAID,
-LVM, loop devices: lsblk's tree), and a medium without tusk/SHA256SUMS. Unless --fresh,
-what this session configured (/data: configuration, policy revisions, database,
-certificate) goes onto the new data partition, so the installed box comes up as the
-live one was left.
+The disk gets a GPT for A/B upgrades (docs/UPGRADES.md): a 1 MiB BIOS boot partition,
+the EFI system partition (FAT labelled TUSK_ESP: GRUB for BIOS and UEFI - the removable
+path, so no firmware entry is needed -, its A/B menu and its environment), two system
+slots of equal size (tusk-system-a gets rootfs.ext4, grown, with the kernel in /boot;
+tusk-system-b stays empty until the first upgrade) and the data partition (ext4
+labelled TUSK_DATA) on the rest. Refused: the disk holding the medium, the disk the
+running system is on, any disk with a filesystem mounted or swap in use anywhere below
+it (partitions, RAID, LVM, loop devices: lsblk's tree), and a medium without
+tusk/SHA256SUMS. Unless --fresh, what this session configured (/data: configuration,
+policy revisions, database, certificate) goes onto the new data partition, so the
+installed box comes up as the live one was left.
 """
 import argparse
 import hashlib
@@ -34,6 +36,10 @@ MIB = 1024 * 1024
 ESP_MIB = 64
 MIN_SYSTEM_MIB = 2048
 MIN_DATA_MIB = 1024
+SLOTS = ("A", "B")
+# GPT partition names: RAUC's system.conf finds the slots by them (/dev/disk/by-partlabel)
+PARTITIONS = ("bios-boot", "esp", "tusk-system-a", "tusk-system-b", "tusk-data")
+ESP_LABEL = "TUSK_ESP"
 # stopped while /data is copied, started again afterwards (a live session goes on)
 SERVICES = ("tusk-nginx.service", "tusk-web.service", "tusk-agent.service", "tusk-db.service")
 # bonding.max_bonds=0: no bond0 of the built-in driver's own (systemd's modprobe.d asks it
@@ -192,8 +198,8 @@ def candidates(devices, medium_device, root, proc_swaps=PROC_SWAPS):
             reason = f"it is in use ({'; '.join(busy)})"
         elif disk["ro"]:
             reason = "it is read-only"
-        elif int(disk["size"]) < (ESP_MIB + MIN_SYSTEM_MIB + MIN_DATA_MIB + 2) * MIB:
-            least = (ESP_MIB + MIN_SYSTEM_MIB + MIN_DATA_MIB) // 1024 + 1
+        elif int(disk["size"]) < (ESP_MIB + 2 * MIN_SYSTEM_MIB + MIN_DATA_MIB + 2) * MIB:
+            least = (ESP_MIB + 2 * MIN_SYSTEM_MIB + MIN_DATA_MIB) // 1024 + 1
             reason = f"it is too small (at least {least} GiB)"
         else:
             reason = None
@@ -256,51 +262,62 @@ def install(disk, medium, fresh):
     path = disk["path"]
     image = os.path.join(medium, "tusk", "rootfs.ext4")
     image_mib = -(-os.path.getsize(image) // MIB)
+    # each slot holds twice today's system: room for the releases to come
     system_mib = max(MIN_SYSTEM_MIB, 2 * image_mib)
     total_mib = int(disk["size"]) // MIB
-    if total_mib < 2 + ESP_MIB + system_mib + MIN_DATA_MIB:
-        raise InstallError(f"{path} is too small: {total_mib} MiB, the system needs "
-                           f"{2 + ESP_MIB + system_mib + MIN_DATA_MIB} MiB")
-    say(f"partitioning {path}: BIOS boot 1 MiB, EFI {ESP_MIB} MiB, system {system_mib} MiB, "
-        f"data {total_mib - system_mib - ESP_MIB - 3} MiB")
+    need_mib = 2 + ESP_MIB + 2 * system_mib + MIN_DATA_MIB
+    if total_mib < need_mib:
+        raise InstallError(f"{path} is too small: {total_mib} MiB, two system slots and the "
+                           f"data need {need_mib} MiB")
+    say(f"partitioning {path}: BIOS boot 1 MiB, EFI {ESP_MIB} MiB, system slots A and B "
+        f"{system_mib} MiB each, data {total_mib - need_mib + MIN_DATA_MIB} MiB")
     run(["wipefs", "--all", "--force", path])
+    names = dict(zip(("bios", "esp", "a", "b", "data"), PARTITIONS))
     table = (f"label: gpt\n"
-             f"start=1MiB, size=1MiB, type={BIOS_BOOT}, name=\"bios-boot\"\n"
-             f"size={ESP_MIB}MiB, type={ESP}, name=\"esp\"\n"
-             f"size={system_mib}MiB, type={LINUX}, name=\"tusk-system\"\n"
-             f"type={LINUX}, name=\"tusk-data\"\n")
+             f"start=1MiB, size=1MiB, type={BIOS_BOOT}, name=\"{names['bios']}\"\n"
+             f"size={ESP_MIB}MiB, type={ESP}, name=\"{names['esp']}\"\n"
+             f"size={system_mib}MiB, type={LINUX}, name=\"{names['a']}\"\n"
+             f"size={system_mib}MiB, type={LINUX}, name=\"{names['b']}\"\n"
+             f"type={LINUX}, name=\"{names['data']}\"\n")
     run(["sfdisk", "--quiet", "--wipe", "always", path], input=table)
     run(["udevadm", "settle"], check=False)
-    esp, system, data = (partition_path(path, n) for n in (2, 3, 4))
-    for part in (esp, system, data):
+    esp, slot_a, slot_b, data = (partition_path(path, n) for n in (2, 3, 4, 5))
+    for part in (esp, slot_a, slot_b, data):
         wait_for(part)
-    run(["mkfs.vfat", "-n", "TUSK_ESP", esp])
-    say(f"writing the system to {system} ...")
-    run(["dd", f"if={image}", f"of={system}", "bs=4M", "conv=fsync", "status=none"])
-    run(["e2fsck", "-f", "-y", system], check=False)
-    run(["tune2fs", "-L", "TUSK_SYSTEM", "-U", "random", system])
-    run(["resize2fs", system])
+    run(["mkfs.vfat", "-n", ESP_LABEL, esp])
+    say(f"writing the system to slot A ({slot_a}) ...")
+    run(["dd", f"if={image}", f"of={slot_a}", "bs=4M", "conv=fsync", "status=none"])
+    run(["e2fsck", "-f", "-y", slot_a], check=False)
+    run(["tune2fs", "-U", "random", slot_a])
+    run(["resize2fs", slot_a])
+    run(["wipefs", "--all", "--force", slot_b])
     run(["mkfs.ext4", "-q", "-F", "-L", "TUSK_DATA", data])
-    partuuid = run(["blkid", "-s", "PARTUUID", "-o", "value", system]).stdout.strip()
-    fs_uuid = run(["blkid", "-s", "UUID", "-o", "value", system]).stdout.strip()
+    partuuids = {slot: run(["blkid", "-s", "PARTUUID", "-o", "value", device]).stdout.strip()
+                 for slot, device in zip(SLOTS, (slot_a, slot_b))}
     target = tempfile.mkdtemp(prefix="tusk-target-", dir="/run")
     mounted = []
     try:
-        run(["mount", system, target])
+        run(["mount", slot_a, target])
         mounted.append(target)
         boot = os.path.join(target, "boot")
-        os.makedirs(os.path.join(boot, "grub"), exist_ok=True)
+        os.makedirs(boot, exist_ok=True)
         run(["cp", os.path.join(medium, "boot", "bzImage"), os.path.join(boot, "bzImage")])
-        efi = os.path.join(boot, "efi")
+        efi = os.path.join(target, "efi")
         os.makedirs(efi, exist_ok=True)
         run(["mount", esp, efi])
         mounted.append(efi)
         say("installing the boot loader (BIOS and UEFI) ...")
-        run(["grub-install", "--target=i386-pc", f"--boot-directory={boot}", path])
+        grub = os.path.join(efi, "grub")
+        run(["grub-install", "--target=i386-pc", f"--boot-directory={efi}", path])
         run(["grub-install", "--target=x86_64-efi", f"--efi-directory={efi}",
-             f"--boot-directory={boot}", "--removable", "--no-nvram"])
-        with open(os.path.join(boot, "grub", "grub.cfg"), "w", encoding="utf-8") as handle:
-            handle.write(GRUB_CFG.format(uuid=fs_uuid, partuuid=partuuid, args=KERNEL_ARGS))
+             f"--boot-directory={efi}", "--removable", "--no-nvram"])
+        with open(os.path.join(grub, "grub.cfg"), "w", encoding="utf-8") as handle:
+            handle.write(grub_cfg(partuuids))
+        # slot A is the only one, and good; B is empty until an upgrade writes it
+        env = os.path.join(grub, "grubenv")
+        run(["grub-editenv", env, "create"])
+        run(["grub-editenv", env, "set", "ORDER=A B", "A_OK=1", "A_TRY=0", "A_TRIAL=0",
+             "B_OK=0", "B_TRY=0", "B_TRIAL=0"])
         data_dir = os.path.join(target, "mnt")
         run(["mount", data, data_dir])
         mounted.append(data_dir)
@@ -315,17 +332,17 @@ def install(disk, medium, fresh):
     run(["sync"])
 
 
-GRUB_CFG = """# Written by tusk-install.
-set timeout=3
-set default=0
-serial --unit=0 --speed=115200
-terminal_input console serial
-terminal_output console serial
-menuentry "Tusk" {{
-    search --no-floppy --fs-uuid --set=root {uuid}
-    linux /boot/bzImage root=PARTUUID={partuuid} {args}
-}}
-"""
+def grub_cfg(partuuids):
+    """The ESP's grub.cfg: the A/B menu of /usr/lib/tusk/grub-ab.cfg (this system's),
+    with the slots' partition UUIDs for the kernel's root=."""
+    with open(GRUB_AB, encoding="utf-8") as handle:
+        text = handle.read()
+    return (text.replace("@A_PARTUUID@", partuuids["A"])
+            .replace("@B_PARTUUID@", partuuids["B"])
+            .replace("@KERNEL_ARGS@", KERNEL_ARGS))
+
+
+GRUB_AB = "/usr/lib/tusk/grub-ab.cfg"
 
 
 def wait_for(device, seconds=10):

@@ -1,14 +1,18 @@
 """The agent's half of the System page: the console password file, which only root may
-write. The job row is untrusted: its argument is checked again with the form's own
-consolepw.argument_problem(), and the file's path comes from the agent's configuration
-(beside tusk.toml), never from the row."""
+write; the update bundles it installs into the other system slot; the reboot. The job
+row is untrusted: its arguments are checked again with the forms' own checks, and every
+file's path comes from the agent's configuration and the job's id, never from the row."""
 import os
 import stat
+import subprocess
 
 from accounts.models import AuditEntry
-from appliance import consolepw
+from appliance import consolepw, slots
+from diag.files import Directory, UnsafeFile
 from jobs.registry import JobFailed, handler
 from tusklib.files import write_atomically
+
+from . import bundles
 
 
 def _safe_directory(directory):
@@ -41,3 +45,101 @@ def console_password(run):
     AuditEntry.objects.create(username=run.user, action=action, target="console",
                               detail={"job": run.job.pk})
     return {"set": value != consolepw.CLEAR}
+
+
+# -- upgrades (docs/UPGRADES.md) ---------------------------------------------------------
+
+# A lab or a developer's host (make run, the tests) has no slots: the agent there never
+# installs a system nor reboots the machine it runs on.
+NO_SLOT = "this system did not boot from a system slot (the live system, a lab or a " \
+          "development host)"
+
+def _spool(path):
+    """The agent's own directory for the bundle it works on: created root-only, refused
+    if anyone else owns it (nothing in it may be a planted link)."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        raise JobFailed(f"upgrade_spool_dir {path} is not the agent's own directory; nothing "
+                        "was written")
+    os.chmod(path, 0o700)
+    return path
+
+
+def _take(run, name, limit):
+    """The upload of this job, copied from the web user's directory into the spool
+    -> the copy's path. The upload itself is removed either way."""
+    with Directory(run.config.upgrade_dir) as shared:
+        try:
+            source = shared.open(name)
+        except UnsafeFile as error:
+            raise JobFailed(f"the upload is not there as the web process left it ({error}); "
+                            "nothing was written") from None
+        copy = os.path.join(_spool(run.config.upgrade_spool_dir), name)
+        try:
+            if os.path.lexists(copy):
+                os.unlink(copy)
+            target = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            size = 0
+            with os.fdopen(source, "rb") as reader, os.fdopen(target, "wb") as writer:
+                while chunk := reader.read(1 << 20):
+                    size += len(chunk)
+                    if size > limit:
+                        raise JobFailed(f"the upload is larger than {limit // 1_000_000} MB; "
+                                        "nothing was written")
+                    writer.write(chunk)
+                writer.flush()
+                os.fsync(writer.fileno())
+        except BaseException:
+            if os.path.lexists(copy):
+                os.unlink(copy)
+            raise
+        finally:
+            shared.delete_name(name)
+    return copy
+
+
+@handler("system.upgrade", "Install an update bundle into the other system slot")
+def upgrade(run):
+    args = run.args if isinstance(run.args, dict) else {}
+    problem = bundles.name_problem(args.get("name"))
+    if problem:
+        raise JobFailed(f"name: {problem}; nothing was written")
+    run.progress(1, "taking the upload")
+    copy = _take(run, bundles.upload_name(run.job.pk), run.config.bundle_max_mb * 1_000_000)
+    try:
+        run.progress(5, "checking the signature and the compatible")
+        try:
+            info = bundles.check(copy, run.config.rauc_conf)
+            if slots.booted_slot() is None:
+                raise bundles.BundleRefused(NO_SLOT)
+            run.progress(10, f"installing release {info['version']} into the other slot")
+            bundles.install(copy, lambda percent, line: run.progress(10 + percent * 88 // 100,
+                                                                     line))
+        except bundles.BundleRefused as refused:
+            raise JobFailed(f"{refused}; the running system is unchanged") from None
+    finally:
+        os.unlink(copy)
+    status = slots.write_status(run.config.system_state_dir)
+    AuditEntry.objects.create(username=run.user, action="system upgrade installed",
+                              target=f"slot {status.get('next') or '?'}",
+                              detail={"job": run.job.pk, "name": args["name"], **info})
+    return {"version": info["version"], "slot": status.get("next"),
+            "message": f"release {info['version']} is installed in slot "
+                       f"{status.get('next') or '?'}: reboot to try it"}
+
+
+@handler("system.reboot", "Reboot the box")
+def reboot(run):
+    if run.args not in ({}, None):
+        raise JobFailed("this job takes no arguments; nothing done")
+    if slots.booted_slot() is None:
+        raise JobFailed(f"{NO_SLOT}: not rebooted")
+    AuditEntry.objects.create(username=run.user, action="system reboot", target="box",
+                              detail={"job": run.job.pk})
+    # in a few seconds, so that this job is reported done before the agent stops
+    result = subprocess.run(["systemd-run", "--on-active=5", "--timer-property=AccuracySec=1s",
+                             "/usr/bin/systemctl", "reboot"], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise JobFailed(f"systemd-run: {result.stderr.strip() or result.returncode}")
+    return {"message": "the box reboots in 5 seconds"}

@@ -1,6 +1,9 @@
 from django import forms
+from django.conf import settings
 
 from appliance import consolepw
+
+from . import bundles
 
 
 class ConsolePasswordForm(forms.Form):
@@ -27,3 +30,22 @@ class ConsolePasswordForm(forms.Form):
         if problem:
             raise ValueError(problem)
         return encoded
+
+
+class BundleForm(forms.Form):
+    """An update bundle (docs/UPGRADES.md). The file itself was already streamed into
+    upgrade_dir by views.BundleReceiver; RAUC checks its signature in the agent job."""
+
+    bundle = forms.FileField(label="Update bundle (.raucb)")
+
+    def clean_bundle(self):
+        upload = self.cleaned_data["bundle"]
+        if not getattr(upload, "stored_as", None):
+            raise forms.ValidationError("the upload did not arrive whole: send it again")
+        if not upload.name.endswith(bundles.SUFFIX):
+            raise forms.ValidationError(f"not an update bundle: its name must end in "
+                                        f"{bundles.SUFFIX}")
+        if upload.size > settings.TUSK.bundle_max_mb * 1_000_000:
+            raise forms.ValidationError(f"{upload.size} bytes: more than the "
+                                        f"{settings.TUSK.bundle_max_mb} MB a bundle may have")
+        return upload

@@ -1,30 +1,75 @@
 """The System page. Console: whether a console password is set (anyone signed in may
 see that), and for admins the form that sets or clears it through the agent job
-system.console_password (the web user may not write /etc/tusk)."""
+system.console_password (the web user may not write /etc/tusk). Upgrades: the two
+system slots and what happened to them (appliance/slots.py writes it), and for admins
+the upload of an update bundle - streamed into upgrade_dir, then the agent job
+system.upgrade checks and installs it - and the reboot into it (docs/UPGRADES.md)."""
+import json
 import os
+import secrets
 
 from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadhandler import FileUploadHandler, StopFutureHandlers, StopUpload
 from django.db import transaction
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from accounts import audit
 from appliance import consolepw
+from diag.files import Directory, UnsafeFile
 from jobs import queue
 from jobs.models import Job
 
-from .forms import ConsolePasswordForm
+from . import bundles
+from .forms import BundleForm, ConsolePasswordForm
 
 KIND = "system.console_password"
+UPGRADE, REBOOT = "system.upgrade", "system.reboot"
+ACTIVE = (Job.State.QUEUED, Job.State.RUNNING)
+EVENTS_SHOWN = 10
 
 
-def _page(request, form=None, status=200):
+def _state(name):
+    """A JSON file of system_state_dir (slots.json, health.json), or None."""
+    try:
+        with open(os.path.join(settings.TUSK.system_state_dir, name), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _events():
+    try:
+        with open(os.path.join(settings.TUSK.system_state_dir, "events.jsonl"),
+                  encoding="utf-8") as handle:
+            lines = handle.readlines()[-EVENTS_SHOWN:]
+    except OSError:
+        return []
+    events = []
+    for line in reversed(lines):
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    return events
+
+
+def _page(request, form=None, status=200, upgrade_form=None):
+    slots = _state("slots.json") or {}
+    waiting = slots.get("next") and slots.get("booted") and slots["next"] != slots["booted"]
     return render(request, "system/system.html", {
         "form": form or ConsolePasswordForm(),
         "console_password": os.path.exists(consolepw.path_beside(settings.TUSK.path)),
-        "busy": Job.objects.filter(kind=KIND, state__in=(Job.State.QUEUED,
-                                                         Job.State.RUNNING)).first(),
+        "busy": Job.objects.filter(kind=KIND, state__in=ACTIVE).first(),
+        "slots": slots, "slot_list": sorted((slots.get("slots") or {}).items()),
+        "health": _state("health.json"), "events": _events(),
+        "upgrade_form": upgrade_form or BundleForm(),
+        "upgrading": Job.objects.filter(kind__in=(UPGRADE, REBOOT), state__in=ACTIVE).first(),
+        "last_upgrade": Job.objects.filter(kind=UPGRADE).order_by("-pk").first(),
+        "waiting": waiting, "bundle_max_mb": settings.TUSK.bundle_max_mb,
     }, status=status)
 
 
@@ -50,3 +95,114 @@ def set_console_password(request):
 @require_POST
 def clear_console_password(request):
     return _queue(request, consolepw.CLEAR, "console password clear")
+
+
+class ReceivedBundle(UploadedFile):
+    """The bundle as BundleReceiver stored it: its name in upgrade_dir, its size."""
+
+    def __init__(self, name, size, stored_as):
+        super().__init__(file=None, name=name, size=size)
+        self.stored_as = stored_as
+
+
+class BundleReceiver(FileUploadHandler):
+    """Streams the form's bundle field straight into upgrade_dir as
+    incoming-<16 hex>.raucb - never into /tmp, which is RAM on the appliance - and stops
+    storing past bundle_max_mb (too_big). discard() removes what it stored unless the
+    view took it (taken)."""
+
+    def __init__(self, request=None):
+        super().__init__(request)
+        self.handle = self.stored = None
+        self.size, self.too_big, self.taken = 0, False, False
+
+    def new_file(self, field_name, file_name, *args, **kwargs):
+        super().new_file(field_name, file_name, *args, **kwargs)
+        if field_name != "bundle" or self.stored:
+            return
+        self.stored = f"incoming-{secrets.token_hex(8)}{bundles.SUFFIX}"
+        with Directory(settings.TUSK.upgrade_dir) as shared:
+            self.handle = os.fdopen(shared.create(self.stored), "wb")
+        raise StopFutureHandlers()
+
+    def receive_data_chunk(self, raw_data, start):
+        if self.handle is None:
+            return None
+        self.size += len(raw_data)
+        if self.size > settings.TUSK.bundle_max_mb * 1_000_000:
+            self.too_big = True
+            self.discard()
+            raise StopUpload(connection_reset=False)
+        self.handle.write(raw_data)
+        return None
+
+    def file_complete(self, file_size):
+        if self.handle is None:
+            return None
+        self.handle.close()
+        self.handle = None
+        return ReceivedBundle(self.file_name, self.size, self.stored)
+
+    def upload_interrupted(self):
+        self.discard()
+
+    def discard(self):
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+        if self.stored and not self.taken:
+            with Directory(settings.TUSK.upgrade_dir) as shared:
+                shared.delete_name(self.stored)
+            self.stored = None
+
+
+@csrf_exempt
+def upload_bundle(request):
+    """POST /system/upgrade/. nginx asked upload_gate (an admin) before it read the body;
+    the CSRF check runs after the handler below is set (it reads the body)."""
+    receiver = BundleReceiver(request)
+    request.upload_handlers = [receiver]
+    try:
+        return _upload_bundle(request, receiver)
+    finally:
+        receiver.discard()
+
+
+@csrf_protect
+@require_POST
+def _upload_bundle(request, receiver):
+    form = BundleForm(request.POST, request.FILES)
+    valid = form.is_valid()
+    if receiver.too_big:
+        form.add_error("bundle", f"more than the {settings.TUSK.bundle_max_mb} MB a bundle "
+                                 "may have")
+        valid = False
+    if not valid:
+        return _page(request, upgrade_form=form, status=400)
+    if Job.objects.filter(kind__in=(UPGRADE, REBOOT), state__in=ACTIVE).exists():
+        form.add_error("bundle", "an upgrade or a reboot is already under way")
+        return _page(request, upgrade_form=form, status=409)
+    upload = form.cleaned_data["bundle"]
+    name = bundles.display_name(upload.name)
+    with transaction.atomic(), Directory(settings.TUSK.upgrade_dir) as shared:
+        job = queue.enqueue(UPGRADE, {"name": name}, request.user)
+        final = bundles.upload_name(job.pk)
+        shared.delete_name(final)       # a leftover of a lost database is replaced
+        try:
+            os.rename(upload.stored_as, final, src_dir_fd=shared.fd, dst_dir_fd=shared.fd)
+        except OSError as error:
+            raise UnsafeFile(f"{upload.stored_as}: {error.strerror}") from None
+        receiver.taken = True
+        audit.record(request, "system upgrade upload", f"job {job.pk}", name=name,
+                     bytes=upload.size)
+    return redirect(reverse("job", args=[job.pk]) + "?next=system")
+
+
+@require_POST
+def reboot(request):
+    if Job.objects.filter(kind__in=(UPGRADE, REBOOT), state__in=ACTIVE).exists():
+        return _page(request, status=409)
+    with transaction.atomic():
+        job = queue.enqueue(REBOOT, {}, request.user)
+        audit.record(request, "system reboot", "box", job=job.pk)
+    return redirect(reverse("job", args=[job.pk]) + "?next=system")

@@ -9,6 +9,8 @@
     debug = false
     upload_max_mb = 1024  # largest pcap the Diagnostics page accepts for analysis
                           # (nginx's client_max_body_size for /diag/upload/ must allow it)
+    bundle_max_mb = 2048  # largest update bundle the System page accepts (nginx's
+                          # client_max_body_size for /system/upgrade/ must allow it)
 
     [database]            # PostgreSQL; host may be a socket directory
     name = "tusk"
@@ -30,6 +32,13 @@
     analysis_python = ""  # the Python the capture analysis runs as user tusk-analyze (it
                           # must reach it); empty: the agent's own
     capture_quota_mb = 2048   # all captures together; the oldest go first
+    upgrade_dir = "/var/lib/tusk/upgrade"   # uploaded update bundles; group of the web
+                          # user, mode 2770: the web writes, the agent takes them
+    upgrade_spool_dir = "/var/lib/tusk/upgrade-spool"  # root only (0700): the agent's own
+                          # copy of a bundle while RAUC checks and installs it
+    rauc_conf = "/etc/rauc/system.conf"     # RAUC's: compatible and keyring of this box
+    system_state_dir = "/var/lib/tusk/system"   # the slots' state, health and events
+                          # (appliance/slots.py), which the System page shows
     sample_interval = 2   # seconds between statistics samples
     live_check_interval = 15  # seconds between comparisons of the live ruleset with
                               # what Tusk loaded (listing a big table costs nft CPU)
@@ -67,6 +76,7 @@ class Config:
     tls: bool
     debug: bool
     upload_max_mb: int
+    bundle_max_mb: int
     db_name: str
     db_user: str
     db_host: str
@@ -80,6 +90,10 @@ class Config:
     capture_spool_dir: str
     analysis_python: str
     capture_quota_mb: int
+    upgrade_dir: str
+    upgrade_spool_dir: str
+    rauc_conf: str
+    system_state_dir: str
     sample_interval: float
     web_url: str
     live_check_interval: float
@@ -92,7 +106,8 @@ class Config:
 
 _SCHEMA = {
     "web": {"secret_key_file": (str, None), "allowed_hosts": (list, None), "tls": (bool, False),
-            "debug": (bool, False), "upload_max_mb": (int, 1024)},
+            "debug": (bool, False), "upload_max_mb": (int, 1024),
+            "bundle_max_mb": (int, 2048)},
     "database": {"name": (str, None), "user": (str, None), "host": (str, "/run/postgresql"),
                  "port": (int, 5432), "password_file": (str, "")},
     "agent": {"netns": (str, ""), "state_dir": (str, "/var/lib/tusk/policy"),
@@ -101,6 +116,10 @@ _SCHEMA = {
               "capture_dir": (str, "/var/lib/tusk/captures"),
               "capture_spool_dir": (str, "/var/lib/tusk/capture-spool"),
               "analysis_python": (str, ""), "capture_quota_mb": (int, 2048),
+              "upgrade_dir": (str, "/var/lib/tusk/upgrade"),
+              "upgrade_spool_dir": (str, "/var/lib/tusk/upgrade-spool"),
+              "rauc_conf": (str, "/etc/rauc/system.conf"),
+              "system_state_dir": (str, "/var/lib/tusk/system"),
               "sample_interval": ((int, float), 2), "web_url": (str, ""),
               "live_check_interval": ((int, float), 15)},
     "selftest": {"client_netns": (str, ""), "server_netns": (str, ""),
@@ -173,6 +192,10 @@ def load(path=None):
     if not 1 <= upload <= 1_000_000:
         raise ConfigError(f"{path}: [web] upload_max_mb: must be from 1 to 1000000 (MB), "
                           f"not {upload}")
+    bundle = values[("web", "bundle_max_mb")]
+    if not 1 <= bundle <= 1_000_000:
+        raise ConfigError(f"{path}: [web] bundle_max_mb: must be from 1 to 1000000 (MB), "
+                          f"not {bundle}")
     interval = values[("agent", "sample_interval")]
     if not 0.2 <= interval <= 3600:
         raise ConfigError(f"{path}: [agent] sample_interval: {interval} is outside 0.2-3600 s")
@@ -186,6 +209,7 @@ def load(path=None):
         tls=values[("web", "tls")],
         debug=values[("web", "debug")],
         upload_max_mb=upload,
+        bundle_max_mb=bundle,
         db_name=values[("database", "name")],
         db_user=values[("database", "user")],
         db_host=values[("database", "host")],
@@ -200,6 +224,10 @@ def load(path=None):
         capture_spool_dir=values[("agent", "capture_spool_dir")],
         analysis_python=values[("agent", "analysis_python")],
         capture_quota_mb=quota,
+        upgrade_dir=values[("agent", "upgrade_dir")],
+        upgrade_spool_dir=values[("agent", "upgrade_spool_dir")],
+        rauc_conf=values[("agent", "rauc_conf")],
+        system_state_dir=values[("agent", "system_state_dir")],
         sample_interval=float(interval),
         web_url=values[("agent", "web_url")],
         live_check_interval=float(values[("agent", "live_check_interval")]),

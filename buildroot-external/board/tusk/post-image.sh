@@ -191,3 +191,19 @@ echo "${digest%% *}  rootfs.ext4" > "$work/tusk/SHA256SUMS"
     "tusk/SHA256SUMS=$work/tusk/SHA256SUMS"
 
 echo "post-image.sh: wrote $iso (UUID $uuid, initrd $(basename "$initrd"))"
+
+# The release's update bundle (docs/UPGRADES.md), when the build was given the signing
+# certificate and key (tools/build-image: TUSK_RAUC_CERT, TUSK_RAUC_KEY): the same
+# rootfs.ext4 - its /boot/bzImage is what GRUB boots from a slot - for the RAUC of
+# installed boxes. Not for the builds without them (make iso, the tests).
+if [ -n "${TUSK_RAUC_CERT:-}" ] && [ -n "${TUSK_RAUC_KEY:-}" ]; then
+    if [ -n "${HOST_DIR:-}" ]; then
+        rauc=$(tool rauc BR2_PACKAGE_HOST_RAUC)
+    else
+        rauc=$(tool rauc rauc)
+    fi
+    version=$(cat "$TARGET_DIR/usr/lib/tusk/version")
+    "$(dirname "$0")/make-bundle.sh" "$rauc" "$rootfs" "$version" tusk-x86_64 \
+        "$TUSK_RAUC_CERT" "$TUSK_RAUC_KEY" "$BINARIES_DIR/tusk.raucb"
+    echo "post-image.sh: wrote $BINARIES_DIR/tusk.raucb (release $version)"
+fi

@@ -13,9 +13,15 @@ TUSK_WEBUI_LICENSE = PROPRIETARY
 TUSK_WEBUI_OVERRIDE_SRCDIR_RSYNC_EXCLUSIONS = \
 	--exclude /node_modules --exclude /build --exclude __pycache__
 
+# The release the box shows and its update bundle carries: TUSK_VERSION from
+# tools/build-image, else what git says of the tree (the local copy in the build
+# directory is no git checkout).
+TUSK_WEBUI_RELEASE = $(or $(TUSK_VERSION),$(shell git -C $(BR2_EXTERNAL_TUSK_PATH)/.. \
+	describe --always --dirty 2>/dev/null),unknown)
+
 # The one install step shared with the QEMU test root filesystem.
 define TUSK_WEBUI_INSTALL_TARGET_CMDS
-	TUSK_VERSION="$(BR2_EXTERNAL_TUSK_VERSION)" $(@D)/install-into $(TARGET_DIR)
+	TUSK_VERSION="$(TUSK_WEBUI_RELEASE)" $(@D)/install-into $(TARGET_DIR)
 endef
 
 $(eval $(generic-package))

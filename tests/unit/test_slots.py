@@ -1,0 +1,147 @@
+"""The database's hand-over between the releases of the two system slots
+(appliance/slots.py, tusk-boot db), on real directories with cp -a as the box runs it,
+and GRUB's environment through the real grub-editenv. The VM test (test_upgrade.py)
+runs the same code on an installed box with PostgreSQL and RAUC."""
+import json
+
+import pytest
+
+from appliance import slots
+
+
+@pytest.fixture
+def box(tmp_path, monkeypatch):
+    """A /data with a database cluster, and the release this slot runs, as files."""
+    data = tmp_path / "data"
+    state = data / "tusk" / "system"
+    state.mkdir(parents=True)
+    version = tmp_path / "version"
+    paths = {"PGDATA": data / "pgsql", "SNAPSHOT": data / "pgsql.before-upgrade",
+             "ABANDONED": data / "pgsql.abandoned", "SYSTEM_STATE": state,
+             "DB_RELEASE": state / "db-release", "SNAPSHOT_META": state / "db-snapshot.json",
+             "EVENTS": state / "events.jsonl", "VERSION_FILE": version}
+    for name, path in paths.items():
+        monkeypatch.setattr(slots, name, str(path))
+    cluster = data / "pgsql"
+    cluster.mkdir(mode=0o700)
+    (cluster / "PG_VERSION").write_text("17\n")
+
+    class Box:
+        def boot(self, release):
+            version.write_text(release + "\n")
+            return slots.hand_over_database()
+
+        def write(self, text):
+            (cluster / "rows").write_text(text)
+
+        def rows(self, where=cluster):
+            return (where / "rows").read_text()
+
+        def db_release(self):
+            return paths["DB_RELEASE"].read_text().strip()
+
+        def events(self):
+            return [json.loads(line)["kind"] for line in
+                    paths["EVENTS"].read_text().splitlines()]
+
+    return Box(), paths
+
+
+def test_the_first_boot_records_the_release_and_touches_nothing(box):
+    b, paths = box
+    b.write("v1 rows")
+    assert b.boot("1.0") == "unchanged"
+    assert b.db_release() == "1.0"
+    assert b.boot("1.0") == "unchanged"
+    assert not paths["SNAPSHOT"].exists() and not paths["EVENTS"].exists()
+
+
+def test_an_upgrade_keeps_a_copy_and_a_fallback_restores_it(box):
+    b, paths = box
+    b.write("v1 rows")
+    b.boot("1.0")
+    assert b.boot("2.0") == "kept"
+    assert b.rows(paths["SNAPSHOT"]) == "v1 rows"
+    assert b.db_release() == "2.0"      # before any migration of 2.0 has run
+    assert json.loads(paths["SNAPSHOT_META"].read_text())["from"] == "1.0"
+    b.write("v2 rows (migrated)")
+    # 2.0 fails its health check: slot A (1.0) boots again
+    assert b.boot("1.0") == "restored"
+    assert b.rows() == "v1 rows"
+    assert b.rows(paths["ABANDONED"]) == "v2 rows (migrated)"
+    assert b.db_release() == "1.0"
+    assert not paths["SNAPSHOT"].exists() and not paths["SNAPSHOT_META"].exists()
+    assert b.events() == ["database-kept", "database-restored"]
+
+
+def test_a_second_try_of_the_upgrade_starts_from_what_the_old_release_changed(box):
+    """After a fallback the operator goes on under 1.0; 2.0 installed again must take
+    over those changes, not the abandoned cluster of its first try."""
+    b, paths = box
+    b.write("v1 rows")
+    b.boot("1.0")
+    b.boot("2.0")
+    b.write("v2 rows")
+    b.boot("1.0")
+    b.write("v1 rows, changed after the fallback")
+    assert b.boot("2.0") == "kept"
+    assert b.rows() == "v1 rows, changed after the fallback"
+    assert b.rows(paths["SNAPSHOT"]) == "v1 rows, changed after the fallback"
+
+
+def test_a_copy_left_half_done_by_a_power_cut_is_made_again(box):
+    b, paths = box
+    b.write("v1 rows")
+    b.boot("1.0")
+    partial = paths["SNAPSHOT"].with_name("pgsql.before-upgrade.partial")
+    partial.mkdir()
+    (partial / "rows").write_text("torn")
+    assert b.boot("2.0") == "kept"
+    assert b.rows(paths["SNAPSHOT"]) == "v1 rows"
+    assert not partial.exists()
+
+
+def test_a_copy_from_another_release_is_not_restored(box):
+    """1.0 -> 2.0 -> 3.0: booting 1.0 now finds a copy taken for 3.0 from 2.0 - not
+    its own - so it does not restore a database it never wrote."""
+    b, paths = box
+    b.write("v1")
+    b.boot("1.0")
+    b.boot("2.0")
+    b.write("v2")
+    b.boot("3.0")
+    b.write("v3")
+    assert b.boot("2.0") == "restored"
+    assert b.rows() == "v2"
+    assert b.boot("1.0") == "kept"
+    assert b.rows() == "v2"
+
+
+def test_the_booted_slot_is_read_from_the_kernel_command_line(tmp_path):
+    cmdline = tmp_path / "cmdline"
+    cmdline.write_text("root=PARTUUID=x rauc.slot=B panic=10 rw\n")
+    assert slots.booted_slot(str(cmdline)) == "B"
+    cmdline.write_text("root=PARTUUID=x rauc.slot=C\n")
+    assert slots.booted_slot(str(cmdline)) is None
+    cmdline.write_text("console=ttyS0\n")
+    assert slots.booted_slot(str(cmdline)) is None
+
+
+def test_grubenv_reads_back_what_was_set(tmp_path):
+    env = tmp_path / "grubenv"
+    slots.run(["grub-editenv", env, "create"])
+    slots.grubenv_set("ORDER=B A", "B_TRIAL=1", path=str(env))
+    assert slots.grubenv(str(env)) == {"ORDER": "B A", "B_TRIAL": "1"}
+    assert slots.grubenv(str(tmp_path / "none")) == {}
+
+
+def test_the_console_names_each_slots_state():
+    env = {"ORDER": "B A", "A_OK": "1", "A_TRIAL": "0", "B_OK": "1", "B_TRIAL": "1"}
+    assert slots.describe(env, "A", {"A": "1.0", "B": "2.0"}) == [
+        "slot A: release 1.0 - running, good",
+        "slot B: release 2.0 - first in the boot order, on trial: its health check has not "
+        "passed yet"]
+    env = {"ORDER": "A B", "A_OK": "1", "B_OK": "0", "ONCE": "B"}
+    assert slots.describe(env, "A", {"A": "1.0"}) == [
+        "slot A: release 1.0 - running, first in the boot order, good",
+        "slot B: release unknown - boots next, once, not bootable (empty, or marked bad)"]
