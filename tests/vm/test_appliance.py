@@ -696,8 +696,9 @@ def rauc_install(appliance, name):
                   "mount -t 9p -o trans=virtio,ro share /mnt/share; }")
     ok(appliance, f"mkdir -p /data/tusk/upload && cp /mnt/share/{name} /data/tusk/upload/",
        timeout=600)
-    return appliance.shell(f"rauc install /data/tusk/upload/{name} 2>&1; "
-                           f"rm -f /data/tusk/upload/{name}", 1800)
+    # the exit status is rauc's, not the clean-up's
+    return appliance.shell(f"rauc install /data/tusk/upload/{name} 2>&1; status=$?; "
+                           f"rm -f /data/tusk/upload/{name}; (exit $status)", 1800)
 
 
 def reboot(step, work, name):
