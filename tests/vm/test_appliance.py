@@ -48,6 +48,7 @@ import subprocess
 import threading
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -339,55 +340,62 @@ def submit(page):
     expect(page.locator("form#item-form")).to_have_count(0)
 
 
-def network_in_chromium(appliance):
-    """The Network pages as the operator uses them, in Chromium over the box's HTTPS: the
-    traffic ports, a VLAN with its address, an LACP bond, a route; Review and apply;
-    Confirm. Returns the revision confirmed."""
-    base = appliance.base_url()
+@contextmanager
+def admin_page(appliance):
+    """A Chromium page over the box's HTTPS, signed in as admin on the Dashboard."""
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
             "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
         try:
             page = browser.new_context(ignore_https_errors=True).new_page()
             page.set_default_timeout(BROWSER_MS)       # pages are slow under TCG
-            page.goto(f"{base}/accounts/login/")
+            page.goto(f"{appliance.base_url()}/accounts/login/")
             page.fill("#id_username", "admin")
             page.fill("#id_password", PASSWORD)
             page.click("button[type=submit]")
             expect(page.locator("h1")).to_have_text("Dashboard")
-            for port in ("ens4", "ens5", "ens12"):
-                page.goto(f"{base}/network/interfaces/edit/?port={port}")
-                page.select_option("#id_role", "traffic")
-                submit(page)
-            page.goto(f"{base}/network/vlans/new/")
-            page.fill("#id_name", VLAN)
-            page.select_option("#id_parent", "ens4")
-            page.fill("#id_id", "100")
-            page.fill("#id_description", "the client's VLAN")
-            page.fill("#id_addresses", VLAN_ADDRESS)
-            submit(page)
-            page.goto(f"{base}/network/bonds/new/")
-            page.fill("#id_name", BOND)
-            page.select_option("#id_mode", "802.3ad")
-            page.select_option("#id_hash_policy", "layer3+4")
-            page.select_option("#id_members", ["ens5", "ens12"])
-            page.fill("#id_addresses", BOND_ADDRESS)
-            submit(page)
-            page.goto(f"{base}/network/routes/new/")
-            page.fill("#id_destination", BEHIND)
-            page.fill("#id_gateway", SERVER)
-            submit(page)
-            page.goto(f"{base}/network/apply/")            # what will change, then apply
-            for text in (VLAN, BOND, BEHIND):
-                expect(page.locator("main")).to_contain_text(text)
-            page.fill("#id_timeout", "600")
-            page.click("#apply")
-            expect(page.locator("#confirm")).to_be_visible(timeout=APPLY_MS)
-            page.click("#confirm")
-            expect(page.locator("#network-status")).to_contain_text(
-                "is confirmed and in effect", timeout=APPLY_MS)
+            yield page
         finally:
             browser.close()
+
+
+def network_in_chromium(appliance):
+    """The Network pages as the operator uses them, in Chromium over the box's HTTPS: the
+    traffic ports, a VLAN with its address, an LACP bond, a route; Review and apply;
+    Confirm. Returns the revision confirmed."""
+    base = appliance.base_url()
+    with admin_page(appliance) as page:
+        for port in ("ens4", "ens5", "ens12"):
+            page.goto(f"{base}/network/interfaces/edit/?port={port}")
+            page.select_option("#id_role", "traffic")
+            submit(page)
+        page.goto(f"{base}/network/vlans/new/")
+        page.fill("#id_name", VLAN)
+        page.select_option("#id_parent", "ens4")
+        page.fill("#id_id", "100")
+        page.fill("#id_description", "the client's VLAN")
+        page.fill("#id_addresses", VLAN_ADDRESS)
+        submit(page)
+        page.goto(f"{base}/network/bonds/new/")
+        page.fill("#id_name", BOND)
+        page.select_option("#id_mode", "802.3ad")
+        page.select_option("#id_hash_policy", "layer3+4")
+        page.select_option("#id_members", ["ens5", "ens12"])
+        page.fill("#id_addresses", BOND_ADDRESS)
+        submit(page)
+        page.goto(f"{base}/network/routes/new/")
+        page.fill("#id_destination", BEHIND)
+        page.fill("#id_gateway", SERVER)
+        submit(page)
+        page.goto(f"{base}/network/apply/")            # what will change, then apply
+        for text in (VLAN, BOND, BEHIND):
+            expect(page.locator("main")).to_contain_text(text)
+        page.fill("#id_timeout", "600")
+        page.click("#apply")
+        expect(page.locator("#confirm")).to_be_visible(timeout=APPLY_MS)
+        page.click("#confirm")
+        expect(page.locator("#network-status")).to_contain_text(
+            "is confirmed and in effect", timeout=APPLY_MS)
 
 
 def test_network_from_the_dashboard_brings_up_a_vlan_and_a_bond(step):
@@ -733,27 +741,15 @@ def refused_in_chromium(appliance, bundle):
     """The System page as an admin uses it: upload a bundle for another box; the job
     page says why RAUC's check refused it, and nothing was written."""
     base = appliance.base_url()
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        try:
-            page = browser.new_context(ignore_https_errors=True).new_page()
-            page.set_default_timeout(BROWSER_MS)
-            page.goto(f"{base}/accounts/login/")
-            page.fill("#id_username", "admin")
-            page.fill("#id_password", PASSWORD)
-            page.click("button[type=submit]")
-            expect(page.locator("h1")).to_have_text("Dashboard")
-            page.goto(f"{base}/system/")
-            expect(page.locator("#running")).to_contain_text("in system slot A")
-            page.set_input_files("#id_bundle", str(bundle))
-            page.click("#upload-bundle")
-            expect(page.locator("#job-state")).to_have_text("failed", timeout=APPLY_MS)
-            expect(page.locator("#job [role=alert]")).to_contain_text(
-                "the bundle is for compatible 'not-tusk', this box is 'tusk-x86_64'; the "
-                "running system is unchanged")
-        finally:
-            browser.close()
+    with admin_page(appliance) as page:
+        page.goto(f"{base}/system/")
+        expect(page.locator("#running")).to_contain_text("in system slot A")
+        page.set_input_files("#id_bundle", str(bundle))
+        page.click("#upload-bundle")
+        expect(page.locator("#job-state")).to_have_text("failed", timeout=APPLY_MS)
+        expect(page.locator("#job [role=alert]")).to_contain_text(
+            "the bundle is for compatible 'not-tusk', this box is 'tusk-x86_64'; the "
+            "running system is unchanged")
 
 
 @pytest.mark.upgrade_steps
