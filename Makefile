@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 LAB ?= tusk
 APT_PACKAGES := nftables iproute2 iputils-ping tcpdump wireshark-common iperf3 procps ethtool \
 	postgresql libpq-dev gcc nginx acl chromium shellcheck conntrack ulogd2 ulogd2-json rsyslog \
-	grub2-common
+	grub2-common rauc
 HTMX := webui/build/vendor/htmx.org/htmx.min.js
 # empty: the first free (HTTP 8000, 8010, ...; PostgreSQL 5439, 5449, ...), so that
 # `make run LAB=b` works beside `make run`
@@ -19,9 +19,10 @@ PYTEST_ARGS ?=
 KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev cpio
 # QEMU and OVMF (UEFI), debootstrap for the VM root filesystems, xorriso for the ISO and
 # the installer's medium, grub and mtools for the ISO boot test's stand-ins of
-# Buildroot's grub images, rauc and squashfs-tools for the update bundles
+# Buildroot's grub images, squashfs-tools for the update bundles (rauc, which the System
+# page's bundle check runs, is in APT_PACKAGES)
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils ovmf debootstrap xorriso mtools dosfstools \
-	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd rauc squashfs-tools
+	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd squashfs-tools
 
 .PHONY: help run test check lint deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox bench-flows kernel check-kernel-series iso bundle image check-image clean test-upgrade
 

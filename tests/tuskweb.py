@@ -9,7 +9,7 @@ import sys
 
 from django.contrib.auth import get_user_model
 from kit import wait_until
-from lab.paths import BIN
+from lab.paths import BIN, TOOLS
 
 # the web tier's netns fixture: the agent's namespace (it captures and routes there)
 AGENT_NETNS = f"tusk-agent-{os.getpid()}"
@@ -102,3 +102,23 @@ def errors_of(response):
     if nonfield:
         found[""] = re.findall(r"<li>(.*?)</li>", nonfield.group(1))
     return found
+
+
+def refusal_bundles(out):
+    """Small bundles by tools/build-bundle --tiny in out/ (RAUC refuses before it writes,
+    so their image need not be a system): good.raucb, signed by the development key;
+    foreign.raucb, signed by a key no box trusts; other.raucb, for another compatible;
+    truncated.raucb, the good one cut short as a broken upload leaves it."""
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-subj", "/CN=not Tusk", "-keyout", out / "foreign.key",
+                    "-out", out / "foreign.cert"], check=True, capture_output=True)
+    for name, extra in (("good", []),
+                        ("foreign", ["--cert", out / "foreign.cert", "--key", out / "foreign.key"]),
+                        ("other", ["--compatible", "not-tusk"])):
+        result = subprocess.run([str(TOOLS / "build-bundle"), "--tiny", "--version",
+                                 f"test-{name}", *map(str, extra), str(out / f"{name}.raucb")],
+                                capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+    good = (out / "good.raucb").read_bytes()
+    (out / "truncated.raucb").write_bytes(good[:len(good) // 2])
+    return out

@@ -19,33 +19,15 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from jobs import queue
 from jobs.models import Job
-from tuskweb import wait
+from tuskweb import refusal_bundles, wait
 
-from lab.paths import ROOT
-
-DEV_CERT = ROOT / "tests" / "rauc" / "dev.cert.pem"
+from lab.paths import DEV_RAUC_CERT as DEV_CERT
 CONTENT = b"root only\n"
 
 
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory):
-    """Small bundles by tools/build-bundle --tiny (RAUC refuses before it writes, so
-    their image need not be a system): good, signed by a foreign key, for another
-    compatible, and the good one cut short."""
-    out = tmp_path_factory.mktemp("bundles")
-    tool = str(ROOT / "tools" / "build-bundle")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                    "-subj", "/CN=not Tusk", "-keyout", out / "foreign.key",
-                    "-out", out / "foreign.cert"], check=True, capture_output=True)
-    for name, extra in (("good", []),
-                        ("foreign", ["--cert", out / "foreign.cert", "--key", out / "foreign.key"]),
-                        ("other", ["--compatible", "not-tusk"])):
-        result = subprocess.run([tool, "--tiny", "--version", f"test-{name}", *map(str, extra),
-                                 str(out / f"{name}.raucb")], capture_output=True, text=True)
-        assert result.returncode == 0, result.stderr
-    good = (out / "good.raucb").read_bytes()
-    (out / "truncated.raucb").write_bytes(good[:len(good) // 2])
-    return out
+    return refusal_bundles(tmp_path_factory.mktemp("bundles"))
 
 
 @pytest.fixture
