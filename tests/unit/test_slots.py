@@ -145,3 +145,34 @@ def test_the_console_names_each_slots_state():
     assert slots.describe(env, "A", {"A": "1.0"}) == [
         "slot A: release 1.0 - running, first in the boot order, good",
         "slot B: release unknown - boots next, once, not bootable (empty, or marked bad)"]
+
+
+def test_the_agent_writes_the_pages_view_again_when_grubs_environment_changes(
+        tmp_path, monkeypatch):
+    """system.slots (the agent's periodic task): after an install from the console's shell
+    the System page shows the slot that boots next, and no write while nothing changed."""
+    from types import SimpleNamespace
+
+    from system import agent_jobs
+
+    env, state, version = tmp_path / "grubenv", tmp_path / "system", tmp_path / "version"
+    version.write_text("1.0\n")
+    slots.run(["grub-editenv", env, "create"])
+    slots.grubenv_set("ORDER=A B", "A_OK=1", "B_OK=0", path=str(env))
+    read = slots.grubenv
+    monkeypatch.setattr(slots, "GRUBENV", str(env))
+    monkeypatch.setattr(slots, "grubenv", lambda path=None: read(str(env)))
+    monkeypatch.setattr(slots, "booted_slot", lambda cmdline=None: "A")
+    monkeypatch.setattr(slots, "VERSION_FILE", str(version))
+    agent = SimpleNamespace(config=SimpleNamespace(system_state_dir=str(state)))
+    written = state / "slots.json"
+
+    agent_jobs.refresh_slots(agent)
+    assert json.loads(written.read_text())["next"] == "A"
+    written.unlink()
+    agent_jobs.refresh_slots(agent)             # unchanged: not written again
+    assert not written.exists()
+    slots.grubenv_set("ORDER=B A", "B_OK=1", "B_TRIAL=1", path=str(env))   # rauc install
+    agent_jobs.refresh_slots(agent)
+    view = json.loads(written.read_text())
+    assert view["next"] == "B" and view["slots"]["B"]["trial"], view

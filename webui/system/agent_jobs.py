@@ -1,7 +1,9 @@
 """The agent's half of the System page: the console password file, which only root may
-write; the update bundles it installs into the other system slot; the reboot. The job
+write; the update bundles it installs into the other system slot; the reboot; and the
+slots' view the page shows (slots.json), kept up to date with GRUB's environment. The job
 row is untrusted: its arguments are checked again with the forms' own checks, and every
 file's path comes from the agent's configuration and the job's id, never from the row."""
+import hashlib
 import os
 import stat
 import subprocess
@@ -9,7 +11,7 @@ import subprocess
 from accounts.models import AuditEntry
 from appliance import consolepw, slots
 from diag.files import Directory, UnsafeFile
-from jobs.registry import JobFailed, handler
+from jobs.registry import JobFailed, handler, periodic
 from tusklib.files import write_atomically
 
 from . import bundles
@@ -143,3 +145,27 @@ def reboot(run):
     if result.returncode != 0:
         raise JobFailed(f"systemd-run: {result.stderr.strip() or result.returncode}")
     return {"message": "the box reboots in 5 seconds"}
+
+
+SLOTS_TASK = "system.slots"
+_grubenv_seen = {}
+
+
+@periodic(SLOTS_TASK, lambda config: max(5.0, config.sample_interval * 5))
+def refresh_slots(agent):
+    """slots.json written again whenever GRUB's environment changed - `rauc install` from
+    the console's shell, the console's "boot the other slot once", RAUC marking a slot -
+    so that the System page, which reads only that file, shows the slot that boots next
+    and offers the reboot into it. Compared by content: the ESP's FAT keeps times to two
+    seconds, and GRUB's environment block never changes size."""
+    if slots.booted_slot() is None:
+        return None
+    try:
+        with open(slots.GRUBENV, "rb") as handle:
+            digest = hashlib.sha256(handle.read(1 << 16)).hexdigest()
+    except OSError:
+        return None
+    if _grubenv_seen.get(agent.config.system_state_dir) != digest:
+        slots.write_status(agent.config.system_state_dir)
+        _grubenv_seen[agent.config.system_state_dir] = digest
+    return {"grubenv": digest[:16]}
