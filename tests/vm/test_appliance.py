@@ -22,21 +22,22 @@ VLAN, `server` behind an LACP bond.
    carries the client's flow over the VLAN and the bond to the server.
 4. tusk-install refuses the stick it booted from, then installs to vda from the console
    menu, reading the system image from the ISO; the box powers off.
-5. the VM boots from vda alone (SeaBIOS, then UEFI/OVMF): the same policy is loaded
-   before the interfaces come up, the admin's password and the revision history are
-   the ones of the live session, the confirmed network comes up again and the flow
-   goes through; a network change left pending at power loss is gone at the next boot.
-6. upgrades (docs/UPGRADES.md): on the System page in Chromium, a bundle for another
-   box is refused with RAUC's check's reason; a bundle of a new release
-   (tools/build-bundle, built while the steps above run) installed with `rauc install`
-   goes into slot B, which boots on trial, passes its health check and is marked good
-   with the policy, password and database of before. (A whole bundle's upload through
-   the page is not made here: QEMU's user networking under TCG did not carry 184 MB in
-   15 minutes; tests/web/test_upgrade.py covers the upload on the host.) Then a
-   release whose agent fails, installed with `rauc install` from the shell: slot A
-   boots it on trial, fails, marks itself bad, and the box is back in B
-   by itself on B's own database. Bundles with an untrusted signature, another
-   compatible or cut short are refused with slots and GRUB's environment unchanged.
+5. the VM boots from vda alone under SeaBIOS: the same policy is loaded before the
+   interfaces come up, the admin's password and the revision history are the ones of the
+   live session, the confirmed network comes up again and the flow goes through.
+6. upgrades (docs/UPGRADES.md), in the same boot: on the System page in Chromium, a
+   bundle for another box is refused with RAUC's check's reason; a bundle of a new
+   release (tools/build-bundle, built while the steps above run) installed with `rauc
+   install` goes into slot B and puts it on trial. (A whole bundle's upload through the
+   page is not made here: QEMU's user networking under TCG did not carry 184 MB in 15
+   minutes; tests/browser/test_upgrade_page.py uploads through the page on the host.)
+7. a network change is applied and left unconfirmed, and the power is cut; the disk
+   boots under UEFI (OVMF) into slot B on trial: the pending change is gone, and B passes
+   its health check and is marked good with the policy, password and database of before.
+8. a release whose agent fails, installed with `rauc install` from the shell: slot A
+   boots it on trial, fails, marks itself bad, and the box is back in B by itself on
+   B's own database. Bundles with an untrusted signature, another compatible or cut
+   short are refused with slots and GRUB's environment unchanged.
 The steps share one sequence of boots; a failed step fails the ones after it. The ISO's
 other ways in (a CD, UEFI) are test_iso_live.py's.
 """
@@ -44,6 +45,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import threading
 import time
@@ -138,6 +140,7 @@ def work(tmp_path_factory):
     subprocess.run(["qemu-img", "create", "-q", "-f", "raw", target, "8G"], check=True)
     bundles = directory / "bundles"
     bundles.mkdir()
+    shutil.copy(UPLOAD_SCRIPT, bundles)
     # the upgrade steps' bundles, built while the VM boots and installs - only when those
     # steps run (make test-upgrade; conftest.py)
     builder = threading.Thread(target=build_bundles, args=(bundles,), daemon=True)
@@ -172,6 +175,15 @@ def ok(appliance, command, timeout=120):
     rc, output = appliance.shell(command, timeout)
     assert rc == 0, f"`{command}` exited {rc} in the VM:\n{output}"
     return output
+
+
+def record_boot_times(appliance):
+    """Where the boot's time went under TCG (systemd-analyze), beside its console log:
+    tests/artifacts/vm/appliance-<name>-boot.txt."""
+    _, out = appliance.shell("systemd-analyze --no-pager; systemd-analyze blame --no-pager "
+                             "| head -25; systemd-analyze critical-chain --no-pager "
+                             "tusk-health.service", 120)
+    (ARTIFACTS / f"appliance-{appliance.name}-boot.txt").write_text(out)
 
 
 def json_of(output):
@@ -582,16 +594,17 @@ def test_install_refuses_the_boot_disks_then_installs(step):
 
 # -- 5. the installed system -------------------------------------------------------------
 
-def installed_boot(step, work, name, firmware=None):
+def installed_boot(step, work, name, firmware=None, slot="A"):
     step.vm = Appliance(name, [(work["target"], "raw", False)], ARTIFACTS, firmware=firmware,
                         share=work["bundles"])
     menu(step.vm)
     client = log_in(step.vm, PASSWORD)          # the live session's password: data kept
     open_shell(step.vm)
-    # slot A's health check passes and RAUC marks it good (docs/UPGRADES.md)
+    # the slot's health check passes and RAUC marks it good (docs/UPGRADES.md)
     ok(step.vm, HEALTH_CHECK, timeout=1200)
+    record_boot_times(step.vm)
     health = json_of(ok(step.vm, "cat /data/tusk/system/health.json"))
-    assert health["passed"] and health["slot"] == "A", health
+    assert health["passed"] and health["slot"] == slot, health
     assert "ext4" in ok(step.vm, "findmnt -n -o FSTYPE /data")
     assert ok(step.vm, "findmnt -n -o SOURCE /").strip().startswith("/dev/vda")
     # booted by the firmware we meant: the kernel sees EFI only when GRUB came from the ESP
@@ -623,29 +636,7 @@ def installed_boot(step, work, name, firmware=None):
 
 
 def test_installed_system_boots_from_disk_with_policy_and_data(step, work):
-    client = installed_boot(step, work, "installed-bios")
-    # a network change applied and never confirmed when the power goes
-    save(client, "/network/vlans/0/", {"name": VLAN, "parent": "ens4", "id": "100",
-                                       "description": "the client's VLAN", "mtu": "0",
-                                       "addresses": f"{VLAN_ADDRESS} {PENDING_ADDRESS}"})
-    apply_network(client, step.vm)
-    open_shell(step.vm)
-    assert f"inet {PENDING_ADDRESS}" in ok(step.vm, f"ip addr show dev {VLAN}")
-    ok(step.vm, "sync")
-    step.vm.kill()                               # no shutdown: the power is cut
-    step.vm = None
-
-
-def test_installed_system_boots_under_uefi(step, work):
-    for path in OVMF.values():
-        if not Path(path).exists():
-            pytest.fail(f"missing {path} (Debian package ovmf; make vm-deps)", pytrace=False)
-    installed_boot(step, work, "installed-uefi", firmware=OVMF)
-    # the change pending at power loss was dropped: the confirmed network came up
-    # (installed_boot: no revision pending) without its address
-    open_shell(step.vm)
-    assert PENDING_ADDRESS not in ok(step.vm, f"ip addr show dev {VLAN}")
-    close_shell(step.vm)
+    step.facts["client"] = installed_boot(step, work, "installed-bios")
 
 
 # -- 6. upgrades (RAUC, A/B) ---------------------------------------------------------------
@@ -655,6 +646,7 @@ NEXT, BROKEN = "upgrade-test-2", "upgrade-test-3-broken"
 BREAK_AGENT = ("rm usr/bin/tusk-agent && printf '#!/bin/sh\\necho broken on purpose >&2\\n"
                "exit 1\\n' > usr/bin/tusk-agent && chmod 755 usr/bin/tusk-agent")
 BUNDLE_LOG = ARTIFACTS / "appliance-bundles.log"
+UPLOAD_SCRIPT = ROOT / "tests" / "vm" / "guest" / "upload_bundle.py"
 
 
 def build_bundles(out):
@@ -700,11 +692,16 @@ def grubenv(appliance):
     return dict(line.split("=", 1) for line in listed.splitlines() if "=" in line)
 
 
-def rauc_install(appliance, name):
-    """The bundle from the operator's stick (the 9p share) onto /data, as an upload
-    lands there, then `rauc install` -> (exit status, output)."""
+def mount_stick(appliance):
+    """The operator's stick (the 9p share of work["bundles"]) on /mnt/share."""
     ok(appliance, "mkdir -p /mnt/share && { mountpoint -q /mnt/share || "
                   "mount -t 9p -o trans=virtio,ro share /mnt/share; }")
+
+
+def rauc_install(appliance, name):
+    """The bundle from the operator's stick onto /data, as an upload lands there, then
+    `rauc install` -> (exit status, output)."""
+    mount_stick(appliance)
     ok(appliance, f"mkdir -p /data/tusk/upload && cp /mnt/share/{name} /data/tusk/upload/",
        timeout=600)
     # the exit status is rauc's, not the clean-up's
@@ -712,9 +709,44 @@ def rauc_install(appliance, name):
                            f"rm -f /data/tusk/upload/{name}; (exit $status)", 1800)
 
 
-def reboot(step, work, name):
-    """The operator's reboot: QEMU (-no-reboot) ends, and the disk boots again."""
-    step.vm.send("systemctl reboot\n")
+def upload_on_the_box(step, name):
+    """The System page's upload of a bundle, made from inside the box over its own HTTPS
+    (guest/upload_bundle.py: login, form, multipart post - QEMU's user networking under
+    TCG carries a whole bundle too slowly); then the job page as the browser polls it
+    -> (final state, the progress values it showed, the page)."""
+    open_shell(step.vm)
+    mount_stick(step.vm)
+    out = ok(step.vm, f"python3 /mnt/share/{UPLOAD_SCRIPT.name} /mnt/share/{name} admin "
+                      f"'{PASSWORD}'", timeout=1800)
+    job = re.search(r"^JOB (/jobs/\d+/)\s*$", out, re.M)
+    assert job, out
+    close_shell(step.vm)
+    client, seen = step.facts["client"], []
+    deadline = time.monotonic() + 1800
+    while time.monotonic() < deadline:
+        status, body = client.get(job.group(1))
+        assert status == 200, body[-2000:]
+        value = re.search(r'<progress max="100" value="(\d+)">', body)
+        if value and (not seen or seen[-1] != int(value.group(1))):
+            seen.append(int(value.group(1)))
+        state = re.search(r'id="job-state">(\w+)<', body)
+        if state and state.group(1) in ("succeeded", "failed"):
+            return state.group(1), seen, body
+        time.sleep(3)
+    raise AssertionError(f"{job.group(1)} not done in 30 minutes; progress seen: {seen}")
+
+
+def reboot(step, work, name, slot=None):
+    """The operator's reboot - from the shell, or with slot: the System page's *Reboot
+    into slot X* in Chromium -; QEMU (-no-reboot) ends, and the disk boots again."""
+    if slot:
+        with admin_page(step.vm) as page:
+            page.goto(f"{step.vm.base_url()}/system/")
+            expect(page.locator("#reboot")).to_have_text(f"Reboot into slot {slot}")
+            page.click("#reboot")
+            expect(page.locator("#job-state")).to_have_text("succeeded", timeout=APPLY_MS)
+    else:
+        step.vm.send("systemctl reboot\n")
     step.vm.wait_exit(600)
     step.vm.kill()
     step.vm = None
@@ -727,6 +759,7 @@ def healthy(appliance):
     menu(appliance)
     open_shell(appliance)
     ok(appliance, HEALTH_CHECK, timeout=1200)
+    record_boot_times(appliance)
     health = json_of(ok(appliance, "cat /data/tusk/system/health.json"))
     slot = re.search(r"rauc\.slot=(\w)", ok(appliance, "cat /proc/cmdline")).group(1)
     return slot, health
@@ -753,21 +786,61 @@ def refused_in_chromium(appliance, bundle):
 
 
 @pytest.mark.upgrade_steps
-def test_an_upgrade_goes_to_the_other_slot_and_is_marked_good(step, work):
+def test_an_upgrade_installs_into_the_other_slot_and_puts_it_on_trial(step, work):
     bundles_ready(work)
     open_shell(step.vm)
     env = grubenv(step.vm)
     assert (env["ORDER"], env["A_OK"], env["A_TRIAL"], env["B_OK"]) == ("A B", "1", "0", "0"), env
     close_shell(step.vm)
     refused_in_chromium(step.vm, work["bundles"] / "other-compatible.raucb")
+    state, seen, body = upload_on_the_box(step, "next.raucb")
+    assert state == "succeeded" and f"release {NEXT} is installed in slot B" in body, \
+        body[-3000:]
+    # the bar followed RAUC's own steps between the check (10) and its end (98)
+    assert any(10 < value < 98 for value in seen) and seen[-1] == 100, seen
+    status, page = step.facts["client"].get("/system/")
+    assert status == 200 and "Reboot into slot B" in page, page[-3000:]
     open_shell(step.vm)
-    rc, out = rauc_install(step.vm, "next.raucb")
-    assert rc == 0, out
     env = grubenv(step.vm)
     assert (env["ORDER"], env["B_OK"], env["B_TRY"], env["B_TRIAL"]) == \
         ("B A", "1", "0", "1"), env
-    reboot(step, work, "upgraded")
-    slot, health = healthy(step.vm)
+    close_shell(step.vm)
+    step.facts["slot"] = "B"
+
+
+# -- 7. power loss, and the boot on trial ----------------------------------------------------
+
+def test_a_change_pending_at_power_loss_is_gone_at_the_next_boot_under_uefi(step, work):
+    """A network change applied and never confirmed when the power goes; the disk boots
+    again under UEFI - with the upgrade steps, the power cut is the reboot into the new
+    release, whose boot on trial must survive it."""
+    for path in OVMF.values():
+        if not Path(path).exists():
+            pytest.fail(f"missing {path} (Debian package ovmf; make vm-deps)", pytrace=False)
+    client = step.facts["client"]
+    save(client, "/network/vlans/0/", {"name": VLAN, "parent": "ens4", "id": "100",
+                                       "description": "the client's VLAN", "mtu": "0",
+                                       "addresses": f"{VLAN_ADDRESS} {PENDING_ADDRESS}"})
+    apply_network(client, step.vm)
+    open_shell(step.vm)
+    assert f"inet {PENDING_ADDRESS}" in ok(step.vm, f"ip addr show dev {VLAN}")
+    ok(step.vm, "sync")
+    step.vm.kill()                               # no shutdown: the power is cut
+    step.vm = None
+    step.facts["client"] = installed_boot(step, work, "installed-uefi", firmware=OVMF,
+                                          slot=step.facts.get("slot", "A"))
+    # the change pending at power loss was dropped: the confirmed network came up
+    # (installed_boot: no revision pending) without its address
+    open_shell(step.vm)
+    assert PENDING_ADDRESS not in ok(step.vm, f"ip addr show dev {VLAN}")
+    close_shell(step.vm)
+
+
+@pytest.mark.upgrade_steps
+def test_the_upgraded_slot_is_marked_good_with_the_data_of_before(step, work):
+    open_shell(step.vm)
+    health = json_of(ok(step.vm, "cat /data/tusk/system/health.json"))
+    slot = re.search(r"rauc\.slot=(\w)", ok(step.vm, "cat /proc/cmdline")).group(1)
     assert slot == "B" and health["passed"] and health["trial"], health
     assert ok(step.vm, "cat /usr/lib/tusk/version").strip() == NEXT
     assert ok(step.vm, "cat /usr/lib/tusk/upgrade-marker").strip() == "next"
@@ -781,13 +854,15 @@ def test_an_upgrade_goes_to_the_other_slot_and_is_marked_good(step, work):
         == "kept"
     status = json_of(ok(step.vm, "rauc status --output-format=json 2>/dev/null"))
     assert status["booted"] == "B", status
-    # the box as it was: the policy loaded, the admin's password
+    # the box as it was: the policy loaded (installed_boot checked it and the password)
     assert "confirmed revision: 1" in ok(step.vm, "tusk policy status")
     close_shell(step.vm)
     client = log_in(step.vm, PASSWORD)
     status, body = client.get("/system/")
     assert status == 200 and "upgrade-good" in body and f"release {NEXT}" in body, body[-3000:]
 
+
+# -- 8. a release that fails its check, and bundles RAUC must refuse ------------------------
 
 @pytest.mark.upgrade_steps
 def test_an_upgrade_that_fails_its_health_check_falls_back_by_itself(step, work):
@@ -796,8 +871,16 @@ def test_an_upgrade_that_fails_its_health_check_falls_back_by_itself(step, work)
     rc, out = rauc_install(step.vm, "broken.raucb")
     assert rc == 0, out
     assert grubenv(step.vm)["ORDER"] == "A B"
-    # slot A boots the broken release, fails its check, marks itself bad and reboots
-    reboot(step, work, "upgrade-broken")
+    close_shell(step.vm)
+    # installed from the shell: the agent notices GRUB's environment changed, and the
+    # System page offers the reboot into A
+    deadline = time.monotonic() + 120
+    while "Reboot into slot A" not in step.facts["client"].get("/system/")[1]:
+        assert time.monotonic() < deadline, "the System page never offered the reboot into A"
+        time.sleep(5)
+    # pressed in Chromium: slot A boots the broken release, fails its check, marks itself
+    # bad and reboots
+    reboot(step, work, "upgrade-broken", slot="A")
     step.vm.wait_exit(BOOT_SECONDS + 600)
     step.vm.kill()
     step.vm = Appliance("fallback", [(work["target"], "raw", False)], ARTIFACTS,
