@@ -17,7 +17,8 @@ TEST_CLUSTERS = re.compile(r"^tusk-(test|e2e.*)$")
 TEST_NETNS = re.compile(r"^(tt\d+|tusk-agent-\d+|tusk-scratch-\d+|e2e\w*)(-|$)")
 TEST_PLACES = ("/tmp/pytest-of-", "/var/tmp/tusk-test", "/var/tmp/tusk-lab/e2e",
                "/var/tmp/tusk-edge-", "/run/tusk-nginx-e2e", "/run/tusk-e2e")
-PROGRAMS = ("tusk-agent", "tusk.wsgi", "nginx", "ulogd", "rsyslogd")
+PROGRAMS = ("tusk-agent", "tusk.wsgi", "nginx", "ulogd", "rsyslogd", "keepalived",
+            "conntrackd")
 
 
 def leftovers():

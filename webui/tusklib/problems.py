@@ -121,3 +121,48 @@ class ProblemsFormMixin:
             field, prefix = self.field_for(path)
             self.add_error(field, problem.message if path == prefix
                            else f"{path}: {problem.message}")
+
+
+def type_name(value):
+    """What a parsed TOML value is, as a problem says it: "a string", "a table"."""
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+
+
+_EXPECTED = {str: "a string", bool: "true or false", int: "an integer", list: "a list"}
+
+
+def table_values(table, schema, where, problems, code):
+    """The values of one TOML table by its schema {key: (type, default)} - default None:
+    required; lists are of strings and come back as tuples - with the defaults filled in,
+    or None when a key is unknown, missing or mistyped (each a Problem(code) appended to
+    problems, at where.key)."""
+    values, ok = {}, True
+    for key in table:
+        if key not in schema:
+            problems.append(Problem(code, f"{where}.{key}",
+                                    f"unknown key (known: {', '.join(schema)})"))
+            ok = False
+    for key, (kind, default) in schema.items():
+        if key not in table:
+            if default is None:
+                problems.append(Problem(code, f"{where}.{key}", "missing (required)"))
+                ok = False
+            values[key] = tuple(default) if isinstance(default, list) else default
+            continue
+        value = table[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            problems.append(Problem(code, f"{where}.{key}",
+                                    f"expected {_EXPECTED[kind]}, got {type_name(value)}"))
+            ok = False
+        elif kind is list:
+            bad = next((item for item in value if not isinstance(item, str)), None)
+            if bad is not None:
+                problems.append(Problem(code, f"{where}.{key}",
+                                        f"expected a list of strings, got {type_name(bad)} "
+                                        "in it"))
+                ok = False
+            values[key] = tuple(value)
+        else:
+            values[key] = value
+    return values if ok else None

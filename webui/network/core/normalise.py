@@ -31,6 +31,8 @@ import re
 import tomllib
 
 from . import model
+from tusklib.problems import table_values, type_name
+
 from .errors import Code, NetworkError, Problem
 from .model import Bond, NetworkConfig, Port, Route, System, Vlan
 from .validate import validate
@@ -58,46 +60,10 @@ LISTS = ("interfaces", "bonds", "vlans", "routes")
 TOP = ("version", "system") + LISTS
 
 
-def type_name(value):
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-            list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
-
-
-_EXPECTED = {str: "a string", bool: "true or false", int: "an integer", list: "a list"}
-
-
 def _table(table, schema, where, problems):
     """The values of one table by its schema (defaults filled in), or None when a key is
     wrong."""
-    values, ok = {}, True
-    for key in table:
-        if key not in schema:
-            problems.append(Problem(Code.SCHEMA, f"{where}.{key}",
-                                    f"unknown key (known: {', '.join(schema)})"))
-            ok = False
-    for key, (kind, default) in schema.items():
-        if key not in table:
-            if default is None:
-                problems.append(Problem(Code.SCHEMA, f"{where}.{key}", "missing (required)"))
-                ok = False
-            values[key] = tuple(default) if isinstance(default, list) else default
-            continue
-        value = table[key]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            problems.append(Problem(Code.SCHEMA, f"{where}.{key}",
-                                    f"expected {_EXPECTED[kind]}, got {type_name(value)}"))
-            ok = False
-        elif kind is list:
-            bad = next((item for item in value if not isinstance(item, str)), None)
-            if bad is not None:
-                problems.append(Problem(Code.SCHEMA, f"{where}.{key}",
-                                        f"expected a list of strings, got {type_name(bad)} "
-                                        "in it"))
-                ok = False
-            values[key] = tuple(value)
-        else:
-            values[key] = value
-    return values if ok else None
+    return table_values(table, schema, where, problems, Code.SCHEMA)
 
 
 def from_document(document, present=None, zones=None):

@@ -1,0 +1,123 @@
+"""ha.toml -> the model, every problem at once and each naming its field; the model ->
+keepalived.conf and conntrackd.conf, the same bytes for the same document
+(webui/ha/core/). The daemons running what is rendered: netns/test_ha_pair.py."""
+import copy
+
+import pytest
+
+from ha.core import config, render
+from ha.core.config import Code, HaError
+
+GOOD = {"ha": {"enabled": True, "role": "primary", "vrid": 51, "advert_ms": 100,
+               "preempt": False, "sync_interface": "ens6",
+               "sync_address": "192.168.255.1/30", "peer_address": "192.168.255.2"},
+        "virtual": [{"interface": "ens4.100",
+                     "addresses": ["198.51.100.1/24", "2001:db8:100::1/64"]},
+                    {"interface": "bond0", "addresses": ["203.0.113.1/24"]}]}
+
+
+def changed(path, value):
+    document = copy.deepcopy(GOOD)
+    where = document
+    for key in path[:-1]:
+        where = where[key]
+    if value is KeyError:
+        del where[path[-1]]
+    else:
+        where[path[-1]] = value
+    return document
+
+
+def problems(document):
+    with pytest.raises(HaError) as raised:
+        config.from_document(document)
+    return {(p.path, p.code): p.message for p in raised.value.problems}
+
+
+def test_a_good_document_gives_the_model():
+    model = config.from_document(GOOD)
+    assert model.priority == 200 and model.sync_ip == "192.168.255.1" and model.family == 4
+    assert [v.interface for v in model.virtual] == ["ens4.100", "bond0"]
+    assert config.from_document(changed(("ha", "role"), "secondary")).priority == 100
+
+
+@pytest.mark.parametrize("path, value, where, code, reason", [
+    (("ha", "vrid"), 0, "ha.vrid", Code.VALUE, "from 1 to 255"),
+    (("ha", "vrid"), "51", "ha.vrid", Code.SCHEMA, "expected an integer, got a string"),
+    (("ha", "role"), "boss", "ha.role", Code.VALUE, "must be primary or secondary"),
+    (("ha", "advert_ms"), 105, "ha.advert_ms", Code.VALUE, "in steps of 10"),
+    (("ha", "advert_ms"), 50000, "ha.advert_ms", Code.VALUE, "10 to 40950 ms"),
+    (("ha", "sync_interface"), "a/b", "ha.sync_interface", Code.VALUE, "contains '/'"),
+    (("ha", "sync_address"), "192.168.255.1", "ha.sync_address", Code.VALUE,
+     "no prefix length"),
+    (("ha", "peer_address"), "192.168.9.2", "ha.peer_address", Code.VALUE,
+     "not on the sync link's subnet 192.168.255.0/30"),
+    (("ha", "peer_address"), "192.168.255.1", "ha.peer_address", Code.VALUE,
+     "this box's own sync address"),
+    (("ha", "peer_address"), "fd00::2", "ha.peer_address", Code.VALUE, "one family"),
+    (("ha", "peer_address"), KeyError, "ha.peer_address", Code.SCHEMA, "missing"),
+    (("ha", "colour"), "red", "ha.colour", Code.SCHEMA, "unknown key"),
+    (("virtual", 1, "interface"), "ens6", "virtual[1].interface", Code.VALUE,
+     "is the sync link"),
+    (("virtual", 1, "interface"), "ens4.100", "virtual[1].interface", Code.VALUE,
+     "is virtual[0] already"),
+    (("virtual", 1, "addresses"), ["198.51.100.1/24"], "virtual[1].addresses[0]", Code.VALUE,
+     "198.51.100.1 is virtual[0].addresses[0] already"),
+    (("virtual", 1, "addresses"), ["fe80::1/64"], "virtual[1].addresses[0]", Code.VALUE,
+     "link-local"),
+    (("virtual", 1, "addresses"), ["192.168.255.2/24"], "virtual[1].addresses[0]",
+     Code.VALUE, "on the sync link's subnet"),
+    (("virtual", 1, "addresses"), [], "virtual[1].addresses", Code.VALUE,
+     "at least one address"),
+    (("virtual",), [], "virtual", Code.VALUE, "nothing for the pair to fail over"),
+])
+def test_a_bad_value_is_named_with_the_reason(path, value, where, code, reason):
+    found = problems(changed(path, value))
+    assert (where, code) in found, found
+    assert reason in found[(where, code)], found
+
+
+def test_every_problem_is_reported_at_once():
+    document = changed(("ha", "vrid"), 300)
+    document["ha"]["advert_ms"] = 3
+    document["virtual"][0]["addresses"] = ["not an address"]
+    assert {path for path, _ in problems(document)} == {
+        "ha.vrid", "ha.advert_ms", "virtual[0].addresses[0]"}
+
+
+def test_text_that_is_not_toml_or_too_long_is_refused():
+    with pytest.raises(HaError) as raised:
+        config.parse("[ha\n")
+    assert raised.value.code == Code.SYNTAX and "not valid TOML" in str(raised.value)
+    with pytest.raises(HaError) as raised:
+        config.parse("#" * (config.TEXT_MAX + 1))
+    assert raised.value.code == Code.SYNTAX
+
+
+def test_keepalived_gets_one_instance_per_segment_and_family_in_one_sync_group():
+    text = render.keepalived_conf(config.from_document(GOOD))
+    assert text == render.keepalived_conf(config.from_document(copy.deepcopy(GOOD)))
+    group = text.split("vrrp_sync_group tusk {")[1].split("\n}")[0]
+    assert group.split()[2:5] == ["tusk_ens4_100_v4", "tusk_ens4_100_v6", "tusk_bond0_v4"]
+    assert 'notify "/usr/lib/tusk/ha-notify /run/tusk/ha /run/tusk/ha/conntrackd.conf"' \
+        in group
+    assert text.count("vrrp_instance ") == 3 and text.count("state BACKUP") == 3
+    assert "advert_int 0.1\n" in text and text.count("nopreempt") == 3
+    assert "2001:db8:100::1/64 dev ens4.100" in text and "vrrp_version 3" in text
+    preempting = render.keepalived_conf(config.from_document(changed(("ha", "preempt"), True)))
+    assert "nopreempt" not in preempting
+    assert render.advert_seconds(1000) == "1" and render.advert_seconds(2550) == "2.55"
+
+
+def test_conntrackd_syncs_every_state_without_an_external_cache():
+    text = render.conntrackd_conf(config.from_document(GOOD), local_addresses=["10.9.0.5/24"])
+    for line in ("DisableExternalCache on", "NetlinkEventsReliable on",
+                 "IPv4_address 192.168.255.1", "IPv4_Destination_Address 192.168.255.2",
+                 "Interface ens6", "TCPWindowTracking no", "Path /run/tusk/ha/conntrackd.ctl"):
+        assert f"\t{line}\n" in text, line
+    assert "State" not in text          # a state filter drops the offsets' SYN-time events
+    ignored = text.split("Address Ignore {")[1].split("}")[0].split()
+    assert ignored == ["IPv4_address", "10.9.0.5", "IPv4_address", "127.0.0.1",
+                       "IPv4_address", "192.168.255.1", "IPv4_address", "198.51.100.1",
+                       "IPv4_address", "203.0.113.1", "IPv6_address", "::1",
+                       "IPv6_address", "2001:db8:100::1"]

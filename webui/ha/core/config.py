@@ -1,0 +1,224 @@
+"""The high-availability document (/etc/tusk/ha.toml, the HA page's draft) -> the model,
+or every problem at once (docs/HA.md).
+
+    [ha]
+    enabled = true
+    role = "primary"          # primary | secondary: the primary has the higher VRRP priority
+    vrid = 51                 # VRRP's virtual router id on every segment, 1-255
+    advert_ms = 1000          # VRRPv3 advertisement interval: 10-40950 ms, in steps of 10
+    preempt = false           # a recovered primary takes the addresses back
+    sync_interface = "ens6"   # the dedicated link to the peer (conntrackd, configuration)
+    sync_address = "192.168.255.1/30"   # this box's on it, with its prefix
+    peer_address = "192.168.255.2"      # the peer's, on the same subnet
+
+    [[virtual]]               # each segment's addresses the pair holds; the master has them
+    interface = "ens4.100"
+    addresses = ["198.51.100.1/24", "2001:db8:100::1/64"]
+
+First every unknown, missing or mistyped key (SCHEMA); once every key is right, every bad
+value and every conflict (VALUE). Problem paths are the document's: virtual[1].addresses[0].
+"""
+import ipaddress
+import tomllib
+from dataclasses import dataclass
+from enum import IntEnum
+
+from network.core.checks import address_problem, interface_problem, ip_problem
+from tusklib.problems import Problem, Problems, table_values, type_name
+
+DEFAULT_PATH = "/etc/tusk/ha.toml"
+TEXT_MAX = 1 << 16
+PRIMARY, SECONDARY = "primary", "secondary"
+PRIORITY = {PRIMARY: 200, SECONDARY: 100}
+ADVERT_MS_MIN, ADVERT_MS_MAX = 10, 40950      # VRRPv3: 12 bits of centiseconds
+VIRTUAL_MAX = 32                               # segments with virtual addresses
+ADDRESSES_MAX = 16                             # virtual addresses of one segment
+
+
+class Code(IntEnum):
+    """Stable error codes; the numbers are tusk-ha's exit statuses and never change."""
+
+    SYNTAX = 60      # not valid TOML
+    SCHEMA = 61      # an unknown, missing or mistyped section or key
+    VALUE = 62       # a value of the wrong form, or values that cannot hold together
+    IO = 63          # the file is missing or cannot be read
+
+
+class HaError(Problems):
+    """One or more problems, each naming the field (virtual[0].addresses[1]) and why."""
+
+    codes = Code
+
+
+@dataclass(frozen=True)
+class Virtual:
+    """One traffic segment's virtual addresses, held by the pair's master."""
+
+    interface: str
+    addresses: tuple
+
+
+@dataclass(frozen=True)
+class HaConfig:
+    """A box's half of the pair. Its peer has the same document with role, sync_address
+    and peer_address swapped."""
+
+    enabled: bool
+    role: str
+    vrid: int
+    advert_ms: int
+    preempt: bool
+    sync_interface: str
+    sync_address: str
+    peer_address: str
+    virtual: tuple
+
+    @property
+    def priority(self):
+        return PRIORITY[self.role]
+
+    @property
+    def sync_ip(self):
+        return str(ipaddress.ip_interface(self.sync_address).ip)
+
+    @property
+    def family(self):
+        return ipaddress.ip_interface(self.sync_address).version
+
+
+HA_KEYS = {"enabled": (bool, None), "role": (str, None), "vrid": (int, None),
+           "advert_ms": (int, 1000), "preempt": (bool, False), "sync_interface": (str, None),
+           "sync_address": (str, None), "peer_address": (str, None)}
+VIRTUAL_KEYS = {"interface": (str, None), "addresses": (list, None)}
+def from_document(document):
+    """The model of a document (a dict as the TOML file parses), checked whole; raises
+    HaError with every problem."""
+    problems = []
+    if not isinstance(document, dict):
+        raise HaError(Code.SCHEMA, "", f"must be a table, got {type_name(document)}")
+    for key in document:
+        if key not in ("ha", "virtual"):
+            problems.append(Problem(Code.SCHEMA, key,
+                                    "unknown section (known: [ha], [[virtual]])"))
+    ha = document.get("ha")
+    values = None
+    if not isinstance(ha, dict):
+        problems.append(Problem(Code.SCHEMA, "ha", "missing: the [ha] table is required"
+                                if ha is None else "must be a table, written [ha]"))
+    else:
+        values = table_values(ha, HA_KEYS, "ha", problems, Code.SCHEMA)
+    entries = document.get("virtual", [])
+    virtual = []
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        problems.append(Problem(Code.SCHEMA, "virtual", "must be an array of tables, each "
+                                "written [[virtual]] (with two brackets)"))
+    else:
+        for index, entry in enumerate(entries):
+            found = table_values(entry, VIRTUAL_KEYS, f"virtual[{index}]", problems,
+                                 Code.SCHEMA)
+            virtual.append(Virtual(**found) if found else None)
+    if problems:
+        raise HaError(problems)
+    config = HaConfig(**{key: values[key] for key in HA_KEYS}, virtual=tuple(virtual))
+    problems = validate(config)
+    if problems:
+        raise HaError(problems)
+    return config
+
+
+def parse(text):
+    """The model of ha.toml's text; raises HaError."""
+    if len(text) > TEXT_MAX:
+        raise HaError(Code.SYNTAX, "", f"{len(text)} characters: more than the "
+                      f"{TEXT_MAX} an ha.toml may have")
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise HaError(Code.SYNTAX, "", f"not valid TOML: {error}") from None
+    return from_document(document)
+
+
+def load(path=DEFAULT_PATH):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read(TEXT_MAX + 1)
+    except OSError as error:
+        raise HaError(Code.IO, "", f"{path}: {error.strerror}") from None
+    return parse(text)
+
+
+def validate(config):
+    """Every bad value and conflict of a well-formed model -> [Problem]."""
+    problems = []
+
+    def bad(path, message):
+        problems.append(Problem(Code.VALUE, path, message))
+
+    if config.role not in PRIORITY:
+        bad("ha.role", f"{config.role!r}: must be primary or secondary")
+    if not 1 <= config.vrid <= 255:
+        bad("ha.vrid", f"{config.vrid}: VRRP's virtual router id is from 1 to 255")
+    if not ADVERT_MS_MIN <= config.advert_ms <= ADVERT_MS_MAX or config.advert_ms % 10:
+        bad("ha.advert_ms", f"{config.advert_ms}: VRRPv3 advertises every 10 to 40950 ms, "
+                            "in steps of 10")
+    reason = interface_problem(config.sync_interface)
+    if reason:
+        bad("ha.sync_interface", reason)
+    own = None
+    reason = address_problem(config.sync_address)
+    if reason:
+        bad("ha.sync_address", reason)
+    else:
+        own = ipaddress.ip_interface(config.sync_address)
+    reason = ip_problem(config.peer_address, "the peer's address")
+    if reason:
+        bad("ha.peer_address", reason)
+    elif own is not None:
+        peer = ipaddress.ip_address(config.peer_address)
+        if peer.version != own.version:
+            bad("ha.peer_address", f"{peer} is IPv{peer.version}, this box's sync address "
+                                   f"IPv{own.version}: both ends of the link use one family")
+        elif peer == own.ip:
+            bad("ha.peer_address", f"{peer} is this box's own sync address")
+        elif peer not in own.network:
+            bad("ha.peer_address", f"{peer} is not on the sync link's subnet {own.network}")
+    if not config.virtual:
+        bad("virtual", "at least one segment with a virtual address: without one, there is "
+                       "nothing for the pair to fail over")
+    if len(config.virtual) > VIRTUAL_MAX:
+        bad("virtual", f"{len(config.virtual)} segments; at most {VIRTUAL_MAX}")
+    seen_interfaces, seen_addresses = {}, {}
+    for index, segment in enumerate(config.virtual):
+        where = f"virtual[{index}]"
+        reason = interface_problem(segment.interface)
+        if reason:
+            bad(f"{where}.interface", reason)
+        elif segment.interface == config.sync_interface:
+            bad(f"{where}.interface", f"{segment.interface} is the sync link; virtual "
+                                      "addresses belong on the traffic segments")
+        elif segment.interface in seen_interfaces:
+            bad(f"{where}.interface", f"{segment.interface} is virtual"
+                                      f"[{seen_interfaces[segment.interface]}] already")
+        else:
+            seen_interfaces[segment.interface] = index
+        if not segment.addresses:
+            bad(f"{where}.addresses", "at least one address")
+        if len(segment.addresses) > ADDRESSES_MAX:
+            bad(f"{where}.addresses", f"{len(segment.addresses)} addresses; at most "
+                                      f"{ADDRESSES_MAX} on one segment")
+        for number, address in enumerate(segment.addresses):
+            path = f"{where}.addresses[{number}]"
+            reason = address_problem(address)
+            if reason:
+                bad(path, reason)
+                continue
+            ip = ipaddress.ip_interface(address).ip
+            if ip.is_link_local:
+                bad(path, f"{address} is link-local; VRRP makes its own")
+            elif own is not None and ip in own.network:
+                bad(path, f"{address} is on the sync link's subnet {own.network}")
+            elif ip in seen_addresses:
+                bad(path, f"{ip} is {seen_addresses[ip]} already")
+            else:
+                seen_addresses[ip] = path
+    return problems
