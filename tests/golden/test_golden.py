@@ -17,6 +17,7 @@ import sys
 
 import pytest
 
+from ha.core import config as ha_config
 from policy.core import choices, render_boot
 from policy.core.normalise import load_policy_file
 from policy.core.render import render
@@ -61,6 +62,8 @@ def input_name(case):
 def render_case(case):
     if case.startswith(f"{BOOT}/"):
         arguments = json.loads(read(case, "input.json"))
+        if "ha" in arguments:      # an HA pair's ha.toml, as a document
+            arguments["ha"] = ha_config.from_document(arguments["ha"])
         return BOOT_RENDER[arguments.pop("ruleset")](**arguments)
     return render(load_policy_file(path(case, "policy.yaml")))
 

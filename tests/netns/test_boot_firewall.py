@@ -200,13 +200,15 @@ def owned(lab):
         holder.wait()
 
 
-def boot_firewall(lab, state, tmp_path, network_toml):
+def boot_firewall(lab, state, tmp_path, network_toml, ha_toml=None):
     (tmp_path / "network.toml").write_text(network_toml)
     (state / "failsafe.nft").write_text(render_boot.failsafe())
+    if ha_toml is not None:
+        (tmp_path / "ha.toml").write_text(ha_toml)
     lab.ns(lab.fw, "sysctl", "-q", "-w", *[f"{key}=1" for key in boot.FORWARDING])
     target = Recording(lab.fw)
     status = boot.load_firewall(target, str(tmp_path / "network.toml"), str(state),
-                                str(tmp_path / "warning"))
+                                str(tmp_path / "warning"), str(tmp_path / "ha.toml"))
     warning = tmp_path / "warning"
     return status, target, warning.read_text().strip() if warning.exists() else ""
 
@@ -233,6 +235,49 @@ def test_an_invalid_network_toml_leaves_the_console_only(lab, state, tmp_path, l
     assert warning.startswith("the dashboard answers on no interface: network.toml has no "
                               "valid management interface")
     assert status == 0 and forwarding(lab) == ["1", "1"]     # the fail-closed table is live
+
+
+HA = """\
+[ha]
+enabled = true
+role = "secondary"
+vrid = 7
+sync_interface = "veth-s"
+sync_address = "10.10.2.1/24"
+peer_address = "10.10.2.2"
+
+[[virtual]]
+interface = "veth-c"
+addresses = ["10.10.1.254/24"]
+"""
+
+
+def host_rules(lab):
+    listed = lab.ns(lab.fw, "nft", "list", "table", "inet", "tusk_host").stdout
+    return [line.strip() for line in listed.splitlines() if "tusk: HA" in line]
+
+
+def test_an_ha_pair_gets_vrrp_and_the_peers_sync_through_the_host_table(
+        lab, state, tmp_path, listeners):
+    status, _, warning = boot_firewall(lab, state, tmp_path, VALID, HA)
+    assert (status, warning) == (0, "")
+    assert host_rules(lab) == [
+        'iifname "veth-c" meta l4proto vrrp accept comment "tusk: HA: VRRP on the segments '
+        'with virtual addresses"',
+        'iifname "veth-s" ip saddr 10.10.2.2 udp dport 3780 accept comment "tusk: HA: '
+        'connection state from the peer"']
+    assert open_ports(lab) == {("management", 80), ("management", 443)}
+    # disabled, or no file at all: the box alone, nothing of the pair admitted
+    boot_firewall(lab, state, tmp_path, VALID, HA.replace("enabled = true", "enabled = false"))
+    assert host_rules(lab) == []
+
+
+def test_an_unusable_ha_toml_leaves_the_box_alone_and_says_so(lab, state, tmp_path, listeners):
+    status, _, warning = boot_firewall(lab, state, tmp_path, VALID,
+                                       HA.replace("vrid = 7", "vrid = 700"))
+    assert status == 0 and host_rules(lab) == []
+    assert warning == "ha.toml cannot be used: this box runs alone (journalctl -u tusk-firewall)"
+    assert open_ports(lab) == {("management", 80), ("management", 443)}
 
 
 def test_a_refused_host_table_still_drops_the_dashboard_ports(

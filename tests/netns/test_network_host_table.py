@@ -100,6 +100,29 @@ def test_a_confirmed_move_keeps_the_table_on_the_new_port(box):
     assert normalise.load(box.path("/etc/tusk/network.toml")) == normalise.parse(B)
 
 
+HA = """[ha]
+enabled = true
+role = "primary"
+vrid = 9
+sync_interface = "eth2"
+sync_address = "10.77.0.1/30"
+peer_address = "10.77.0.2"
+[[virtual]]
+interface = "eth0"
+addresses = ["192.0.2.254/24"]
+"""
+
+
+def test_an_ha_pairs_rules_follow_the_move_too(box):
+    """A pair's VRRP and sync lines, which tusk-boot loaded with the table, stay in it."""
+    box.write("/etc/tusk/ha.toml", HA)
+    try_b(box)
+    assert admitted() == "eth1"
+    listed = nft("list", "table", "inet", "tusk_host").stdout
+    assert 'iifname "eth0" meta l4proto vrrp accept' in listed, listed
+    assert 'iifname "eth2" ip saddr 10.77.0.2 udp dport 3780 accept' in listed, listed
+
+
 def test_a_cancelled_move_puts_the_table_back_on_the_old_port(box):
     try_b(box)
     assert admitted() == "eth1"

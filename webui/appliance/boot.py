@@ -193,14 +193,15 @@ def load(applier, table, ruleset):
     return True
 
 
-def load_host_table(applier, mgmt):
-    """table inet tusk_host for mgmt (an interface or None); refused, for no interface;
-    refused again, the lockdown table. Returns (whether the kernel refused a table, what
-    the console must say: '' when management answers where network.toml says)."""
+def load_host_table(applier, mgmt, ha=None):
+    """table inet tusk_host for mgmt (an interface or None) and an HA pair's ha (its
+    HaConfig, or None); refused, for no interface and no pair; refused again, the
+    lockdown table. Returns (whether the kernel refused a table, what the console must
+    say: '' when management answers where network.toml says)."""
     unset = "" if mgmt else ("the dashboard answers on no interface: network.toml has no "
                              "valid management interface (option 1 assigns one; reboot to "
                              "apply)")
-    if load(applier, HOST, render_boot.host(mgmt)):
+    if load(applier, HOST, render_boot.host(mgmt, ha)):
         return False, unset
     if mgmt:
         log("trying again with the dashboard on no interface (the console only)")
@@ -230,17 +231,25 @@ def load_forward_ruleset(applier):
     return False, True
 
 
-def load_firewall(target, network_path, state_dir, warning_path):
+def load_firewall(target, network_path, state_dir, warning_path, ha_path=None):
     """The boot step on target (Target(netns) in the tests): forwarding off, the host
     table, the forward ruleset, then forwarding on - only if a forward ruleset is
     loaded. Every table is loaded as the applier loads a policy, under the lock in
-    state_dir. warning_path gets what the console menu must say, and is removed when all
-    is as configured. Returns the exit status: 1 when the kernel refused anything."""
+    state_dir. ha_path: an HA pair's ha.toml, whose sync and VRRP the host table admits
+    (docs/HA.md). warning_path gets what the console menu must say, and is removed when
+    all is as configured. Returns the exit status: 1 when the kernel refused anything."""
+    from ha.core import config as ha_config
     from policy.core.applier import Applier
     set_forwarding(target, False)
     applier = Applier(state_dir, target.netns)
     mgmt = management(network_path)
-    host_refused, warning = load_host_table(applier, mgmt and mgmt.name)
+    ha, unusable = ha_config.enabled(ha_path) if ha_path else (None, None)
+    if unusable:
+        log(f"the HA pair's configuration cannot be used, this box runs alone: {unusable}")
+    host_refused, warning = load_host_table(applier, mgmt and mgmt.name, ha)
+    if unusable:
+        warning = "; ".join(filter(None, [warning, "ha.toml cannot be used: this box runs "
+                                          "alone (journalctl -u tusk-firewall)"]))
     forward_refused, forward = load_forward_ruleset(applier)
     if forward:
         forward = set_forwarding(target, True)
@@ -258,7 +267,8 @@ def load_firewall(target, network_path, state_dir, warning_path):
 
 def cmd_firewall(args):
     from policy.core.target import Target
-    return load_firewall(Target(), f"{ETC}/network.toml", f"{STATE}/policy", FIREWALL_WARNING)
+    return load_firewall(Target(), f"{ETC}/network.toml", f"{STATE}/policy", FIREWALL_WARNING,
+                         f"{ETC}/ha.toml")
 
 
 # -- setup -------------------------------------------------------------------------------

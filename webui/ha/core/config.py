@@ -20,6 +20,7 @@ value and every conflict (VALUE). Problem paths are the document's: virtual[1].a
 """
 import ipaddress
 import tomllib
+from os.path import exists as os_path_exists
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -145,6 +146,19 @@ def load(path=DEFAULT_PATH):
     except OSError as error:
         raise HaError(Code.IO, "", f"{path}: {error.strerror}") from None
     return parse(text)
+
+
+def enabled(path=DEFAULT_PATH):
+    """(the model, None) when path holds an enabled pair's valid document; (None, None)
+    when there is none or it is disabled; (None, why) when it cannot be used - for the
+    boot, which then runs the box alone and says so."""
+    try:
+        model = load(path)
+    except HaError as error:
+        if error.code == Code.IO and not os_path_exists(path):
+            return None, None
+        return None, f"{path}: {error}"
+    return (model, None) if model.enabled else (None, None)
 
 
 def validate(config):

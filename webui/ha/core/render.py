@@ -11,12 +11,14 @@ events, no state filter (it would drop the SYN-time events that carry seqrand's
 offsets), the box's own addresses ignored (only forwarded connections are synced)."""
 import ipaddress
 
+from policy.core.render_boot import HA_SYNC_PORT
+
 from .config import HaConfig
 
 HEADER = "# Written by Tusk from ha.toml (webui/ha/core/render.py): edits are overwritten\n"
 NOTIFY = "/usr/lib/tusk/ha-notify"     # rootfs-overlay: conntrackd's part of a role change
 STATE_DIR = "/run/tusk/ha"             # the notify's record of the role; conntrackd's socket
-SYNC_PORT = 3780
+SYNC_PORT = HA_SYNC_PORT   # the host table admits it from the peer
 SYNC_GROUP = "tusk"
 PROTOCOLS = ("TCP", "UDP", "SCTP", "ICMP", "IPv6-ICMP")
 

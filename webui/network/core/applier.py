@@ -283,6 +283,7 @@ class HostTable(Target):
     def follow(self, config, lines):
         """Loads the table for config's management port if the loaded one admits another;
         NetworkError(APPLY) when the kernel or the lock refuses it (nothing changed)."""
+        from ha.core import config as ha_config
         from policy.core import render_boot
         from policy.core.applier import Applier
         from policy.core.errors import PolicyError
@@ -293,7 +294,9 @@ class HostTable(Target):
         applier = Applier(self.runner.path(POLICY_STATE_DIR))
         applier.target = self   # its nft, as boot's is the system's
         try:
-            applier.check_and_load(render_boot.host(port or None))
+            # an HA pair's lines stay (what tusk-boot loaded them from)
+            ha, _ = ha_config.enabled(self.runner.path(ha_config.DEFAULT_PATH))
+            applier.check_and_load(render_boot.host(port or None, ha))
         except PolicyError as error:
             raise NetworkError(Code.APPLY, "", "table inet tusk_host could not follow the "
                                f"management port to {port or '(none)'}: "

@@ -4,9 +4,11 @@ module emits the management interface's rule lines. Golden cases: tests/golden/b
 
 failsafe()        table inet tusk, forward: drop - what runs while no confirmed policy
                   is loaded (at boot, and after the first apply on a new box rolls back)
-host(management)  table inet tusk_host - what may reach the firewall itself: the
+host(management, ha)
+                  table inet tusk_host - what may reach the firewall itself: the
                   management ports on the management interface only; with none (None),
-                  on none
+                  on none; with ha (an HA pair's ha.core.config.HaConfig), VRRP on its
+                  segments and conntrackd's sync from the peer on the sync link
 lockdown()        table inet tusk_lockdown - all input but loopback dropped: what
                   stands in when the kernel refuses the host table
 """
@@ -16,6 +18,8 @@ from .render import skeleton
 # no SSH server ships (the console and the dashboard are the ways in, and one daemon
 # fewer is one fewer to keep safe), so port 22 stays closed.
 MGMT_TCP_PORTS = (80, 443)
+VRRP = 112            # IP protocol number (keepalived's advertisements)
+HA_SYNC_PORT = 3780   # conntrackd's UDP (ha/core/render.py)
 
 _FAILSAFE = skeleton("failsafe.nft.in")
 _HOST = skeleton("host.nft.in")
@@ -26,8 +30,9 @@ def failsafe():
     return _FAILSAFE
 
 
-def host(management):
-    """management: the management interface (checked by tusk-net's rules), or None."""
+def host(management, ha=None):
+    """management: the management interface (checked by tusk-net's rules), or None. ha:
+    an enabled pair's checked configuration, or None."""
     lines = []
     if management:
         where = f'iifname "{management}"'
@@ -35,6 +40,13 @@ def host(management):
         lines = [f'{where} tcp dport {{ {ports} }} accept comment "tusk: management"',
                  f'{where} udp sport 67 udp dport 68 accept comment "tusk: DHCP replies"',
                  f'{where} udp sport 547 udp dport 546 accept comment "tusk: DHCPv6 replies"']
+    if ha is not None:
+        segments = ", ".join(f'"{segment.interface}"' for segment in ha.virtual)
+        family = "ip" if ha.family == 4 else "ip6"
+        lines += [f'iifname {{ {segments} }} meta l4proto {VRRP} accept '
+                  'comment "tusk: HA: VRRP on the segments with virtual addresses"',
+                  f'iifname "{ha.sync_interface}" {family} saddr {ha.peer_address} udp dport '
+                  f'{HA_SYNC_PORT} accept comment "tusk: HA: connection state from the peer"']
     return _HOST.replace("@management@\n", "".join(f"\t\t{line}\n" for line in lines))
 
 
