@@ -24,7 +24,7 @@ import time
 import pytest
 
 from ha.core import config as ha_config
-from ha.core import render
+from ha.core import render, status
 from lab.paths import ROOT
 from pcaps import netns
 from policy.core import render_boot
@@ -177,6 +177,11 @@ class Pair:
     def has(self, side, address):
         return f"inet {address}/" in ns(side, "ip", "-4", "addr", "show").stdout
 
+    def stats(self, side):
+        """conntrackd's report of this firewall, as the HA page reads it."""
+        out = ns(side, "conntrackd", "-C", self.dir / side / "conntrackd.conf", "-s")
+        return status.sync_health(status.conntrackd_stats(out.stdout))
+
     def entries(self, side):
         out = ns(side, "conntrack", "-L", "-p", "tcp", "--dport", PORT, check=False)
         return [line for line in out.stdout.splitlines() if f"dport={PORT}" in line]
@@ -283,6 +288,13 @@ def test_the_primary_holds_the_addresses_and_the_backup_has_the_connection(pair)
                 + pair.logs("b")
             time.sleep(0.2)
         assert "ESTABLISHED" in pair.entries("b")[0], pair.entries("b")
+        # what the HA page shows of each: the roles, and the sync's numbers
+        assert (status.role(pair.dir / "a"), status.role(pair.dir / "b")) == \
+            ("MASTER", "BACKUP")
+        backup = pair.stats("b")
+        assert backup["injected"] >= 1 and backup["inject_failures"] == 0, backup
+        assert backup["lost"] == 0 and backup["malformed"] == 0, backup
+        assert pair.stats("a")["entries"] >= 1
     finally:
         flow.close()
 

@@ -5,7 +5,7 @@ import copy
 
 import pytest
 
-from ha.core import config, render
+from ha.core import config, render, status
 from ha.core.config import Code, HaError
 
 GOOD = {"ha": {"enabled": True, "role": "primary", "vrid": 51, "advert_ms": 100,
@@ -121,3 +121,47 @@ def test_conntrackd_syncs_every_state_without_an_external_cache():
                        "IPv4_address", "192.168.255.1", "IPv4_address", "198.51.100.1",
                        "IPv4_address", "203.0.113.1", "IPv6_address", "::1",
                        "IPv6_address", "2001:db8:100::1"]
+
+
+# conntrackd 1.4.7's `conntrackd -s` of a backup, from netns/test_ha_pair.py
+REPORT = """cache internal:
+current active connections:\t           1
+connections created:\t\t           1\tfailed:\t           0
+connections updated:\t\t           0\tfailed:\t           0
+connections destroyed:\t\t           0\tfailed:\t           0
+
+external inject:
+connections created:\t\t           1\tfailed:\t           2
+connections updated:\t\t           1\tfailed:\t           0
+connections destroyed:\t\t           0\tfailed:\t           0
+
+traffic processed:
+                   0 Bytes                         0 Pckts
+
+UDP traffic (active device=sync0):
+                 172 Bytes sent                  184 Bytes recv
+                   7 Pckts sent                    6 Pckts recv
+                   0 Error send                    3 Error recv
+
+message tracking:
+                   0 Malformed msgs                    5 Lost msgs
+"""
+
+
+def test_conntrackds_report_gives_the_numbers_the_page_shows():
+    report = status.conntrackd_stats(REPORT)
+    assert report["udp_traffic"]["bytes_sent"] == 172
+    assert report["external_inject"]["connections_created_failed"] == 2
+    assert status.sync_health(report) == {
+        "entries": 1, "injected": 2, "inject_failures": 2, "lost": 5, "malformed": 0,
+        "send_errors": 0, "recv_errors": 3}
+    with pytest.raises(ValueError):
+        status.conntrackd_stats("connect: No such file or directory\n")
+
+
+def test_the_role_is_what_the_notify_recorded(tmp_path):
+    assert status.role(tmp_path) is None
+    (tmp_path / "state").write_text("BACKUP\n")
+    assert status.role(tmp_path) == "BACKUP"
+    (tmp_path / "state").write_text("rm -rf /\n")
+    assert status.role(tmp_path) is None
