@@ -2,6 +2,7 @@
 keepalived.conf and conntrackd.conf, the same bytes for the same document
 (webui/ha/core/). The daemons running what is rendered: netns/test_ha_pair.py."""
 import copy
+import json
 
 import pytest
 
@@ -165,3 +166,45 @@ def test_the_role_is_what_the_notify_recorded(tmp_path):
     assert status.role(tmp_path) == "BACKUP"
     (tmp_path / "state").write_text("rm -rf /\n")
     assert status.role(tmp_path) is None
+
+
+def test_the_boot_writes_both_daemons_files_only_for_an_enabled_pair(tmp_path):
+    """tusk-boot ha (tusk-ha.service): the files the daemons' units wait for, the
+    stale lock gone, strict TCP tracking; nothing without a usable pair."""
+    import os
+    import stat
+
+    from appliance import boot
+    ha, network, run, loose = (tmp_path / "ha.toml", tmp_path / "network.toml",
+                               tmp_path / "run", tmp_path / "tcp_loose")
+    network.write_text('version = 2\n[[interfaces]]\nname = "ens3"\nrole = "management"\n'
+                       'addresses = ["10.9.0.5/24"]\n')
+    loose.write_text("1\n")
+    run.mkdir()
+    (run / "conntrackd.lock").write_text("")                 # a killed conntrackd's
+    ha.write_text(render_toml(GOOD))
+    assert boot.write_ha(ha, network, run, loose) == 0
+    assert sorted(os.listdir(run)) == ["conntrackd.conf", "keepalived.conf"]
+    assert stat.S_IMODE((run / "conntrackd.conf").stat().st_mode) == 0o600
+    assert "IPv4_address 10.9.0.5" in (run / "conntrackd.conf").read_text()
+    assert f"{run}/conntrackd.conf" in (run / "keepalived.conf").read_text()
+    assert loose.read_text() == "0\n"
+    for text in (render_toml(GOOD).replace("enabled = true", "enabled = false"),
+                 render_toml(GOOD).replace("vrid = 51", "vrid = 0")):
+        ha.write_text(text)
+        loose.write_text("1\n")
+        assert boot.write_ha(ha, network, run, loose) == 0
+        assert os.listdir(run) == [] and loose.read_text() == "1\n"
+    ha.unlink()
+    assert boot.write_ha(ha, network, run, loose) == 0 and os.listdir(run) == []
+
+
+def render_toml(document):
+    """GOOD as ha.toml's text."""
+    def value(v):
+        return "true" if v is True else "false" if v is False else json.dumps(v)
+
+    lines = ["[ha]"] + [f"{key} = {value(v)}" for key, v in document["ha"].items()]
+    for segment in document["virtual"]:
+        lines += ["[[virtual]]"] + [f"{key} = {value(v)}" for key, v in segment.items()]
+    return "\n".join(lines) + "\n"

@@ -68,7 +68,9 @@ OVMF = {"code": "/usr/share/OVMF/OVMF_CODE_4M.fd", "vars": "/usr/share/OVMF/OVMF
 UNITS = ("tusk-data", "tusk-net", "tusk-ulogd", "tusk-firewall", "tusk-tune", "tusk-db",
          "tusk-setup",
          "tusk-agent", "tusk-web", "tusk-nginx", "tusk-console@ttyS0", "systemd-networkd",
-         "tusk-health")
+         "tusk-health", "tusk-ha")
+# an HA pair's daemons: without /etc/tusk/ha.toml, kept off by their units' conditions
+HA_DAEMONS = ("tusk-conntrackd", "tusk-keepalived")
 POLICY = """\
 version: 1
 settings:
@@ -220,6 +222,9 @@ def test_live_boot_brings_every_service_up(step, work):
         rc, out = step.vm.shell(f"systemctl is-active {unit}")
         assert rc == 0, f"{unit} is not active: {out.strip()}\n" + \
             ok(step.vm, f"systemctl status --no-pager -l {unit} | tail -20")
+    for unit in HA_DAEMONS:
+        shown = ok(step.vm, f"systemctl show -p ActiveState,ConditionResult {unit}")
+        assert "ActiveState=inactive" in shown and "ConditionResult=no" in shown, shown
     # the live system: its root is the initramfs the kernel unpacked (no root= given),
     # the ISO is on the stick (sda), and /data is in RAM too
     assert ok(step.vm, "findmnt -n -o FSTYPE /").strip() in ("rootfs", "tmpfs")

@@ -1,4 +1,4 @@
-"""tusk-boot data|firewall|setup: the appliance's boot steps, each run by a systemd unit.
+"""tusk-boot data|firewall|ha|setup: the appliance's boot steps, each run by a systemd unit.
 
 data      (tusk-data.service, before local-fs.target) mounts the persistent data
           partition (ext4 labelled TUSK_DATA) on /data, or a tmpfs when there is none (the
@@ -18,6 +18,9 @@ db        (tusk-db.service, before PostgreSQL starts) hands the database over be
           the releases of the two system slots (appliance/slots.py): a copy of the
           stopped cluster before a new release migrates it, restored when the old
           release boots again.
+ha        (tusk-ha.service, after the firewall) writes keepalived's and conntrackd's
+          files for an HA pair's ha.toml into /run/tusk/ha, where tusk-keepalived and
+          tusk-conntrackd find them; without a pair, none, and both stay off (docs/HA.md).
 setup     (tusk-setup.service, after tusk-db.service) creates the database role and
           database, migrates the schema, creates the admin with a one-time password on a
           new box (kept in /etc/tusk/initial-admin for the console menu) and the
@@ -271,6 +274,49 @@ def cmd_firewall(args):
                          f"{ETC}/ha.toml")
 
 
+# -- an HA pair (docs/HA.md) --------------------------------------------------------------
+
+HA_RUN = "/run/tusk/ha"
+HA_FILES = ("keepalived.conf", "conntrackd.conf")
+TCP_LOOSE = "/proc/sys/net/netfilter/nf_conntrack_tcp_loose"
+
+
+def write_ha(ha_path, network_path, state_dir=HA_RUN, tcp_loose=TCP_LOOSE):
+    """keepalived's and conntrackd's files for ha.toml's pair into state_dir, where their
+    units find them (no pair, or an unusable ha.toml - the firewall step said so - none:
+    the units' conditions then keep both daemons off). A killed conntrackd's lock goes
+    either way: it would refuse to start again. A pair's boxes never pick a TCP
+    connection up in its middle (nf_conntrack_tcp_loose=0): that is the peer's sync's
+    job, and a randomised connection picked up that way would stall. -> 0."""
+    from ha.core import config as ha_config
+    from ha.core import render as ha_render
+    ha, _ = ha_config.enabled(ha_path)
+    os.makedirs(state_dir, mode=0o755, exist_ok=True)
+    for name in (*HA_FILES, "conntrackd.lock"):
+        if os.path.lexists(os.path.join(state_dir, name)):
+            os.unlink(os.path.join(state_dir, name))
+    if ha is None:
+        return 0
+    try:
+        links = network.load(network_path).links
+    except network.NetworkError:
+        links = ()
+    own = [address for link in links for address in link.addresses]
+    write_atomically(os.path.join(state_dir, "keepalived.conf"),
+                     ha_render.keepalived_conf(ha, state_dir), 0o600)
+    write_atomically(os.path.join(state_dir, "conntrackd.conf"),
+                     ha_render.conntrackd_conf(ha, state_dir, own), 0o600)
+    with open(tcp_loose, "w", encoding="ascii") as handle:
+        handle.write("0\n")
+    log(f"HA pair: this box is the {ha.role}; keepalived and conntrackd configured in "
+        f"{state_dir}")
+    return 0
+
+
+def cmd_ha(args):
+    return write_ha(f"{ETC}/ha.toml", f"{ETC}/network.toml")
+
+
 # -- setup -------------------------------------------------------------------------------
 
 def psql(sql, database="postgres"):
@@ -329,6 +375,8 @@ def main(argv=None):
         .set_defaults(func=cmd_firewall)
     sub.add_parser("setup", help="database, schema, admin, TLS certificate") \
         .set_defaults(func=cmd_setup)
+    sub.add_parser("ha", help="configure keepalived and conntrackd for an HA pair") \
+        .set_defaults(func=cmd_ha)
     sub.add_parser("db", help="hand the database over between the slots' releases") \
         .set_defaults(func=lambda args: slots.hand_over_database() and 0)
     sub.add_parser("health", help="check the booted slot; mark it good or fall back") \

@@ -128,3 +128,4 @@ def conntrackd_conf(config: HaConfig, state_dir=STATE_DIR, local_addresses=()):
     lines += [f"\t\t\tIPv{ip.version}_address {ip}" for ip in ordered]
     lines += ["\t\t}", "\t}", "}"]
     return "\n".join(lines) + "\n"
+
