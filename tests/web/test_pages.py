@@ -7,6 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from accounts.models import AuditEntry, Profile
+from jobs import queue
 from jobs.models import Job, PeriodicState
 from lab.paths import ROOT
 from policy import draft as drafts
@@ -92,6 +93,18 @@ def test_apply_queues_the_draft_for_the_agent(admin_client):
     assert response["Location"] == f"/jobs/{job.pk}/?next=policy_status"
     assert "name: lan" in job.args["policy_text"] and job.args["timeout"] == 30
     assert job.created_by.username == "alice" and job.state == "queued"
+
+
+def test_a_jobs_page_says_what_a_succeeded_job_did(admin_client):
+    """The result's message (an upgrade: the release and slot it went into) under the
+    state, once the job succeeded - not before, not for a failure."""
+    job = queue.enqueue("system.upgrade", {"name": "x.raucb"})
+    Job.objects.filter(pk=job.pk).update(
+        state="running", result={"message": "release 2 is installed in slot B"})
+    assert 'id="job-result"' not in admin_client.get(f"/jobs/{job.pk}/").content.decode()
+    Job.objects.filter(pk=job.pk).update(state="succeeded")
+    page = admin_client.get(f"/jobs/{job.pk}/").content.decode()
+    assert '<p id="job-result" class="ok">release 2 is installed in slot B</p>' in page
 
 
 @pytest.mark.parametrize("helper", [False, True])
