@@ -173,9 +173,10 @@ def kunit_log(vm_kernel, vm_rootfs):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The appliance's A/B upgrade steps (@pytest.mark.upgrade_steps) run only with
-    TUSK_UPGRADE_STEPS=1 (`make test-upgrade`): with them a cold `make test` would pass
-    CI's 90 minutes. Deselected, not skipped: they are not run, and the summary says so."""
+    """The appliance's step 8 - the fallback from a release that fails its health
+    check, and the bundles RAUC refuses (@pytest.mark.upgrade_steps) - runs only with
+    TUSK_UPGRADE_STEPS=1 (`make test-upgrade`): with it a cold `make test` would come too
+    near CI's 90 minutes. Deselected, not skipped: not run, and the summary says so."""
     if os.environ.get("TUSK_UPGRADE_STEPS") == "1":
         return
     chosen = [item for item in items if item.get_closest_marker("upgrade_steps") is None]
