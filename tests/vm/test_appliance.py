@@ -752,7 +752,10 @@ def reboot(step, work, name, slot=None):
             page.goto(f"{step.vm.base_url()}/system/")
             expect(page.locator("#reboot")).to_have_text(f"Reboot into slot {slot}")
             page.click("#reboot")
-            expect(page.locator("#job-state")).to_have_text("succeeded", timeout=APPLY_MS)
+            expect(page).to_have_url(re.compile(r"/jobs/\d+/\?next=system$"))
+            # the job page goes back to the System page once the job succeeded (its
+            # HX-Redirect), a few seconds before the box reboots
+            expect(page).to_have_url(re.compile(r"/system/$"), timeout=APPLY_MS)
     else:
         step.vm.send("systemctl reboot\n")
     step.vm.wait_exit(600)
