@@ -60,7 +60,7 @@ def document(side):
     own_in, own_out, sync = OWN[side]
     peer = OWN["b" if primary else "a"][2]
     return {"ha": {"enabled": True, "role": "primary" if primary else "secondary",
-                   "vrid": 42, "advert_ms": 100, "preempt": False,
+                   "vrid": 42, "advert_ms": 250, "preempt": False,
                    "sync_interface": "sync0", "sync_address": f"{sync}/30",
                    "peer_address": peer},
             "virtual": [{"interface": "inside0", "addresses": [f"{VIP_IN}/24"]},
@@ -162,9 +162,10 @@ class Pair:
 
     def settled(self):
         """fwA master, fwB backup - and still so after fwB's master-down interval (three
-        adverts and a skew, 0.4 s) has passed a few times: fwB hears fwA's adverts."""
+        adverts of 250 ms and a skew, about 0.9 s: wide enough for a loaded test machine)
+        has passed a few times: fwB hears fwA's adverts."""
         self.wait_state("a", "MASTER")
-        time.sleep(1.5)
+        time.sleep(3)
         assert (self.state("a"), self.state("b")) == ("MASTER", "BACKUP"), self.logs("b")
         assert self.has("a", VIP_IN) and self.has("a", VIP_OUT)
         assert not self.has("b", VIP_IN) and not self.has("b", VIP_OUT)
