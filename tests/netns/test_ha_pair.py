@@ -183,6 +183,15 @@ class Pair:
         out = ns(side, "conntrackd", "-C", self.dir / side / "conntrackd.conf", "-s")
         return status.sync_health(status.conntrackd_stats(out.stdout))
 
+    def wait_entries(self, side, seconds=10):
+        """Until the flow's connection is in that firewall's kernel table."""
+        deadline = time.monotonic() + seconds
+        while not self.entries(side):
+            assert time.monotonic() < deadline, \
+                f"the connection never reached fw{side.upper()}'s table:" + self.logs(side)
+            time.sleep(0.2)
+        return self.entries(side)
+
     def entries(self, side):
         out = ns(side, "conntrack", "-L", "-p", "tcp", "--dport", PORT, check=False)
         return [line for line in out.stdout.splitlines() if f"dport={PORT}" in line]
@@ -283,12 +292,8 @@ def test_the_primary_holds_the_addresses_and_the_backup_has_the_connection(pair)
     try:
         flow.progress(20)
         # conntrackd put the connection straight into the backup's kernel table
-        deadline = time.monotonic() + 10
-        while not pair.entries("b"):
-            assert time.monotonic() < deadline, "the connection never reached fwB's table:" \
-                + pair.logs("b")
-            time.sleep(0.2)
-        assert "ESTABLISHED" in pair.entries("b")[0], pair.entries("b")
+        entries = pair.wait_entries("b")
+        assert "ESTABLISHED" in entries[0], entries
         # what the HA page shows of each: the roles, and the sync's numbers
         assert (status.role(pair.dir / "a"), status.role(pair.dir / "b")) == \
             ("MASTER", "BACKUP")
@@ -305,10 +310,7 @@ def test_a_flow_survives_the_primarys_failure_and_the_failback(pair):
     flow = Flow()
     try:
         flow.progress(20)
-        deadline = time.monotonic() + 10
-        while not pair.entries("b"):
-            assert time.monotonic() < deadline, "the connection never reached fwB"
-            time.sleep(0.2)
+        pair.wait_entries("b")
         # fwA dies: its links go down, its daemons with them
         for link in ("inside0", "outside0", "sync0"):
             ns("a", "ip", "link", "set", link, "down")
@@ -321,11 +323,7 @@ def test_a_flow_survives_the_primarys_failure_and_the_failback(pair):
         pair.reboot("a")
         pair.wait_state("a", "BACKUP")
         assert pair.state("b") == "MASTER"
-        deadline = time.monotonic() + 15
-        while not pair.entries("a"):
-            assert time.monotonic() < deadline, "fwA never relearned the connection:" \
-                + pair.logs("a")
-            time.sleep(0.2)
+        pair.wait_entries("a", seconds=15)
         # the maintenance failback: fwB stops its daemons the clean way
         pair.stop("b")
         pair.wait_state("a", "MASTER", seconds=5)

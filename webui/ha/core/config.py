@@ -19,8 +19,8 @@ First every unknown, missing or mistyped key (SCHEMA); once every key is right, 
 value and every conflict (VALUE). Problem paths are the document's: virtual[1].addresses[0].
 """
 import ipaddress
+import os
 import tomllib
-from os.path import exists as os_path_exists
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -152,11 +152,11 @@ def enabled(path=DEFAULT_PATH):
     """(the model, None) when path holds an enabled pair's valid document; (None, None)
     when there is none or it is disabled; (None, why) when it cannot be used - for the
     boot, which then runs the box alone and says so."""
+    if not os.path.exists(path):
+        return None, None
     try:
         model = load(path)
     except HaError as error:
-        if error.code == Code.IO and not os_path_exists(path):
-            return None, None
         return None, f"{path}: {error}"
     return (model, None) if model.enabled else (None, None)
 
