@@ -176,3 +176,41 @@ def test_the_agent_writes_the_pages_view_again_when_grubs_environment_changes(
     agent_jobs.refresh_slots(agent)
     view = json.loads(written.read_text())
     assert view["next"] == "B" and view["slots"]["B"]["trial"], view
+
+
+def test_the_health_check_starts_django_once_and_only_when_the_rest_answers(monkeypatch):
+    """manage.py migrate --check costs a Django start (tens of seconds under TCG): the
+    check waits for the quick checks first, and does not run it again once passed."""
+    quick = [["the dashboard does not answer"], ["the agent has not reported"], [], []]
+    calls = []
+    monkeypatch.setattr(slots, "booted_slot", lambda: "A")
+    monkeypatch.setattr(slots, "grubenv", lambda: {"A_TRIAL": "0"})
+    monkeypatch.setattr(slots, "health_failures", lambda _seconds: list(quick.pop(0)))
+    monkeypatch.setattr(slots, "check_database", lambda manage: calls.append(manage))
+    monkeypatch.setattr(slots, "time", type("T", (), {
+        "monotonic": staticmethod(lambda: 0.0), "sleep": staticmethod(lambda _s: None),
+        "time": staticmethod(lambda: 0.0)}))
+    concluded = []
+    monkeypatch.setattr(slots, "_conclude", lambda slot, env, trial, failures, reboot,
+                        record: concluded.append(failures) or 0)
+    monkeypatch.setattr(slots, "write_status", lambda: None)
+    assert slots.health("manage", seconds=60) == 0
+    assert calls == ["manage"] and concluded == [[]] and len(quick) == 1
+
+
+def test_the_health_check_records_every_failure_at_its_deadline(monkeypatch):
+    clock = iter([0.0, 10.0, 70.0])
+    monkeypatch.setattr(slots, "booted_slot", lambda: "B")
+    monkeypatch.setattr(slots, "grubenv", lambda: {"B_TRIAL": "1"})
+    monkeypatch.setattr(slots, "health_failures", lambda _s: ["the dashboard does not answer"])
+    monkeypatch.setattr(slots, "check_database", lambda _m: "the database is not migrated")
+    monkeypatch.setattr(slots, "time", type("T", (), {
+        "monotonic": staticmethod(lambda: next(clock)), "sleep": staticmethod(lambda _s: None),
+        "time": staticmethod(lambda: 0.0)}))
+    concluded = []
+    monkeypatch.setattr(slots, "_conclude", lambda slot, env, trial, failures, reboot,
+                        record: concluded.append((trial, failures)) or 1)
+    monkeypatch.setattr(slots, "write_status", lambda: None)
+    assert slots.health("manage", seconds=60) == 1
+    assert concluded == [(True, ["the dashboard does not answer",
+                                 "the database is not migrated"])]

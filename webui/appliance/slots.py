@@ -214,9 +214,9 @@ def check_dashboard():
     return None
 
 
-def health_failures(manage, boot_seconds):
-    checks = (check_firewall, lambda: check_agent(boot_seconds), check_dashboard,
-              lambda: check_database(manage))
+def health_failures(boot_seconds):
+    """The quick checks' failures (the database's is apart: see health())."""
+    checks = (check_firewall, lambda: check_agent(boot_seconds), check_dashboard)
     return [problem for problem in (check() for check in checks) if problem]
 
 
@@ -238,9 +238,19 @@ def health(manage, seconds=HEALTH_SECONDS, reboot=True):
     env = grubenv()
     trial = env.get(f"{slot}_TRIAL") == "1"
     deadline = time.monotonic() + seconds
+    # The database's check starts Django (tens of seconds on a slow CPU, beside the web
+    # workers starting): it runs once the quick checks pass, or in the last round for
+    # the record, and once passed it is not run again - after tusk-setup nothing
+    # migrates.
+    database_passed = False
     while True:
-        failures = health_failures(manage, uptime() + 5)
-        if not failures or time.monotonic() > deadline or \
+        failures = health_failures(uptime() + 5)
+        last_round = time.monotonic() > deadline
+        if not database_passed and (not failures or last_round):
+            problem = check_database(manage)
+            database_passed = problem is None
+            failures += [problem] if problem else []
+        if not failures or last_round or \
                 any(isinstance(problem, Final) for problem in failures):
             break
         time.sleep(5)
