@@ -77,15 +77,27 @@ vm-deps:
 # After pytest, however it ended: nothing of the tests' may be left running (their
 # PostgreSQL cluster, labs, namespaces, agents, nginx, gunicorn).
 # A whole run builds what the VM tier boots (kernels, root filesystems) in the background,
-# niced, while the host tiers run (tools/warm-caches; its log in tests/artifacts/).
+# niced, while the host tiers run (tools/warm-caches; its log in tests/artifacts/), and
+# runs the tests that boot the appliance (its ISO, install, upgrades: half an hour under
+# TCG, mostly one core's work) as a second pytest session beside the first: it waits for
+# those builds, then boots while the first finishes the host tiers and boots the guest's
+# scenarios. Its output is in tests/artifacts/appliance-session.log, printed at the end.
+APPLIANCE_TESTS := vm/test_appliance.py vm/test_iso_live.py vm/test_iso_boot.py
 test: deps vm-deps lint
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test needs root: the namespace tests create network namespaces"; exit 1; }
 	@mkdir -p tests/artifacts
-	warm=; if [ -z "$(PYTEST_ARGS)" ]; then \
-	  nice -n 10 tools/warm-caches > tests/artifacts/warm-caches.log 2>&1 & warm=$$!; fi; \
-	cd tests && { BUILDROOT="$(BUILDROOT)" ../$(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
+	warm=; second=; first_args='$(PYTEST_ARGS)'; if [ -z "$(PYTEST_ARGS)" ]; then \
+	  nice -n 10 tools/warm-caches > tests/artifacts/warm-caches.log 2>&1 & warm=$$!; \
+	  (cd tests && exec ../$(PY) -m pytest -p no:cacheprovider $(APPLIANCE_TESTS) \
+	    --junit-xml=artifacts/pytest-appliance.xml) > tests/artifacts/appliance-session.log 2>&1 & \
+	  second=$$!; first_args='$(addprefix --ignore=,$(APPLIANCE_TESTS))'; fi; \
+	cd tests && { BUILDROOT="$(BUILDROOT)" ../$(PY) -m pytest $$first_args; status=$$?; \
+	  if [ -n "$$second" ]; then wait $$second; second_status=$$?; \
+	    echo "the appliance's session, run beside (tests/artifacts/appliance-session.log):"; \
+	    cat artifacts/appliance-session.log; [ $$second_status -eq 0 ] || status=1; \
+	    echo "sessions: host tiers and guest scenarios exit $$status, appliance exit $$second_status"; fi; \
 	  [ -z "$$warm" ] || { wait $$warm; echo "background builds (tests/artifacts/warm-caches.log):"; \
-	  grep -E '^== ' ../tests/artifacts/warm-caches.log | paste - - ; }; \
+	  grep -E '^== .*: [0-9]+ s$$' ../tests/artifacts/warm-caches.log; }; \
 	  ../$(PY) leftovers.py || status=1; exit $$status; }
 
 # ruff over the Python (pyproject.toml's rule set), shellcheck over every shell script
