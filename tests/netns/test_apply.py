@@ -245,7 +245,7 @@ def test_check_and_diff_against_the_live_revision(lab, fw, tmp_path):
     assert "confirmed revision: 1" in status and "table inet tusk loaded: yes" in status
     # the host kernel has neither Tusk's helper nor flowtables; nftables itself is there
     assert "kernel seqrand helper: missing" in status
-    assert "kernel seqrand-both helper: missing" in status
+    assert "kernel seqrand-bi helper: missing" in status
     assert "kernel flowtable: missing" in status
     assert "kernel seqrand on the fast path: missing" in status
 

@@ -505,7 +505,7 @@ def test_policy_applied_over_https_is_live_in_nft(step):
     ok(step.vm, "for i in $(seq 300); do tusk policy status | grep -q 'confirmed revision: 1' "
                 "&& break; sleep 1; done; tusk policy status", 330)
     table = ok(step.vm, "nft list table inet tusk")
-    assert 'tusk: classes[0] bulk-copy' in table and 'ct helper set "seqrand-both"' in table \
+    assert 'tusk: classes[0] bulk-copy' in table and 'ct helper set "seqrand-bi"' in table \
         and re.search(r'chain classes_inside\.outside \{\n\t\ttcp dport 5201 ', table) \
         and re.search(rf'"{VLAN}" \. "[^"]+" : goto classes_inside\.outside', table) \
         and re.search(rf'set zone_inside \{{[^}}]*elements = \{{ "{VLAN}" \}}', table)
@@ -529,7 +529,7 @@ def flow(appliance):
        300)
     assert class_packets(appliance) > before
     tracked = ok(appliance, f"conntrack -L -p tcp --orig-dst {SERVICE} --dport 5201")
-    assert "helper=seqrand-both" in tracked, tracked
+    assert "helper=seqrand-bi" in tracked, tracked
 
 
 def test_logs_and_metrics_of_the_image(steps):

@@ -67,7 +67,7 @@ def test_the_policy_translates_addresses_and_randomises(nat, run):
     folder, entries, flows = nat
     flow = flows[run]
     entry = entry_of(entries, flow.client[1])
-    assert entry["helper"] == "seqrand-both", entry
+    assert entry["helper"] == "seqrand-bi", entry
     assert entry["seqadj_orig"] and entry["seqadj_reply"], entry
     # the class's ordinal (1: both) in the ct mark, beside its TCP profile (1)
     assert entry["mark"] >> CLASS_SHIFT == 1, entry

@@ -74,7 +74,7 @@ SEQADJ = {
                                      "seqrand helper randomised"),
     "seqrand_responder_randomised": ("tusk_seqrand_responder_randomised",
                                      "Connections whose responder's sequence numbers "
-                                     "seqrand-both randomised"),
+                                     "seqrand-bi randomised"),
     "seqrand_skipped_midstream": ("tusk_seqrand_skipped_midstream",
                                   "Connections seqrand left alone: picked up mid-stream"),
     "seqrand_skipped_synproxy": ("tusk_seqrand_skipped_synproxy",

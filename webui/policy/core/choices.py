@@ -27,7 +27,7 @@ SEQRAND_NONE = "none"
 SEQRAND_INITIATOR = "initiator"
 SEQRAND_BOTH = "both"
 SEQRAND_MODES = (SEQRAND_NONE, SEQRAND_INITIATOR, SEQRAND_BOTH)
-SEQRAND_HELPER_TYPES = {SEQRAND_INITIATOR: "seqrand", SEQRAND_BOTH: "seqrand-both"}
+SEQRAND_HELPER_TYPES = {SEQRAND_INITIATOR: "seqrand", SEQRAND_BOTH: "seqrand-bi"}
 
 # Source NAT: the egress interface's own address (masquerade) or a given address/range.
 TRANSLATE_MASQUERADE = "masquerade"

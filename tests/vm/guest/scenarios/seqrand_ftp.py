@@ -30,7 +30,7 @@ RULESET = f"""table inet lab {{
     type "ftp" protocol tcp
   }}
   ct helper randomise {{
-    type "seqrand-both" protocol tcp
+    type "seqrand-bi" protocol tcp
     l3proto inet
   }}
   chain forward {{

@@ -17,7 +17,7 @@ PORT = seqrand.PORT_BOTH
 CONNECTIONS = 3
 RULESET = f"""table inet lab {{
   ct helper randomise {{
-    type "seqrand-both" protocol tcp
+    type "seqrand-bi" protocol tcp
     l3proto inet
   }}
   chain raw_prerouting {{
