@@ -11,10 +11,13 @@ off).
 
 Saved: events.jsonl, traffic-events.json (the events of each connection before its
 entry was deleted), entries.json (the entries as read before deletion),
-results.json (each connection's fate; the fast one's entry after the restore),
+results.json (each connection's fate; the fast one's entry after the restore; what
+ctnetlink answered to the lost one's offsets for its midstream entry),
 after- state (seqrand_skipped_midstream).
 """
 import time
+
+from pyroute2.netlink.exceptions import NetlinkError
 
 import conntrack
 import seqrand
@@ -57,6 +60,9 @@ def run(ctx):
             except OSError as exc:
                 results[name] = {"continued": False, "error": repr(exc)}
             results[name]["client_port"] = connection.client_port
+            if not restore:
+                results[name]["offsets_update"] = offsets_update(lab, connection, port,
+                                                                 entry)
             connection.close()
     finally:
         seqrand.save_json_lines(ctx, "events.jsonl", events.close())
@@ -64,6 +70,21 @@ def run(ctx):
     ctx.save_json("traffic-events.json", traffic)
     ctx.save_json("results.json", results)
     seqrand.save_state(ctx, lab, "after")
+
+
+def offsets_update(lab, connection, port, entry):
+    """What ctnetlink answers to the lost connection's offsets for the entry its
+    traffic then made, picked up in the middle without the seqadj extension - as
+    conntrackd's update when the peer's table got the entry first: refused
+    (kernel-patches/0019), so that conntrackd creates it again, or taken without a
+    word and left untranslated."""
+    found = conntrack.find(conntrack.entries(lab.fw), connection.client_port, port)
+    try:
+        conntrack.update_seqadj(lab.fw, found, entry["seqadj_orig"])
+    except NetlinkError as error:
+        return {"refused": error.code, "before": found["seqadj_orig"]}
+    after = conntrack.find(conntrack.entries(lab.fw), connection.client_port, port)
+    return {"refused": 0, "before": found["seqadj_orig"], "after": after["seqadj_orig"]}
 
 
 def offloaded_again(lab, connection, port):
