@@ -207,7 +207,7 @@ def test_the_watchdog_starts_only_a_registered_domain(domain, env, name):
                              domain.store.state_dir, str(revision.id)],
                             env=env, capture_output=True, text=True, timeout=30)
     assert result.returncode == 2
-    assert f"unknown commit domain {name!r}; known: {DOMAIN}, network, policy" in result.stderr
+    assert f"unknown commit domain {name!r}; known: {DOMAIN}, ha, network, policy" in result.stderr
     assert domain.store.pending()["revision"] == revision.id and domain.live() == "new"
 
 

@@ -168,6 +168,21 @@ def test_the_role_is_what_the_notify_recorded(tmp_path):
     assert status.role(tmp_path) is None
 
 
+def test_the_text_the_page_writes_parses_back_to_the_same_model():
+    model = config.from_document(GOOD)
+    text = config.to_toml(model)
+    assert config.parse(text) == model
+    assert config.to_document(model) == GOOD
+    assert config.to_toml(config.parse(text)) == text
+    assert text.startswith("# Tusk's high-availability pair")
+
+
+def test_interfaces_the_box_lacks_are_named():
+    found = config.interfaces_problems(config.from_document(GOOD), {"ens6", "bond0", "lo"})
+    assert [(p.path, p.code) for p in found] == [("virtual[0].interface", Code.VALUE)]
+    assert found[0].message.startswith("ens4.100: no such interface on this box (it has bond0")
+
+
 def test_the_boot_writes_both_daemons_files_only_for_an_enabled_pair(tmp_path):
     """tusk-boot ha (tusk-ha.service): the files the daemons' units wait for, the
     stale lock gone, strict TCP tracking; nothing without a usable pair."""

@@ -89,6 +89,51 @@ def peers(netns):
     topology.down()
 
 
+HA_SEGMENT = ("198.51.100.2/24", "198.51.100.3/24")     # the agent's box, its peer's
+HA_SYNC = ("192.168.255.1/30", "192.168.255.2/30")
+HA_VIRTUAL = "198.51.100.1/24"
+
+
+def ha_document(role="primary", advert_ms=100, **changes):
+    """One box's half of the pair ha_peer sets up: the agent's box (primary) or its peer."""
+    own, peer = (0, 1) if role == "primary" else (1, 0)
+    return {"ha": {"enabled": True, "role": role, "vrid": 61, "advert_ms": advert_ms,
+                   "preempt": False, "sync_interface": "sync0", "sync_address": HA_SYNC[own],
+                   "peer_address": HA_SYNC[peer].split("/")[0], **changes},
+            "virtual": [{"interface": "seg0", "addresses": [HA_VIRTUAL]}]}
+
+
+@pytest.fixture
+def ha_peer(netns, tmp_path):
+    """The agent's namespace as one box of an HA pair, and a second namespace as its
+    peer - a traffic segment (seg0) and a sync link (sync0) between them - running the
+    secondary's half, applied and confirmed by its own HaApplier (real keepalived and
+    conntrackd). Yields that applier. Afterwards both boxes' daemons stop, and whatever
+    the agent left pending is rolled back (its watchdog ends with it)."""
+    from ha.core import config as ha_config
+    from ha.core.applier import HaApplier
+    topology = Topology()
+    peer = topology.namespace(f"{netns}-p")
+    for link in ("seg0", "sync0"):
+        topology.wire(netns, link, peer, link)
+    for index, box in enumerate((netns, peer)):
+        topology.address(box, "seg0", HA_SEGMENT[index])
+        topology.address(box, "sync0", HA_SYNC[index])
+    applier = HaApplier(str(tmp_path / "peer-ha"), netns=peer)
+    applier.apply(ha_config.to_toml(ha_config.from_document(ha_document("secondary"))),
+                  timeout=3600)
+    applier.confirm()
+    try:
+        yield applier
+    finally:
+        ours = HaApplier(str(tmp_path / "ha"), netns=netns)
+        if ours.store.pending():
+            ours.cancel()
+        ours.daemons.stop()
+        applier.daemons.stop()
+        topology.down()
+
+
 @pytest.fixture
 def router(peers):
     """The peers above, routed through the agent's namespace (test_captures.py and
@@ -120,6 +165,7 @@ allowed_hosts = ["localhost"]
 {database_toml(settings.DATABASES["default"])}[agent]
 netns = "{netns}"
 state_dir = "{tmp_path / 'policy'}"
+ha_state_dir = "{tmp_path / 'ha'}"
 tuning_state_dir = "{tmp_path / 'tuning'}"
 capture_dir = "{captures}"
 capture_spool_dir = "{tmp_path / 'capture-spool'}"

@@ -277,7 +277,6 @@ def cmd_firewall(args):
 # -- an HA pair (docs/HA.md) --------------------------------------------------------------
 
 HA_RUN = "/run/tusk/ha"
-HA_FILES = ("keepalived.conf", "conntrackd.conf")
 TCP_LOOSE = "/proc/sys/net/netfilter/nf_conntrack_tcp_loose"
 
 
@@ -291,21 +290,14 @@ def write_ha(ha_path, network_path, state_dir=HA_RUN, tcp_loose=TCP_LOOSE):
     from ha.core import config as ha_config
     from ha.core import render as ha_render
     ha, _ = ha_config.enabled(ha_path)
-    os.makedirs(state_dir, mode=0o755, exist_ok=True)
-    for name in (*HA_FILES, "conntrackd.lock"):
-        if os.path.lexists(os.path.join(state_dir, name)):
-            os.unlink(os.path.join(state_dir, name))
     if ha is None:
+        ha_render.write_files(None, state_dir)
         return 0
     try:
         links = network.load(network_path).links
     except network.NetworkError:
         links = ()
-    own = [address for link in links for address in link.addresses]
-    write_atomically(os.path.join(state_dir, "keepalived.conf"),
-                     ha_render.keepalived_conf(ha, state_dir), 0o600)
-    write_atomically(os.path.join(state_dir, "conntrackd.conf"),
-                     ha_render.conntrackd_conf(ha, state_dir, own), 0o600)
+    ha_render.write_files(ha, state_dir, [a for link in links for a in link.addresses])
     with open(tcp_loose, "w", encoding="ascii") as handle:
         handle.write("0\n")
     log(f"HA pair: this box is the {ha.role}; keepalived and conntrackd configured in "
@@ -314,6 +306,12 @@ def write_ha(ha_path, network_path, state_dir=HA_RUN, tcp_loose=TCP_LOOSE):
 
 
 def cmd_ha(args):
+    # a change still pending at power loss was never confirmed: what comes up is the
+    # confirmed ha.toml, and the dashboard's record says so
+    from ha.core.applier import HaApplier
+    if HaApplier(f"{STATE}/ha").drop_pending("rolled back: the box started again before "
+                                             "it was confirmed"):
+        log("HA: a change pending at shutdown was rolled back")
     return write_ha(f"{ETC}/ha.toml", f"{ETC}/network.toml")
 
 

@@ -29,6 +29,25 @@ class JobFailed(Exception):
         self.result = result
 
 
+def known_args(run, known):
+    """The job's arguments, a table with no key outside known - or JobFailed naming the
+    first unknown one (the row may have been written by anyone who holds the database)."""
+    args = run.args
+    if not isinstance(args, dict):
+        raise JobFailed("the job's arguments must be a table")
+    unknown = sorted(str(key)[:40] for key in args if key not in known)
+    if unknown:
+        raise JobFailed(f"{unknown[0]}: unknown argument (known: {', '.join(known) or 'none'})")
+    return args
+
+
+def problems_result(error):
+    """A tusklib.problems.Problems as a failed job's result, for the pages to put each
+    problem next to its field."""
+    return {"problems": [{"code": p.code.name, "path": p.path, "message": p.message}
+                         for p in error.problems]}
+
+
 @dataclass(frozen=True)
 class Handler:
     kind: str

@@ -6,7 +6,7 @@ from .models import Job, PeriodicState
 
 # Pages a finished job may lead back to (?next=...): URL names only, never URLs
 NEXT = {"policy_status", "policy_history", "dashboard", "tuning", "diag", "system",
-        "network_status"}
+        "network_status", "ha"}
 
 
 def job(request, pk):

@@ -12,7 +12,7 @@ import re
 import time
 
 from jobs.models import PeriodicState
-from jobs.registry import JobFailed, handler, periodic
+from jobs.registry import JobFailed, handler, known_args, problems_result, periodic
 from policy.core.errors import PolicyError
 from policy.core.normalise import parse_yaml
 from policy.core.revisions import Store as PolicyStore
@@ -65,22 +65,6 @@ def _after(run, applier):
     PeriodicState.objects.filter(name=FACTS).update(result=live_facts(run.config))
 
 
-def _args(run, known):
-    """The job's arguments: a table with no key outside known."""
-    args = run.args
-    if not isinstance(args, dict):
-        raise JobFailed("the job's arguments must be a table")
-    unknown = sorted(str(key)[:40] for key in args if key not in known)
-    if unknown:
-        raise JobFailed(f"{unknown[0]}: unknown argument (known: {', '.join(known) or 'none'})")
-    return args
-
-
-def _problems(error):
-    return {"problems": [{"code": p.code.name, "path": p.path, "message": p.message}
-                         for p in error.problems]}
-
-
 def policy_zones(config):
     """{zone: [interfaces]} of the confirmed and the pending policy in the policy's own
     store (root's, on disk): an interface either of them uses may not go away."""
@@ -104,7 +88,7 @@ def _result(revision, applier):
 
 @handler("network.apply", "Apply network configuration")
 def apply(run):
-    args = _args(run, ("document", "timeout", "token_hash"))
+    args = known_args(run, ("document", "timeout", "token_hash"))
     document = args.get("document")
     if not isinstance(document, dict):
         raise JobFailed("document: must be a table with network.toml's structure")
@@ -126,7 +110,7 @@ def apply(run):
                                      zones=zones, token_hash=token_hash)
     except NetworkError as error:
         _after(run, applier)
-        raise JobFailed(str(error), result=_problems(error)) from None
+        raise JobFailed(str(error), result=problems_result(error)) from None
     run.progress(90, f"revision {revision.id} in effect; recording it")
     _after(run, applier)
     return _result(revision, applier)
@@ -138,7 +122,7 @@ def _decide(run, decision):
         revision = decision(applier)
     except NetworkError as error:
         _after(run, applier)
-        raise JobFailed(str(error), result=_problems(error)) from None
+        raise JobFailed(str(error), result=problems_result(error)) from None
     _after(run, applier)
     return _result(revision, applier)
 
@@ -148,7 +132,7 @@ def confirm(run):
     """arrived_at: the local address the web request came in on (nginx's), None when
     unknown - then a change that moves the management address is not confirmed here.
     token: the one-time link's, None from the status page's button."""
-    args = _args(run, ("arrived_at", "token"))
+    args = known_args(run, ("arrived_at", "token"))
     arrived_at, token = args.get("arrived_at"), args.get("token")
     if arrived_at is not None:
         try:
@@ -171,5 +155,5 @@ def confirm(run):
 
 @handler("network.cancel", "Roll back pending network configuration")
 def cancel(run):
-    _args(run, ())
+    known_args(run, ())
     return _decide(run, lambda applier: applier.cancel(user=run.user))

@@ -5,7 +5,7 @@ what changes without a job (a watchdog's rollback, the CLI, a table changed by h
 Apply and roll back first check the policy's zones against the box's network
 configuration (the network jobs check the other way round).
 At start, the target kernel's capabilities, for the pages (views.seqrand_available)."""
-from jobs.registry import JobFailed, handler, on_start, periodic
+from jobs.registry import JobFailed, handler, on_start, periodic, problems_result
 from tusklib.commit import ZONES_CHECKED
 
 from . import draft as drafts
@@ -33,11 +33,6 @@ def sync_store(agent):
 
 def _applier(run):
     return Applier(run.config.state_dir, run.config.netns or None)
-
-
-def _problems(error):
-    return {"problems": [{"code": p.code.name, "path": p.path, "message": p.message}
-                         for p in error.problems]}
 
 
 def _revision_result(revision, applier):
@@ -87,7 +82,7 @@ def apply(run):
                                      timeout=run.args.get("timeout"))
     except PolicyError as error:
         sync.sync(run.config)
-        raise JobFailed(str(error), result=_problems(error)) from None
+        raise JobFailed(str(error), result=problems_result(error)) from None
     run.progress(90, f"revision {revision.id} loaded; recording it")
     sync.sync(run.config, record_listing_for=revision.id)
     return _revision_result(revision, applier)
@@ -99,7 +94,7 @@ def _decide(run, decision):
         revision = decision(applier)
     except PolicyError as error:
         sync.sync(run.config)
-        raise JobFailed(str(error), result=_problems(error)) from None
+        raise JobFailed(str(error), result=problems_result(error)) from None
     sync.sync(run.config)
     return _revision_result(revision, applier)
 
@@ -125,6 +120,6 @@ def rollback(run):
                                            timeout=run.args.get("timeout"))
     except PolicyError as error:
         sync.sync(run.config)
-        raise JobFailed(str(error), result=_problems(error)) from None
+        raise JobFailed(str(error), result=problems_result(error)) from None
     sync.sync(run.config, record_listing_for=revision.id)
     return _revision_result(revision, applier)

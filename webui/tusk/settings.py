@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "backup.apps.BackupConfig",
     "system.apps.SystemConfig",
     "network.apps.NetworkConfig",
+    "ha.apps.HaConfig",
     "logs.apps.LogsConfig",
     "flows.apps.FlowsConfig",
     "metrics.apps.MetricsConfig",

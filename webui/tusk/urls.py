@@ -6,6 +6,7 @@ urlpatterns = [
     path("accounts/", include("accounts.urls")),
     path("policy/", include("policy.urls")),
     path("network/", include("network.urls")),
+    path("ha/", include("ha.urls")),
     path("jobs/", include("jobs.urls")),
     path("tuning/", include("tuning.urls")),
     path("diag/", include("diag.urls")),

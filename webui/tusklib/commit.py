@@ -54,6 +54,7 @@ WATCHDOG_TICK = 0.2
 DOMAINS = {
     "policy": "policy.core.applier:Applier",
     "network": "network.core.applier:NetworkApplier",
+    "ha": "ha.core.applier:HaApplier",
 }
 # For the tests only: extra domains, "name=module:Class" comma-separated, which a test
 # sets in its own environment (the watchdog inherits it). Like TUSK_AGENT_PLUGINS, an
@@ -269,6 +270,30 @@ class CommitConfirm:
         revision.update(deadline=pending["deadline"])
         self._spawn_watchdog(revision.id)
         return pending
+
+    def go_live(self, revision, previous, make_live):
+        """Under locked(), after begin(revision): make_live() puts the pending revision
+        into effect and returns what it did. When it raises the domain's error, the
+        confirmed state comes back (restore), the revision records why, a pending
+        revision it replaced (previous: its marker) records that it went with it, and the
+        error goes on."""
+        try:
+            result = make_live()
+        except self.error_class as error:
+            self.store.clear_pending()
+            outcome = f"failed: {error.problems[0]}"
+            try:
+                self.restore({"base": None})
+            except RestoreFailed as failed:
+                outcome += f"; restoring the confirmed {self.restored} failed too: {failed}"
+            revision.update(outcome=outcome)
+            if previous:
+                self.store.get(previous["revision"]).update(
+                    outcome=f"rolled back: superseded by {revision.id}, which failed")
+            raise
+        if previous:
+            self.store.get(previous["revision"]).update(outcome=f"superseded by {revision.id}")
+        return result
 
     def rearm(self, pending):
         """Make an earlier pending marker the pending one again (a change that replaced it

@@ -23,6 +23,7 @@
     netns = ""            # lab mode: the network namespace the agent manages
     state_dir = "/var/lib/tusk/policy"
     network_state_dir = "/var/lib/tusk/network"   # the network's revisions (commit-confirm)
+    ha_state_dir = "/var/lib/tusk/ha"   # the HA pair's revisions (commit-confirm)
     tuning_state_dir = "/var/lib/tusk/tuning"   # tusk-tune's state: what rollback restores
     capture_dir = "/var/lib/tusk/captures"  # packet captures and uploaded pcaps; group of
                           # the web user, mode 2770: the agent writes, the web reads/deletes
@@ -85,6 +86,7 @@ class Config:
     netns: str
     state_dir: str
     network_state_dir: str
+    ha_state_dir: str
     tuning_state_dir: str
     capture_dir: str
     capture_spool_dir: str
@@ -112,6 +114,7 @@ _SCHEMA = {
                  "port": (int, 5432), "password_file": (str, "")},
     "agent": {"netns": (str, ""), "state_dir": (str, "/var/lib/tusk/policy"),
               "network_state_dir": (str, "/var/lib/tusk/network"),
+              "ha_state_dir": (str, "/var/lib/tusk/ha"),
               "tuning_state_dir": (str, "/var/lib/tusk/tuning"),
               "capture_dir": (str, "/var/lib/tusk/captures"),
               "capture_spool_dir": (str, "/var/lib/tusk/capture-spool"),
@@ -219,6 +222,7 @@ def load(path=None):
         netns=values[("agent", "netns")],
         state_dir=values[("agent", "state_dir")],
         network_state_dir=values[("agent", "network_state_dir")],
+        ha_state_dir=values[("agent", "ha_state_dir")],
         tuning_state_dir=values[("agent", "tuning_state_dir")],
         capture_dir=values[("agent", "capture_dir")],
         capture_spool_dir=values[("agent", "capture_spool_dir")],

@@ -26,6 +26,7 @@ from enum import IntEnum
 
 from network.core.checks import address_problem, interface_problem, ip_problem
 from tusklib.problems import Problem, Problems, table_values, type_name
+from tusklib.tomlwrite import toml_value
 
 DEFAULT_PATH = "/etc/tusk/ha.toml"
 TEXT_MAX = 1 << 16
@@ -43,6 +44,11 @@ class Code(IntEnum):
     SCHEMA = 61      # an unknown, missing or mistyped section or key
     VALUE = 62       # a value of the wrong form, or values that cannot hold together
     IO = 63          # the file is missing or cannot be read
+    LOCKED = 64      # another apply, confirm or rollback holds the lock
+    NOT_PENDING = 65 # nothing awaits confirmation
+    REVISION = 66    # no such revision
+    APPLY = 67       # the daemons or the host table refused the configuration
+    ROLE = 68        # the action needs another role (fail over: this box is not master)
 
 
 class HaError(Problems):
@@ -125,6 +131,45 @@ def from_document(document):
     if problems:
         raise HaError(problems)
     return config
+
+
+def to_document(config):
+    """The model -> the document from_document takes (and ha.toml holds)."""
+    return {"ha": {key: getattr(config, key) for key in HA_KEYS},
+            "virtual": [{"interface": v.interface, "addresses": list(v.addresses)}
+                        for v in config.virtual]}
+
+
+HEADER = ("# Tusk's high-availability pair: the dashboard (High availability) writes this\n"
+          "# file; docs/HA.md describes every key.\n")
+
+
+def to_toml(config):
+    """The model -> ha.toml's text: deterministic, parse(to_toml(c)) == c."""
+    document = to_document(config)
+    lines = [HEADER.rstrip("\n"), "[ha]"]
+    lines += [f"{key} = {toml_value(value)}" for key, value in document["ha"].items()]
+    for entry in document["virtual"]:
+        lines += ["", "[[virtual]]"] + [f"{k} = {toml_value(v)}" for k, v in entry.items()]
+    return "\n".join(lines) + "\n"
+
+
+def interfaces_problems(config, present):
+    """The sync link and every segment must be interfaces this machine has (present:
+    their names) -> [Problem]."""
+    problems = []
+    names = sorted(present)
+    known = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+    if config.sync_interface not in present:
+        problems.append(Problem(Code.VALUE, "ha.sync_interface",
+                                f"{config.sync_interface}: no such interface on this box "
+                                f"(it has {known or 'none'})"))
+    for index, segment in enumerate(config.virtual):
+        if segment.interface not in present:
+            problems.append(Problem(Code.VALUE, f"virtual[{index}].interface",
+                                    f"{segment.interface}: no such interface on this box "
+                                    f"(it has {known or 'none'})"))
+    return problems
 
 
 def parse(text):

@@ -10,8 +10,10 @@ into this kernel's table, so a takeover costs only VRRP's detection), reliable n
 events, no state filter (it would drop the SYN-time events that carry seqrand's
 offsets), the box's own addresses ignored (only forwarded connections are synced)."""
 import ipaddress
+import os
 
 from policy.core.render_boot import HA_SYNC_PORT
+from tusklib.files import write_atomically
 
 from .config import HaConfig
 
@@ -21,6 +23,7 @@ STATE_DIR = "/run/tusk/ha"             # the notify's record of the role; conntr
 SYNC_PORT = HA_SYNC_PORT   # the host table admits it from the peer
 SYNC_GROUP = "tusk"
 PROTOCOLS = ("TCP", "UDP", "SCTP", "ICMP", "IPv6-ICMP")
+FILES = ("keepalived.conf", "conntrackd.conf")
 
 
 def instance_name(interface, version):
@@ -129,3 +132,19 @@ def conntrackd_conf(config: HaConfig, state_dir=STATE_DIR, local_addresses=()):
     lines += ["\t\t}", "\t}", "}"]
     return "\n".join(lines) + "\n"
 
+
+
+def write_files(config, state_dir=STATE_DIR, local_addresses=(), notify=NOTIFY):
+    """Both daemons' files for config into state_dir, where they (their units on the
+    appliance) find them; config None: none, and the role record goes too. A killed
+    conntrackd's lock goes either way: it would refuse to start again."""
+    os.makedirs(state_dir, mode=0o755, exist_ok=True)
+    for name in (*FILES, "conntrackd.lock", *(() if config else ("state",))):
+        if os.path.lexists(os.path.join(state_dir, name)):
+            os.unlink(os.path.join(state_dir, name))
+    if config is None:
+        return
+    write_atomically(os.path.join(state_dir, "keepalived.conf"),
+                     keepalived_conf(config, state_dir, notify=notify), 0o600)
+    write_atomically(os.path.join(state_dir, "conntrackd.conf"),
+                     conntrackd_conf(config, state_dir, local_addresses), 0o600)

@@ -130,26 +130,14 @@ class NetworkApplier(CommitConfirm):
             over = confirm_over(base_config, config)
             self.begin(revision, self.store.confirmed_id(), timeout, confirm_over=over,
                        token_sha256=token_hash if isinstance(token_hash, str) else "")
-            try:
+
+            def make_live():
                 lines = self.backend.apply(config)
                 self.follow_management(config, lines)
-            except NetworkError as error:
-                self.store.clear_pending()
-                outcome = f"failed: {error.problems[0]}"
-                try:
-                    self.restore({"base": None})
-                except RestoreFailed as failed:
-                    outcome += f"; restoring the confirmed configuration failed too: {failed}"
-                revision.update(outcome=outcome)
-                if previous:
-                    self.store.get(previous["revision"]).update(
-                        outcome=f"rolled back: superseded by {revision.id}, which failed")
-                raise
+                return lines
+            lines = self.go_live(revision, previous, make_live)
             write_atomically(os.path.join(revision.path, APPLIED_NAME),
                              "\n".join(lines) + "\n")
-            if previous:
-                self.store.get(previous["revision"]).update(
-                    outcome=f"superseded by {revision.id}")
             return revision
 
     def restore(self, pending):

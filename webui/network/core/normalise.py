@@ -26,12 +26,13 @@ bad value and every conflict (validate.py, VALUE). Problem paths are the documen
 interfaces[1].addresses[0]. The file of releases before 2 ([management] and [[traffic]])
 is read too and turned into this shape; it is written back in this one.
 """
-import json
 import re
 import tomllib
 
-from . import model
 from tusklib.problems import table_values, type_name
+from tusklib.tomlwrite import toml_value
+
+from . import model
 
 from .errors import Code, NetworkError, Problem
 from .model import Bond, NetworkConfig, Port, Route, System, Vlan
@@ -227,16 +228,6 @@ def to_document(config):
                for key in LISTS}}
 
 
-def _value(value):
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
-    return json.dumps(value, ensure_ascii=False)   # a JSON string is a TOML basic string
-
-
 HEADER = ("# Tusk's network: the dashboard (Network) and the console menu write this file;\n"
           "# `tusk-net check` checks it. docs/NETWORK.md describes every key.\n")
 
@@ -244,8 +235,8 @@ HEADER = ("# Tusk's network: the dashboard (Network) and the console menu write 
 def to_toml(config):
     document = to_document(config)
     lines = [HEADER.rstrip("\n"), f"version = {model.VERSION}", "", "[system]"]
-    lines += [f"{key} = {_value(value)}" for key, value in document["system"].items()]
+    lines += [f"{key} = {toml_value(value)}" for key, value in document["system"].items()]
     for key in LISTS:
         for entry in document[key]:
-            lines += ["", f"[[{key}]]"] + [f"{k} = {_value(v)}" for k, v in entry.items()]
+            lines += ["", f"[[{key}]]"] + [f"{k} = {toml_value(v)}" for k, v in entry.items()]
     return "\n".join(lines) + "\n"

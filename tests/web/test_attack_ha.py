@@ -1,0 +1,95 @@
+"""HA jobs forged by someone who controls the web process (issue 23): job rows written
+straight into the database as role tusk, past the HA page's form, and the page's own
+state row forged. The real agent checks every argument again with the core the form
+uses, then against this box's interfaces; it refuses with a clear message and writes,
+starts or hands over nothing. Its files are in directories the web user cannot write."""
+import os
+
+import pytest
+
+from conftest import ha_document
+from jobs import queue
+from jobs.models import PeriodicState
+from tuskweb import wait
+
+
+@pytest.fixture
+def ha_dir(agent, tmp_path):
+    return tmp_path / "ha"
+
+
+def refused(kind, args):
+    job = wait(queue.enqueue(kind, args), 60)
+    assert job.state == "failed", job.result
+    return job
+
+
+def nothing_done(ha_dir):
+    """No revision, no confirmed file, no daemon's file (nor a daemon, without one)."""
+    revisions = ha_dir / "revisions"
+    assert not revisions.exists() or not os.listdir(revisions)
+    assert not (ha_dir / "ha.toml").exists()
+    assert not (ha_dir / "run" / "keepalived.conf").exists()
+    assert not (ha_dir / "run" / "keepalived.pid").exists()
+
+
+def bad_interface():
+    document = ha_document()
+    document["virtual"][0]["interface"] = "../../etc"
+    return document
+
+
+def missing_interface():
+    document = ha_document()
+    document["ha"]["sync_interface"] = "eth9"
+    return document
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"document": ha_document(), "timeout": 3600, "path": "/etc/shadow"},
+     "path: unknown argument"),
+    ({"document": "[ha]\nenabled = true"}, "document: must be a table"),
+    ({"document": {**ha_document(), "ha": {**ha_document()["ha"], "script": "/bin/sh"}}},
+     "ha.script: unknown key"),
+    ({"document": bad_interface()}, "virtual[0].interface"),
+    ({"document": missing_interface()}, "ha.sync_interface: eth9: no such interface"),
+    ({"document": ha_document(), "timeout": 5}, "confirm_timeout"),
+    ({"document": {**ha_document(), "virtual": [{"interface": "eth1",
+                                                  "addresses": ["x" * 70000]}]}},
+     "at most 64 KiB"),
+])
+def test_a_forged_apply_is_refused_and_nothing_is_written_or_started(ha_dir, args, message):
+    job = refused("ha.apply", args)
+    assert message in job.error, job.error
+    nothing_done(ha_dir)
+
+
+def test_a_forged_confirm_or_cancel_with_nothing_pending_is_refused(ha_dir):
+    assert "nothing awaits confirmation" in refused("ha.confirm", {}).error
+    assert "nothing awaits confirmation" in refused("ha.cancel", {}).error
+    assert "unknown argument" in refused("ha.confirm", {"revision": 1}).error
+    nothing_done(ha_dir)
+
+
+def test_a_forged_master_role_does_not_make_the_agent_fail_over(ha_dir):
+    """The page's state row says MASTER; the agent asks keepalived's own record."""
+    PeriodicState.objects.update_or_create(name="ha.status", defaults={
+        "result": {"role": "MASTER", "at": 1e12}})
+    job = refused("ha.failover", {})
+    assert "not part of a pair" in job.error, job.error
+    nothing_done(ha_dir)
+
+
+def test_the_agents_ha_directories_are_roots_alone(ha_dir, ha_peer):
+    """The agent's state and run directories - the revisions, pending.json, the daemons'
+    files and pid files, the role record the fail over trusts - are root's, and no one
+    else may write in them: nothing the web user plants can be there."""
+    job = wait(queue.enqueue("ha.apply", {"document": ha_document(), "timeout": 3600}), 60)
+    assert job.state == "succeeded", job.error
+    for directory in (ha_dir, ha_dir / "revisions", ha_dir / "revisions" / "000001",
+                      ha_dir / "run"):
+        info = os.stat(directory)
+        assert info.st_uid == 0 and not info.st_mode & 0o022, (directory, oct(info.st_mode))
+    for name in ("keepalived.conf", "conntrackd.conf", "keepalived.pid"):
+        info = os.lstat(ha_dir / "run" / name)
+        assert info.st_uid == 0 and not info.st_mode & 0o022, (name, oct(info.st_mode))

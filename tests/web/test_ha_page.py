@@ -1,0 +1,91 @@
+"""The High availability page (issue 23) against the real agent: the form's problems next
+to their fields, this box's half applied by the agent (real keepalived and conntrackd in
+its namespace, a peer box beside it), pending with a countdown until confirmed, the
+roles live, and "Fail over now" handing the addresses to the peer. Viewers see the
+state and change nothing."""
+import re
+
+from conftest import HA_VIRTUAL, ha_document
+from ha.core import config as ha_config
+from ha.forms import segments_text
+from jobs.models import Job, PeriodicState
+from kit import wait_until
+from policy.core.target import Target
+from tuskweb import AGENT_NETNS, errors_of, wait
+
+
+def form_data(document=None, timeout=3600):
+    document = document or ha_document()
+    return {**{k: v for k, v in document["ha"].items() if not isinstance(v, bool) or v},
+            "virtual": segments_text(document["virtual"]), "timeout": timeout}
+
+
+def role_on_page(client):
+    found = re.search(r'id="ha-role"[^>]*>([^<]*)<', client.get("/ha/").content.decode())
+    return found.group(1) if found else None
+
+
+def test_each_problem_lands_next_to_its_field_and_nothing_is_queued(admin_client):
+    data = form_data(ha_document(advert_ms=15, peer_address="10.0.0.9"))
+    data["virtual"] = "seg0 198.51.100.1/33\nsync0 198.51.100.7/24"
+    response = admin_client.post("/ha/", data)
+    assert response.status_code == 200
+    errors = errors_of(response)
+    assert "in steps of 10" in errors["advert_ms"][0]
+    assert "is not on the sync link" in errors["peer_address"][0]
+    assert any(e.startswith("virtual[0].addresses[0]:") for e in errors["virtual"]), errors
+    assert any("virtual[1].interface" in e and "is the sync link" in e
+               for e in errors["virtual"]), errors
+    assert not Job.objects.exists()
+
+
+def test_a_viewer_sees_the_state_and_cannot_apply_or_fail_over(viewer_client):
+    PeriodicState.objects.create(name="ha.status", result={"role": "MASTER", "at": 1e12,
+                                                           "running": {}})
+    page = viewer_client.get("/ha/").content.decode()
+    assert 'id="ha-role"' in page and 'id="ha-form"' not in page
+    assert 'id="ha-failover"' not in page
+    for url in ("/ha/", "/ha/failover/", "/ha/confirm/", "/ha/cancel/"):
+        assert viewer_client.post(url, form_data()).status_code == 403
+    assert not Job.objects.exists()
+
+
+def test_apply_confirm_and_fail_over_through_the_agent(admin_client, agent, ha_peer):
+    response = admin_client.post("/ha/", form_data())
+    job = Job.objects.get(kind="ha.apply")
+    assert response.status_code == 302 and response["Location"].endswith("?next=ha")
+    assert wait(job, 60).state == "succeeded", (job.error, job.result)
+    assert job.args["document"] == ha_document()
+    page = admin_client.get("/ha/").content.decode()
+    assert 'id="ha-pending"' in page and 'id="ha-countdown"' in page
+    # the peer came up first and holds the address; without preemption this box, the
+    # primary, joins as backup - until the peer's maintenance hands the address over
+    target = Target(AGENT_NETNS)
+    wait_until(lambda: role_on_page(admin_client) == "BACKUP", 20,
+               lambda: f"this box BACKUP ({PeriodicState.last_result('ha.status')})")
+    assert ha_peer.role() == "MASTER"
+    assert ha_peer.fail_over() == "BACKUP"
+    wait_until(lambda: role_on_page(admin_client) == "MASTER", 20, "this box MASTER")
+    assert HA_VIRTUAL.split("/")[0] in target.run(["ip", "-4", "addr", "show", "seg0"]).stdout
+    admin_client.post("/ha/confirm/")
+    confirm = Job.objects.get(kind="ha.confirm")
+    assert wait(confirm, 30).state == "succeeded", confirm.error
+    page = admin_client.get("/ha/").content.decode()
+    assert 'id="ha-pending"' not in page and 'id="ha-failover"' in page
+    assert ha_config.parse(
+        PeriodicState.last_result("ha.status")["confirmed_text"]) == \
+        ha_config.from_document(ha_document())
+    # maintenance: the peer takes over, this box stays backup
+    admin_client.post("/ha/failover/")
+    failover = Job.objects.get(kind="ha.failover")
+    assert wait(failover, 60).state == "succeeded", failover.error
+    assert failover.result == {"role": "BACKUP"}
+    wait_until(lambda: ha_peer.role() == "MASTER", 20, "the peer MASTER")
+    assert role_on_page(admin_client) == "BACKUP"
+    assert HA_VIRTUAL.split("/")[0] not in target.run(["ip", "-4", "addr", "show",
+                                                       "seg0"]).stdout
+    # a backup has nothing to hand over: the button is gone, the view refuses
+    assert 'id="ha-failover"' not in admin_client.get("/ha/").content.decode()
+    admin_client.post("/ha/failover/")
+    assert Job.objects.filter(kind="ha.failover").count() == 1
+

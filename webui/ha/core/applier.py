@@ -1,0 +1,368 @@
+"""Applying a box's half of an HA pair (docs/HA.md): the document checked against this
+machine, both daemons' files rendered and the daemons restarted, pending until confirmed -
+the commit-confirm of the policy and the network (tusklib/commit.py): moving virtual
+addresses can cut the operator off, so a change not confirmed in time puts the confirmed
+one back by itself, also when the applying process is killed.
+
+    appliance  HaApplier(state_dir)                  the confirmed file /etc/tusk/ha.toml,
+               files in /run/tusk/ha, the daemons' systemd units (tusk-conntrackd,
+               tusk-keepalived), the host table (VRRP, the peer's sync) reloaded
+    lab        HaApplier(state_dir, netns="tusk-fw")   the confirmed file
+               <state_dir>/ha.toml, files and pid files in <state_dir>/run, both daemons
+               run in that namespace
+
+Only confirm() writes the confirmed file, so at boot (tusk-boot ha) what comes up is the
+last confirmed pair, and a change still pending at power loss is gone.
+
+Fail over (maintenance): the master's keepalived is restarted. Stopping, it sends
+priority-0 advertisements, so the backup takes the addresses at once; started again,
+every instance begins as BACKUP and - preemption off - stays so. With preemption on, a
+primary would take the addresses straight back: refused, with the reason.
+"""
+import os
+import signal
+import subprocess
+import time
+
+from policy.core.target import Target
+from tusklib.commit import CommitConfirm, Failure, RestoreFailed, current_user, timeout_problem
+from tusklib.files import write_atomically
+
+from . import render, status
+from .config import (DEFAULT_PATH, PRIMARY, TEXT_MAX, Code, HaError, interfaces_problems, load,
+                     parse, to_toml)
+
+CONFIG_NAME = "ha.toml"
+APPLIED_NAME = "applied.txt"
+RUN_DIR = "/run/tusk/ha"
+NETWORK_PATH = "/etc/tusk/network.toml"
+POLICY_STATE_DIR = "/var/lib/tusk/policy"      # the host table loads under its lock
+TCP_LOOSE = "net.netfilter.nf_conntrack_tcp_loose"
+CONFIRM_TIMEOUT_DEFAULT = 120
+CONFIRM_TIMEOUT_MIN, CONFIRM_TIMEOUT_MAX = 30, 3600
+UNITS = ("tusk-conntrackd.service", "tusk-keepalived.service")
+STOP_SECONDS = 10
+ROLE_SECONDS = 30     # fail over: how long the old master waits to see itself BACKUP
+
+
+def confirm_timeout(timeout):
+    if timeout is None:
+        return CONFIRM_TIMEOUT_DEFAULT
+    reason = timeout_problem(timeout, CONFIRM_TIMEOUT_MIN, CONFIRM_TIMEOUT_MAX)
+    if reason:
+        raise HaError(Code.VALUE, "confirm_timeout", reason)
+    return timeout
+
+
+class SystemdDaemons:
+    """The appliance: the daemons' units (rootfs-overlay), which run only when their
+    file is in /run/tusk/ha."""
+
+    def __init__(self, run_dir):
+        self.run_dir = run_dir
+
+    def describe(self):
+        return "systemd (tusk-conntrackd, tusk-keepalived)"
+
+    def _systemctl(self, *argv):
+        result = subprocess.run(["systemctl", *argv], capture_output=True, text=True,
+                                check=False, stdin=subprocess.DEVNULL)
+        if result.returncode:
+            raise HaError(Code.APPLY, "", f"systemctl {' '.join(argv)}: "
+                          f"{result.stderr.strip() or f'exit status {result.returncode}'}")
+
+    def restart(self, config):
+        if config is None:
+            self._systemctl("stop", *UNITS)
+        else:
+            # conntrackd first: keepalived's notify drives it
+            self._systemctl("restart", *UNITS)
+
+    def restart_keepalived(self):
+        self._systemctl("restart", UNITS[1])
+
+    def running(self):
+        result = subprocess.run(["systemctl", "is-active", *UNITS], capture_output=True,
+                                text=True, check=False)
+        states = result.stdout.split()
+        return {"conntrackd": states[:1] == ["active"], "keepalived": states[1:2] == ["active"]}
+
+
+class NetnsDaemons:
+    """The lab and the tests: both daemons in a namespace, as the units run them on the
+    appliance, with their pid files in the (root's) run directory."""
+
+    def __init__(self, target, run_dir):
+        self.target = target
+        self.run_dir = run_dir
+
+    def describe(self):
+        return f"keepalived and conntrackd in namespace {self.target.netns}"
+
+    def _pid(self, name):
+        try:
+            with open(os.path.join(self.run_dir, name), encoding="ascii") as handle:
+                pid = int(handle.read(16).strip())
+        except (OSError, ValueError):
+            return None
+        try:
+            with open(f"/proc/{pid}/comm", encoding="ascii") as handle:
+                comm = handle.read().strip()
+        except OSError:
+            return None
+        return pid if comm in ("keepalived", "conntrackd") else None
+
+    def _stop(self, name):
+        pid = self._pid(name)
+        if pid is None:
+            return
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_SECONDS
+        while self._pid(name) == pid and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self._pid(name) == pid:
+            os.kill(pid, signal.SIGKILL)
+
+    def _start(self, argv, what):
+        result = self.target.run(argv)
+        if not result.ok:
+            raise HaError(Code.APPLY, "", f"{what} did not start: "
+                          f"{result.stderr.strip() or f'exit status {result.returncode}'}")
+
+    def stop(self):
+        self._stop("keepalived.pid")
+        self._stop("conntrackd.pid")
+
+    def start_keepalived(self):
+        self._start(["keepalived", "--vrrp", "-f", os.path.join(self.run_dir, "keepalived.conf"),
+                     "-p", os.path.join(self.run_dir, "keepalived.pid"),
+                     "-r", os.path.join(self.run_dir, "vrrp.pid")], "keepalived")
+
+    def restart(self, config):
+        self.stop()
+        if config is None:
+            return
+        conf = os.path.join(self.run_dir, "conntrackd.conf")
+        # conntrackd has no pid file option: -d forks, and its lock file holds no pid
+        self._start(["sh", "-c", 'conntrackd -C "$1" -d && pgrep -n -x conntrackd > "$2"', "sh",
+                     conf, os.path.join(self.run_dir, "conntrackd.pid")], "conntrackd")
+        self.start_keepalived()
+
+    def restart_keepalived(self):
+        self._stop("keepalived.pid")
+        self.start_keepalived()
+
+    def running(self):
+        return {"conntrackd": self._pid("conntrackd.pid") is not None,
+                "keepalived": self._pid("keepalived.pid") is not None}
+
+
+class HaApplier(CommitConfirm):
+    domain = "ha"
+    error_class = HaError
+    failure_codes = {Failure.LOCKED: Code.LOCKED, Failure.NOT_PENDING: Code.NOT_PENDING,
+                     Failure.REVISION: Code.REVISION, Failure.STATE_DIR: Code.IO,
+                     Failure.RESTORE: Code.APPLY}
+    restored = "HA pair"
+
+    def __init__(self, state_dir, netns=None):
+        super().__init__(state_dir, netns)
+        self.target = Target(netns)
+        if netns is None:
+            self.config_path = DEFAULT_PATH
+            self.run_dir = RUN_DIR
+            self.daemons = SystemdDaemons(self.run_dir)
+        else:
+            self.config_path = os.path.join(self.store.state_dir, CONFIG_NAME)
+            self.run_dir = os.path.join(self.store.state_dir, "run")
+            self.daemons = NetnsDaemons(self.target, self.run_dir)
+
+    # -- what the box has ----------------------------------------------------------------
+
+    def confirmed(self):
+        """The confirmed pair (the file), or None when there is none."""
+        if not os.path.exists(self.config_path):
+            return None
+        return load(self.config_path)
+
+    def confirmed_text(self):
+        try:
+            with open(self.config_path, encoding="utf-8") as handle:
+                return handle.read(TEXT_MAX + 1)
+        except (OSError, UnicodeDecodeError):
+            return ""
+
+    def pending_text(self):
+        pending = self.store.pending()
+        return self.store.get(pending["revision"]).read(CONFIG_NAME) if pending else ""
+
+    def check(self, text):
+        """Everything apply does before it changes anything."""
+        if not isinstance(text, str) or len(text) > TEXT_MAX:
+            raise HaError(Code.SCHEMA, "", f"must be the text of an ha.toml of at most "
+                          f"{TEXT_MAX >> 10} KiB")
+        config = parse(text)
+        problems = interfaces_problems(config, self.target.interfaces())
+        if problems:
+            raise HaError(problems)
+        return config
+
+    def role(self):
+        return status.role(self.run_dir)
+
+    # -- apply, confirm ------------------------------------------------------------------
+
+    def apply(self, text, user=None, timeout=None):
+        """Validate, put into effect and leave pending; returns the revision. A step
+        that fails puts the confirmed pair back, and HaError says why."""
+        timeout = confirm_timeout(timeout)
+        config = self.check(text)
+        user = user or current_user()
+        text = to_toml(config)
+        with self.locked():
+            self.expire_overdue()
+            previous = self.store.pending()
+            revision = self.store.create(user, "apply", {CONFIG_NAME: text},
+                                         base=self.store.confirmed_id(),
+                                         confirm_timeout=timeout)
+            self.begin(revision, self.store.confirmed_id(), timeout)
+            lines = self.go_live(revision, previous, lambda: self.put(config))
+            write_atomically(os.path.join(revision.path, APPLIED_NAME), "\n".join(lines) + "\n")
+            return revision
+
+    def put(self, config):
+        """config (None: no pair) into effect: the host table, the files, the daemons.
+        Returns what was done, for the revision's record."""
+        lines = []
+        if config is not None:
+            result = self.target.run(["sysctl", "-qw", f"{TCP_LOOSE}=0"])
+            if not result.ok:
+                raise HaError(Code.APPLY, "", f"{TCP_LOOSE}=0: {result.stderr.strip()}")
+            lines.append(f"{TCP_LOOSE}=0: a TCP connection is never picked up midstream")
+        if self.netns is None:
+            lines += self.load_host_table(config)
+        render.write_files(config, self.run_dir, self.own_addresses(config),
+                           notify=self.notify_path())
+        self.daemons.restart(config)
+        lines.append(f"{'restarted' if config else 'stopped'}: {self.daemons.describe()}")
+        if config is not None:
+            lines.append(f"this box is the {config.role} (VRRP priority {config.priority}), "
+                         f"the peer {config.peer_address} on {config.sync_interface}")
+        return lines
+
+    def notify_path(self):
+        """keepalived's notify: the image's, or the tree's own in the lab."""
+        if self.netns is None:
+            return render.NOTIFY
+        here = os.path.dirname(os.path.abspath(__file__))
+        tree = os.path.join(here, "..", "..", "..", "rootfs-overlay", "usr", "lib", "tusk",
+                            "ha-notify")
+        return os.path.normpath(tree) if os.path.exists(tree) else render.NOTIFY
+
+    def own_addresses(self, config):
+        """The box's own addresses conntrackd ignores: network.toml's on the appliance,
+        the namespace's global ones in the lab."""
+        if config is None:
+            return ()
+        if self.netns is None:
+            from network.core import normalise
+            try:
+                return [a for link in normalise.load(NETWORK_PATH).links for a in link.addresses]
+            except Exception:   # noqa: BLE001 - no usable network.toml: none to add
+                return ()
+        result = self.target.run(["ip", "-o", "addr", "show", "scope", "global"])
+        virtual = {a.split("/")[0] for v in config.virtual for a in v.addresses}
+        found = []
+        for line in result.stdout.splitlines():
+            fields = line.split()
+            if len(fields) > 3 and fields[3].split("/")[0] not in virtual:
+                found.append(fields[3])
+        return found
+
+    def load_host_table(self, config):
+        """The appliance's table inet tusk_host admits VRRP on config's segments and the
+        peer's sync (render_boot.host) - loaded as boot loads it, for the management
+        port the loaded table admits."""
+        from appliance.commands import Runner
+        from network.core.applier import HostTable
+        from policy.core import render_boot
+        from policy.core.applier import Applier
+        from policy.core.errors import PolicyError
+        table = HostTable(Runner(""))
+        port = table.management()
+        if port is None:
+            return ["host table: not loaded yet; boot loads it with the pair's lines"]
+        applier = Applier(POLICY_STATE_DIR)
+        applier.target = table
+        try:
+            applier.check_and_load(render_boot.host(port or None, config))
+        except PolicyError as error:
+            raise HaError(Code.APPLY, "", "table inet tusk_host could not admit the pair's "
+                          f"VRRP and sync: {error.problems[0].message}") from None
+        return [f"host table: VRRP and the peer's sync {'admitted' if config else 'removed'}"]
+
+    def restore(self, pending):
+        """The confirmed pair again (only confirm() writes the file, so it is the base);
+        without one, no pair: both daemons stopped."""
+        try:
+            config = self.confirmed()
+        except HaError as error:
+            raise RestoreFailed(f"{self.config_path}: {error.problems[0]}") from None
+        try:
+            self.put(config)
+        except HaError as error:
+            raise RestoreFailed(str(error.problems[0])) from None
+
+    def confirm(self, user=None):
+        def check(pending):
+            text = self.store.get(pending["revision"]).read(CONFIG_NAME)
+            os.makedirs(os.path.dirname(self.config_path), exist_ok=True)
+            write_atomically(self.config_path, text, 0o644)
+        return super().confirm(user, check)
+
+    def fail_over(self):
+        """Hand the addresses to the peer now (maintenance): only a master can, and a
+        primary with preemption would take them straight back. Returns the new role."""
+        with self.locked():
+            config = self.pending_or_confirmed()
+            if config is None:
+                raise HaError(Code.ROLE, "", "this box is not part of a pair")
+            role = self.role()
+            if role != "MASTER":
+                raise HaError(Code.ROLE, "", f"this box is {role or 'not reporting a role'}: "
+                              "only the master hands the addresses over")
+            if config.preempt and config.role == PRIMARY:
+                raise HaError(Code.ROLE, "ha.preempt", "preemption is on and this box is the "
+                              "primary: it would take the addresses straight back. Turn "
+                              "preemption off for maintenance")
+            self.daemons.restart_keepalived()
+            deadline = time.monotonic() + ROLE_SECONDS
+            # keepalived records STOP as it goes, then BACKUP once started again
+            while self.role() != "BACKUP" and time.monotonic() < deadline:
+                time.sleep(0.1)
+            return self.role()
+
+    def pending_or_confirmed(self):
+        text = self.pending_text()
+        return parse(text) if text else self.confirmed()
+
+    def status(self):
+        """What the HA page shows of this box."""
+        pending = self.store.pending()
+        return {"role": self.role(), "running": self.daemons.running(),
+                "confirmed": self.store.confirmed_id(), "confirmed_text": self.confirmed_text(),
+                "pending": pending, "pending_text": self.pending_text()}
+
+    def stats(self):
+        """conntrackd's statistics as sync_health gives them, or None when it does not
+        answer."""
+        conf = os.path.join(self.run_dir, "conntrackd.conf")
+        if not os.path.exists(conf):
+            return None
+        result = self.target.run(["conntrackd", "-C", conf, "-s"])
+        if not result.ok:
+            return None
+        try:
+            return status.sync_health(status.conntrackd_stats(result.stdout))
+        except ValueError:
+            return None

@@ -1,0 +1,87 @@
+"""The HA page's form: this box's half of the pair. It only splits what its boxes hold
+into ha.toml's structure (to_document) and back (initial_from); ha/core/config.py is the
+one place that validates, and each of its problems lands next to its field."""
+import re
+
+from django import forms
+
+from tusklib.problems import ProblemsFormMixin
+
+from .core.applier import CONFIRM_TIMEOUT_DEFAULT, CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN
+from .core.config import ADVERT_MS_MAX, ADVERT_MS_MIN, PRIMARY, PRIORITY, from_document
+
+SEGMENTS_HELP = ("One traffic segment per line: its interface, then the addresses the "
+                 "pair's master holds there, with their prefix - e.g. "
+                 "<code>eth1 198.51.100.1/24 2001:db8:100::1/64</code>.")
+
+
+def segments_text(virtual):
+    return "\n".join(" ".join([entry["interface"], *entry["addresses"]]) for entry in virtual)
+
+
+def parse_segments(text):
+    """'eth1 a/24 b/64' per line -> [{"interface", "addresses"}]; blank lines skipped."""
+    found = []
+    for line in (text or "").splitlines():
+        words = [w for w in re.split(r"[\s,]+", line) if w]
+        if words:
+            found.append({"interface": words[0], "addresses": words[1:]})
+    return found
+
+
+class HaForm(ProblemsFormMixin, forms.Form):
+    enabled = forms.BooleanField(required=False, initial=True, help_text=(
+        "Off: this box runs alone (keepalived and conntrackd stopped), the rest kept."))
+    role = forms.ChoiceField(choices=[(r, r) for r in PRIORITY], initial=PRIMARY, help_text=(
+        f"The primary has VRRP priority {PRIORITY['primary']}, the secondary "
+        f"{PRIORITY['secondary']}: configure one box of the pair as each."))
+    vrid = forms.IntegerField(label="Virtual router id", initial=51, help_text=(
+        "1-255, the same on both boxes, unique on their segments."))
+    advert_ms = forms.IntegerField(label="Advertisement interval (ms)", initial=1000,
+                                   help_text=f"VRRPv3: {ADVERT_MS_MIN}-{ADVERT_MS_MAX} ms, in "
+                                   "steps of 10. The backup takes over after three missed.")
+    preempt = forms.BooleanField(required=False, help_text=(
+        "A primary that comes back takes the addresses back (a second, avoidable failover)."))
+    sync_interface = forms.CharField(max_length=15, label="Sync interface", help_text=(
+        "The dedicated link to the peer: state sync runs over it, VRRP does not."))
+    sync_address = forms.CharField(max_length=64, label="This box's sync address",
+                                   help_text="With its prefix, e.g. 192.168.255.1/30.")
+    peer_address = forms.CharField(max_length=64, label="The peer's sync address",
+                                   help_text="On the same subnet, e.g. 192.168.255.2.")
+    virtual = forms.CharField(label="Virtual addresses", required=False,
+                              widget=forms.Textarea(attrs={"rows": 4}),
+                              help_text=SEGMENTS_HELP)
+    timeout = forms.IntegerField(label="Confirm within (s)", initial=CONFIRM_TIMEOUT_DEFAULT,
+                                 min_value=CONFIRM_TIMEOUT_MIN, max_value=CONFIRM_TIMEOUT_MAX,
+                                 help_text="Unless confirmed in time, the previous "
+                                 "configuration comes back by itself.")
+
+    problem_fields = {"ha.enabled": "enabled", "ha.role": "role", "ha.vrid": "vrid",
+                      "ha.advert_ms": "advert_ms", "ha.preempt": "preempt",
+                      "ha.sync_interface": "sync_interface", "ha.sync_address": "sync_address",
+                      "ha.peer_address": "peer_address", "virtual": "virtual"}
+
+    @staticmethod
+    def initial_from(document):
+        ha = document["ha"]
+        return {**{key: ha[key] for key in ("enabled", "role", "vrid", "advert_ms", "preempt",
+                                             "sync_interface", "sync_address",
+                                             "peer_address")},
+                "virtual": segments_text(document["virtual"])}
+
+    def to_document(self):
+        data = self.cleaned_data
+        return {"ha": {key: data[key] for key in ("enabled", "role", "vrid", "advert_ms",
+                                                   "preempt", "sync_interface",
+                                                   "sync_address", "peer_address")},
+                "virtual": parse_segments(data["virtual"])}
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors:
+            from .core.config import HaError
+            try:
+                from_document(self.to_document())
+            except HaError as error:
+                self.add_problems(error.problems)
+        return data
