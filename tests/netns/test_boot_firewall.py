@@ -265,7 +265,9 @@ def test_an_ha_pair_gets_vrrp_and_the_peers_sync_through_the_host_table(
         'iifname "veth-c" meta l4proto vrrp accept comment "tusk: HA: VRRP on the segments '
         'with virtual addresses"',
         'iifname "veth-s" ip saddr 10.10.2.2 udp dport 3780 accept comment "tusk: HA: '
-        'connection state from the peer"']
+        'connection state from the peer"',
+        'iifname "veth-s" ip saddr 10.10.2.2 tcp dport 3781 accept comment "tusk: HA: status '
+        'and configuration from the peer"']
     assert open_ports(lab) == {("management", 80), ("management", 443)}
     # disabled, or no file at all: the box alone, nothing of the pair admitted
     boot_firewall(lab, state, tmp_path, VALID, HA.replace("enabled = true", "enabled = false"))

@@ -4,6 +4,7 @@ stopped again when the session ends, however it ends), and the real agent. A mis
 server package fails with what to install."""
 import dataclasses
 import os
+from functools import partial
 import shutil
 import subprocess
 import sys
@@ -92,6 +93,7 @@ def peers(netns):
 HA_SEGMENT = ("198.51.100.2/24", "198.51.100.3/24")     # the agent's box, its peer's
 HA_SYNC = ("192.168.255.1/30", "192.168.255.2/30")
 HA_VIRTUAL = "198.51.100.1/24"
+HA_KEY = "the web tier's pair key"
 
 
 def ha_document(role="primary", advert_ms=100, **changes):
@@ -110,7 +112,9 @@ def ha_peer(netns, tmp_path):
     secondary's half, applied and confirmed by its own HaApplier (real keepalived and
     conntrackd). Yields that applier. Afterwards both boxes' daemons stop, and whatever
     the agent left pending is rolled back (its watchdog ends with it)."""
+    from ha.agent_jobs import answer
     from ha.core import config as ha_config
+    from ha.core import peer as peers
     from ha.core.applier import HaApplier
     topology = Topology()
     peer = topology.namespace(f"{netns}-p")
@@ -123,9 +127,14 @@ def ha_peer(netns, tmp_path):
     applier.apply(ha_config.to_toml(ha_config.from_document(ha_document("secondary"))),
                   timeout=3600)
     applier.confirm()
+    peers.write_key(applier.store.state_dir, HA_KEY)
+    # the peer's agent, as far as this box sees it: its answers over the sync link
+    server = peers.PeerServer(HA_SYNC[1].split("/")[0], partial(answer, applier),
+                              lambda: peers.read_key(applier.store.state_dir), netns=peer)
     try:
         yield applier
     finally:
+        server.stop()
         ours = HaApplier(str(tmp_path / "ha"), netns=netns)
         if ours.store.pending():
             ours.cancel()

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import ha_document
+from conftest import HA_KEY, ha_document
 from jobs import queue
 from jobs.models import PeriodicState
 from tuskweb import wait
@@ -52,8 +52,12 @@ def missing_interface():
     ({"document": {**ha_document(), "ha": {**ha_document()["ha"], "script": "/bin/sh"}}},
      "ha.script: unknown key"),
     ({"document": bad_interface()}, "virtual[0].interface"),
-    ({"document": missing_interface()}, "ha.sync_interface: eth9: no such interface"),
-    ({"document": ha_document(), "timeout": 5}, "confirm_timeout"),
+    ({"document": missing_interface(), "key": HA_KEY},
+     "ha.sync_interface: eth9: no such interface"),
+    ({"document": ha_document(), "timeout": 5, "key": HA_KEY}, "confirm_timeout"),
+    ({"document": ha_document()}, "key: this box has no pair key yet"),
+    ({"document": ha_document(), "key": "short"}, "key: must be 16 to 256 characters"),
+    ({"document": ha_document(), "key": ["a list"] * 9}, "key: must be 16 to 256"),
     ({"document": {**ha_document(), "virtual": [{"interface": "eth1",
                                                   "addresses": ["x" * 70000]}]}},
      "at most 64 KiB"),
@@ -84,7 +88,8 @@ def test_the_agents_ha_directories_are_roots_alone(ha_dir, ha_peer):
     """The agent's state and run directories - the revisions, pending.json, the daemons'
     files and pid files, the role record the fail over trusts - are root's, and no one
     else may write in them: nothing the web user plants can be there."""
-    job = wait(queue.enqueue("ha.apply", {"document": ha_document(), "timeout": 3600}), 60)
+    job = wait(queue.enqueue("ha.apply", {"document": ha_document(), "timeout": 3600,
+                                          "key": HA_KEY}), 60)
     assert job.state == "succeeded", job.error
     for directory in (ha_dir, ha_dir / "revisions", ha_dir / "revisions" / "000001",
                       ha_dir / "run"):
@@ -93,3 +98,6 @@ def test_the_agents_ha_directories_are_roots_alone(ha_dir, ha_peer):
     for name in ("keepalived.conf", "conntrackd.conf", "keepalived.pid"):
         info = os.lstat(ha_dir / "run" / name)
         assert info.st_uid == 0 and not info.st_mode & 0o022, (name, oct(info.st_mode))
+    # the pair key: root's alone, readable by no one else either
+    info = os.lstat(ha_dir / "ha.key")
+    assert (info.st_uid, oct(info.st_mode & 0o777)) == (0, "0o600")

@@ -3,9 +3,11 @@ to their fields, this box's half applied by the agent (real keepalived and connt
 its namespace, a peer box beside it), pending with a countdown until confirmed, the
 roles live, and "Fail over now" handing the addresses to the peer. Viewers see the
 state and change nothing."""
+import html
 import re
+import time
 
-from conftest import HA_VIRTUAL, ha_document
+from conftest import HA_KEY, HA_VIRTUAL, ha_document
 from ha.core import config as ha_config
 from ha.forms import segments_text
 from jobs.models import Job, PeriodicState
@@ -17,12 +19,46 @@ from tuskweb import AGENT_NETNS, errors_of, wait
 def form_data(document=None, timeout=3600):
     document = document or ha_document()
     return {**{k: v for k, v in document["ha"].items() if not isinstance(v, bool) or v},
-            "virtual": segments_text(document["virtual"]), "timeout": timeout}
+            "virtual": segments_text(document["virtual"]), "timeout": timeout, "key": HA_KEY}
 
 
-def role_on_page(client):
-    found = re.search(r'id="ha-role"[^>]*>([^<]*)<', client.get("/ha/").content.decode())
+def role_on_page(client, which="ha-role"):
+    found = re.search(rf'id="{which}"[^>]*>([^<]*)<', client.get("/ha/").content.decode())
     return found.group(1) if found else None
+
+
+def health(client):
+    """{check: (badge, detail)} of the dashboard's health panel."""
+    page = client.get("/dashboard/health/").content.decode()
+    return {name: (badge, html.unescape(detail)) for name, badge, detail in re.findall(
+        r'<tr data-check="([^"]+)">.*?<span class="badge ?([a-z]*)">.*?</span></td>\s*'
+        r'<td>(.*?)</td></tr>', page, re.S)}
+
+
+def test_the_health_panel_names_what_is_wrong_with_the_pair(admin_client):
+    base = {"confirmed_text": "[ha]", "pending": None, "at": time.time(),
+            "running": {"keepalived": True, "conntrackd": True}, "peer_address": "192.0.2.2",
+            "stats": {"entries": 3, "injected": 2}}
+    cases = [
+        ({"role": "MASTER", "peer": {"role": "BACKUP"}}, {"HA": "ok", "HA peer": "ok",
+                                                         "HA sync": "ok"}, ""),
+        ({"role": "MASTER", "peer": {"role": "MASTER"}}, {"HA peer": "bad"}, "split brain"),
+        ({"role": "BACKUP", "peer": {"error": "the peer 192.0.2.2 does not answer"}},
+         {"HA peer": "bad", "HA sync": "bad"}, "does not answer"),
+        ({"role": "BACKUP", "peer": {"role": "BACKUP"}}, {"HA peer": "bad"},
+         "no box holds the addresses"),
+        ({"role": "MASTER", "peer": {"role": "BACKUP"},
+          "running": {"keepalived": True, "conntrackd": False}, "stats": None},
+         {"HA": "bad", "HA sync": "bad"}, "conntrackd stopped"),
+    ]
+    for changes, badges, detail in cases:
+        PeriodicState.objects.update_or_create(name="ha.status",
+                                               defaults={"result": {**base, **changes}})
+        found = health(admin_client)
+        assert {name: found[name][0] for name in badges} == badges, (changes, found)
+        assert detail in " ".join(d for _, d in found.values()), found
+    PeriodicState.objects.filter(name="ha.status").update(result={"role": None, "at": 1})
+    assert not any(name.startswith("HA") for name in health(admin_client))
 
 
 def test_each_problem_lands_next_to_its_field_and_nothing_is_queued(admin_client):
@@ -64,6 +100,9 @@ def test_apply_confirm_and_fail_over_through_the_agent(admin_client, agent, ha_p
     wait_until(lambda: role_on_page(admin_client) == "BACKUP", 20,
                lambda: f"this box BACKUP ({PeriodicState.last_result('ha.status')})")
     assert ha_peer.role() == "MASTER"
+    # the peer's own word, over the sync link, signed with the pair key
+    wait_until(lambda: role_on_page(admin_client, "ha-peer-role") == "MASTER", 10,
+               lambda: f"the peer MASTER on the page ({PeriodicState.last_result('ha.status')})")
     assert ha_peer.fail_over() == "BACKUP"
     wait_until(lambda: role_on_page(admin_client) == "MASTER", 20, "this box MASTER")
     assert HA_VIRTUAL.split("/")[0] in target.run(["ip", "-4", "addr", "show", "seg0"]).stdout
@@ -72,6 +111,9 @@ def test_apply_confirm_and_fail_over_through_the_agent(admin_client, agent, ha_p
     assert wait(confirm, 30).state == "succeeded", confirm.error
     page = admin_client.get("/ha/").content.decode()
     assert 'id="ha-pending"' not in page and 'id="ha-failover"' in page
+    found = health(admin_client)
+    assert {name: found[name][0] for name in ("HA", "HA peer", "HA sync")} == \
+        {"HA": "ok", "HA peer": "ok", "HA sync": "ok"}, found
     assert ha_config.parse(
         PeriodicState.last_result("ha.status")["confirmed_text"]) == \
         ha_config.from_document(ha_document())
@@ -81,7 +123,8 @@ def test_apply_confirm_and_fail_over_through_the_agent(admin_client, agent, ha_p
     assert wait(failover, 60).state == "succeeded", failover.error
     assert failover.result == {"role": "BACKUP"}
     wait_until(lambda: ha_peer.role() == "MASTER", 20, "the peer MASTER")
-    assert role_on_page(admin_client) == "BACKUP"
+    wait_until(lambda: (role_on_page(admin_client), role_on_page(admin_client, "ha-peer-role"))
+               == ("BACKUP", "MASTER"), 10, "the roles swapped on the page")
     assert HA_VIRTUAL.split("/")[0] not in target.run(["ip", "-4", "addr", "show",
                                                        "seg0"]).stdout
     # a backup has nothing to hand over: the button is gone, the view refuses

@@ -76,6 +76,55 @@ def health_checks():
         checks.append(_check("database", False, f"query failed: {exc}"))
     checks.append(_agent_check())
     checks.append(_nft_check())
+    checks += _ha_checks()
+    return checks
+
+
+HA_ROLES = ("MASTER", "BACKUP")
+
+
+def _ha_checks():
+    """An HA pair's box (the agent's ha.status): its role and daemons, the peer as it
+    answers over the sync link, and the sync link's state sync. Nothing for a box alone."""
+    from ha.agent_jobs import STATUS
+    state = PeriodicState.last_result(STATUS) or {}
+    if not isinstance(state, dict) or not (state.get("confirmed_text") or state.get("pending")):
+        return []
+    age = time.time() - state["at"] if isinstance(state.get("at"), (int, float)) else None
+    if age is None or age > AGENT_STALE * 2:
+        return [_check("HA", False, "the agent has not reported the pair's state "
+                       + (f"for {age:.0f} s" if age is not None else "yet"))]
+    role, running = state.get("role"), state.get("running") or {}
+    stopped = [name for name in ("keepalived", "conntrackd") if not running.get(name)]
+    checks = [_check("HA", role in HA_ROLES and not stopped,
+                     f"this box is {role or 'not reporting a role'}"
+                     + (f"; {' and '.join(stopped)} stopped" if stopped else
+                        "; keepalived and conntrackd running"))]
+    peer = state.get("peer") or {}
+    peer_role = peer.get("role")
+    if peer.get("error"):
+        checks.append(_check("HA peer", False, peer["error"]))
+    elif role == peer_role == "MASTER":
+        checks.append(_check("HA peer", False, "both boxes are MASTER: they do not hear each "
+                             "other's VRRP on the segments (split brain)"))
+    elif "MASTER" not in (role, peer_role):
+        checks.append(_check("HA peer", False, f"the peer is {peer_role or 'without a role'} "
+                             f"and this box {role or 'without one'}: no box holds the "
+                             "addresses"))
+    else:
+        checks.append(_check("HA peer", True, f"{state.get('peer_address')} is {peer_role}, "
+                             "answering over the sync link"))
+    stats = state.get("stats")
+    if stats is None:
+        checks.append(_check("HA sync", False, "conntrackd does not answer"))
+    else:
+        trouble = stats.get("inject_failures", 0) + stats.get("send_errors", 0)
+        checks.append(_check("HA sync", not peer.get("error") and not trouble,
+                             f"{stats.get('entries', 0)} connections in the sync cache; "
+                             f"{stats.get('injected', 0)} put into this kernel from the peer "
+                             f"({stats.get('inject_failures', 0)} failed); "
+                             f"{stats.get('lost', 0)} messages lost, "
+                             f"{stats.get('send_errors', 0)} send errors"))
     return checks
 
 

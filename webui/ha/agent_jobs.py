@@ -8,26 +8,92 @@ Every argument is checked here again, as attacker-controlled input (docs/SECURIT
 the document goes through the same from_document the form uses, then against this
 machine's interfaces. Paths come from the agent's configuration, never from a row."""
 import json
+import threading
 import time
+from functools import partial
 
 from jobs.models import PeriodicState
 from jobs.registry import JobFailed, handler, known_args, problems_result, on_start, periodic
 
+from .core import peer as peers
 from .core.applier import HaApplier
 from .core.config import TEXT_MAX, HaError, from_document, to_toml
 
 STATUS = "ha.status"
+PEER_TIMEOUT = 2       # seconds the status waits for the peer's answer
+_listener = {"server": None, "where": None, "error": None}
+_listener_lock = threading.Lock()
 
 
 def applier_for(config):
     return HaApplier(config.ha_state_dir, netns=config.netns or None)
 
 
+def local_status(applier):
+    """What this box tells its peer about itself."""
+    return {"role": applier.role(), "running": applier.daemons.running(), "at": time.time()}
+
+
+def answer(applier, method, path, request):
+    """The peer channel's answers (ha/core/peer.py): (HTTP status, JSON-able)."""
+    if (method, path) == ("GET", "/v1/status"):
+        return 200, local_status(applier)
+    return 404, {"error": f"{method} {path}: no such request"}
+
+
+def serve_peer(applier, ha):
+    """The peer channel's listener on ha's sync address (ha None or disabled: none); a
+    change of address or namespace moves it. The key is read at every request."""
+    netns = applier.netns
+    where = (ha.sync_ip, netns) if ha is not None and ha.enabled else None
+    with _listener_lock:
+        if _listener["where"] == where and (_listener["server"] or where is None):
+            return _listener["error"]
+        if _listener["server"] is not None:
+            _listener["server"].stop()
+        _listener.update(server=None, where=where, error=None)
+        if where is None:
+            return None
+        state_dir = applier.store.state_dir
+        try:
+            _listener["server"] = peers.PeerServer(
+                ha.sync_ip, partial(answer, applier), lambda: peers.read_key(state_dir),
+                netns=netns)
+        except OSError as error:      # the sync address is not up yet: the next tick
+            _listener["error"] = (f"cannot listen on {ha.sync_ip} TCP {peers.PEER_PORT}: "
+                                  f"{error.strerror}")
+        return _listener["error"]
+
+
+def peer_status(applier, ha):
+    """The peer's own report, asked over the sync link: {"role", "running", "at"}, or
+    {"error": why}."""
+    try:
+        status, found = peers.ask(ha.peer_address, peers.read_key(applier.store.state_dir),
+                                  "GET", "/v1/status", netns=applier.netns,
+                                  timeout=PEER_TIMEOUT)
+    except peers.PeerError as error:
+        return {"error": str(error)}
+    if status != 200 or not isinstance(found, dict):
+        return {"error": f"the peer answered HTTP {status}: {found}"}
+    return {"role": found.get("role") if isinstance(found.get("role"), str) else None,
+            "running": found.get("running") if isinstance(found.get("running"), dict) else {},
+            "at": time.time()}
+
+
 def snapshot(config):
-    """What the HA page and the health panel show of this box."""
+    """What the HA page and the health panel show of this box and its peer."""
     applier = applier_for(config)
     found = applier.status()
     found["stats"] = applier.stats()
+    found["has_key"] = peers.read_key(applier.store.state_dir) is not None
+    try:
+        ha = applier.pending_or_confirmed()
+    except HaError:
+        ha = None
+    found["listener_error"] = serve_peer(applier, ha)
+    found["peer"] = peer_status(applier, ha) if ha is not None and ha.enabled else None
+    found["peer_address"] = ha.peer_address if ha is not None else None
     found["at"] = time.time()
     return found
 
@@ -57,7 +123,7 @@ def _result(revision, applier):
 
 @handler("ha.apply", "Apply HA pair configuration")
 def apply(run):
-    args = known_args(run, ("document", "timeout"))
+    args = known_args(run, ("document", "timeout", "key"))
     document = args.get("document")
     if not isinstance(document, dict):
         raise JobFailed("document: must be a table with ha.toml's structure")
@@ -65,11 +131,21 @@ def apply(run):
     if size > TEXT_MAX:
         raise JobFailed(f"document: {size >> 10} KiB; at most {TEXT_MAX >> 10} KiB")
     applier = applier_for(run.config)
+    key = args.get("key")
     try:
         run.progress(10, "checking the pair's configuration against this box")
         text = to_toml(from_document(document))
+        if key is not None:
+            reason = peers.key_problem(key)
+            if reason:
+                raise JobFailed(f"key: {reason}")
+        elif peers.read_key(applier.store.state_dir) is None:
+            raise JobFailed("key: this box has no pair key yet: give the one both boxes "
+                            "share")
         run.progress(30, f"starting {applier.daemons.describe()}")
         revision = applier.apply(text, user=run.user, timeout=args.get("timeout"))
+        if key is not None:      # the channel's key, not part of the revision
+            peers.write_key(applier.store.state_dir, key)
     except HaError as error:
         _after(run)
         raise JobFailed(str(error), result=problems_result(error)) from None

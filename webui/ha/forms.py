@@ -9,6 +9,7 @@ from tusklib.problems import ProblemsFormMixin
 
 from .core.applier import CONFIRM_TIMEOUT_DEFAULT, CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN
 from .core.config import ADVERT_MS_MAX, ADVERT_MS_MIN, PRIMARY, PRIORITY, from_document
+from .core.peer import KEY_MAX, KEY_MIN, key_problem, new_key
 
 SEGMENTS_HELP = ("One traffic segment per line: its interface, then the addresses the "
                  "pair's master holds there, with their prefix - e.g. "
@@ -51,6 +52,8 @@ class HaForm(ProblemsFormMixin, forms.Form):
     virtual = forms.CharField(label="Virtual addresses", required=False,
                               widget=forms.Textarea(attrs={"rows": 4}),
                               help_text=SEGMENTS_HELP)
+    key = forms.CharField(label="Pair key", required=False, max_length=KEY_MAX,
+                          widget=forms.PasswordInput(render_value=False))
     timeout = forms.IntegerField(label="Confirm within (s)", initial=CONFIRM_TIMEOUT_DEFAULT,
                                  min_value=CONFIRM_TIMEOUT_MIN, max_value=CONFIRM_TIMEOUT_MAX,
                                  help_text="Unless confirmed in time, the previous "
@@ -60,6 +63,15 @@ class HaForm(ProblemsFormMixin, forms.Form):
                       "ha.advert_ms": "advert_ms", "ha.preempt": "preempt",
                       "ha.sync_interface": "sync_interface", "ha.sync_address": "sync_address",
                       "ha.peer_address": "peer_address", "virtual": "virtual"}
+
+    def __init__(self, *args, has_key=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.has_key = has_key
+        self.fields["key"].help_text = (
+            f"The same on both boxes, {KEY_MIN}-{KEY_MAX} characters: the two agents sign "
+            "what they tell each other over the sync link with it. "
+            + ("Empty: keep this box's key. " if has_key else "")
+            + f"A new one, if you need it: <code>{new_key()}</code>")
 
     @staticmethod
     def initial_from(document):
@@ -75,6 +87,16 @@ class HaForm(ProblemsFormMixin, forms.Form):
                                                    "preempt", "sync_interface",
                                                    "sync_address", "peer_address")},
                 "virtual": parse_segments(data["virtual"])}
+
+    def clean_key(self):
+        key = self.cleaned_data["key"]
+        if not key and not self.has_key:
+            raise forms.ValidationError("This box has no pair key yet: give the one both "
+                                        "boxes share.")
+        reason = key_problem(key) if key else None
+        if reason:
+            raise forms.ValidationError(reason)
+        return key or None
 
     def clean(self):
         data = super().clean()

@@ -49,12 +49,14 @@ def page(request):
     form = None
     if is_admin(request.user):
         initial = HaForm.initial_from(current) if current else None
-        form = HaForm(request.POST or None, initial=initial)
+        form = HaForm(request.POST or None, initial=initial,
+                      has_key=bool(state.get("has_key")))
         if request.method == "POST" and form.is_valid():
             document = form.to_document()
-            job = queue.enqueue("ha.apply", {"document": document,
-                                             "timeout": form.cleaned_data["timeout"]},
-                                request.user)
+            args = {"document": document, "timeout": form.cleaned_data["timeout"]}
+            if form.cleaned_data["key"]:
+                args["key"] = form.cleaned_data["key"]
+            job = queue.enqueue("ha.apply", args, request.user)
             audit.record(request, "ha apply", document["ha"]["role"], job=job.pk)
             return redirect(reverse("job", args=[job.pk]) + "?next=ha")
     template = "ha/_status.html" if request.headers.get("HX-Request") else "ha/ha.html"

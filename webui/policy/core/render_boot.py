@@ -20,6 +20,7 @@ from .render import skeleton
 MGMT_TCP_PORTS = (80, 443)
 VRRP = 112            # IP protocol number (keepalived's advertisements)
 HA_SYNC_PORT = 3780   # conntrackd's UDP (ha/core/render.py)
+HA_PEER_PORT = 3781   # the peer's agent: status and configuration (ha/core/peer.py)
 
 _FAILSAFE = skeleton("failsafe.nft.in")
 _HOST = skeleton("host.nft.in")
@@ -46,7 +47,10 @@ def host(management, ha=None):
         lines += [f'iifname {{ {segments} }} meta l4proto {VRRP} accept '
                   'comment "tusk: HA: VRRP on the segments with virtual addresses"',
                   f'iifname "{ha.sync_interface}" {family} saddr {ha.peer_address} udp dport '
-                  f'{HA_SYNC_PORT} accept comment "tusk: HA: connection state from the peer"']
+                  f'{HA_SYNC_PORT} accept comment "tusk: HA: connection state from the peer"',
+                  f'iifname "{ha.sync_interface}" {family} saddr {ha.peer_address} tcp dport '
+                  f'{HA_PEER_PORT} accept comment '
+                  '"tusk: HA: status and configuration from the peer"']
     return _HOST.replace("@management@\n", "".join(f"\t\t{line}\n" for line in lines))
 
 
