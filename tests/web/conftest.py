@@ -106,7 +106,7 @@ def ha_document(role="primary", advert_ms=100, **changes):
 
 
 @pytest.fixture
-def ha_peer(netns, tmp_path):
+def ha_peer(netns, tmp_path, settings):
     """The agent's namespace as one box of an HA pair, and a second namespace as its
     peer - a traffic segment (seg0) and a sync link (sync0) between them - running the
     secondary's half, applied and confirmed by its own HaApplier (real keepalived and
@@ -123,18 +123,33 @@ def ha_peer(netns, tmp_path):
     for index, box in enumerate((netns, peer)):
         topology.address(box, "seg0", HA_SEGMENT[index])
         topology.address(box, "sync0", HA_SYNC[index])
-    applier = HaApplier(str(tmp_path / "peer-ha"), netns=peer)
+        # a second traffic segment each box has, for a policy's outside zone (a veth
+        # pair: this kernel has no dummy links)
+        topology.ns(box, "ip", "link", "add", "out0", "type", "veth", "peer", "name", "out1")
+        topology.ns(box, "ip", "link", "set", "out0", "up")
+    # the peer's agent's configuration: its own stores, its namespace
+    peer_config = dataclasses.replace(
+        settings.TUSK, netns=peer, state_dir=str(tmp_path / "peer-policy"),
+        network_state_dir=str(tmp_path / "peer-network"),
+        ha_state_dir=str(tmp_path / "peer-ha"))
+    applier = HaApplier(peer_config.ha_state_dir, netns=peer)
+    applier.config = peer_config
     applier.apply(ha_config.to_toml(ha_config.from_document(ha_document("secondary"))),
                   timeout=3600)
     applier.confirm()
     peers.write_key(applier.store.state_dir, HA_KEY)
     # the peer's agent, as far as this box sees it: its answers over the sync link
-    server = peers.PeerServer(HA_SYNC[1].split("/")[0], partial(answer, applier),
+    server = peers.PeerServer(HA_SYNC[1].split("/")[0], partial(answer, peer_config, applier),
                               lambda: peers.read_key(applier.store.state_dir), netns=peer)
     try:
         yield applier
     finally:
         server.stop()
+        from policy.core.applier import Applier as PolicyApplier
+        for policy in (PolicyApplier(peer_config.state_dir, peer),
+                       PolicyApplier(str(tmp_path / "policy"), netns)):
+            if policy.store.pending():     # its watchdog ends with it
+                policy.cancel()
         ours = HaApplier(str(tmp_path / "ha"), netns=netns)
         if ours.store.pending():
             ours.cancel()

@@ -10,6 +10,7 @@ import pytest
 from conftest import HA_KEY, ha_document
 from jobs import queue
 from jobs.models import PeriodicState
+from kit import wait_until
 from tuskweb import wait
 
 
@@ -101,3 +102,50 @@ def test_the_agents_ha_directories_are_roots_alone(ha_dir, ha_peer):
     # the pair key: root's alone, readable by no one else either
     info = os.lstat(ha_dir / "ha.key")
     assert (info.st_uid, oct(info.st_mode & 0o777)) == (0, "0o600")
+
+
+def test_the_channel_refuses_malformed_steps_and_changes_nothing(ha_peer):
+    """Whoever holds the pair key can send the backup what an admin could apply there -
+    checked as a policy job's arguments are - and nothing else."""
+    from conftest import HA_SYNC
+    from ha.core import peer as peers
+    from policy.core.revisions import Store as PolicyStore
+    from tuskweb import AGENT_NETNS
+    peer_ip = HA_SYNC[1].split("/")[0]
+    # alone on its segment, the peer box is master: it takes nothing
+    wait_until(lambda: ha_peer.role() == "MASTER", 20, "the peer box MASTER")
+    found, answer = peers.ask(peer_ip, HA_KEY.encode(), "POST", "/v1/policy",
+                              {"action": "apply", "text": "zones: []", "timeout": 60},
+                              netns=AGENT_NETNS)
+    assert (found, answer["error"]) == (409, "this box is the master: it takes no "
+                                             "configuration from its peer")
+    ha_peer.daemons.stop()          # keepalived stopped: no longer master
+    wait_until(lambda: ha_peer.role() == "STOP", 20, "the peer box stopped")
+    cases = [
+        ({"action": "format"}, 400, "is not apply, confirm or cancel"),
+        ({"action": "apply", "text": "zones: []", "path": "/etc/shadow"}, 400,
+         "path: unknown key"),
+        ({"action": "apply", "text": ["not", "text"]}, 400, "text: must be a policy"),
+        ({"action": "apply", "text": "x" * ((16 << 20) + 1)}, 400, "text: must be a policy"),
+        ({"action": "apply", "text": "zones: []", "confirm": "yes"}, 400,
+         "confirm: must be true or false"),
+        ({"action": "apply", "text": "zones: [", "timeout": 60}, 422, "not valid YAML"),
+        ({"action": "apply", "text": "zones: []", "timeout": 99999}, 422, "confirm_timeout"),
+        ({"action": "confirm", "digest": "0" * 64}, 409, "not the one the master confirmed"),
+        ({"action": "cancel"}, 422, "nothing awaits confirmation"),
+        (["a", "list"], 400, "must be a table"),
+    ]
+    for request, status, reason in cases:
+        found, answer = peers.ask(peer_ip, HA_KEY.encode(), "POST", "/v1/policy", request,
+                                  netns=AGENT_NETNS, timeout=60)
+        assert (found, reason in answer.get("error", "")) == (status, True), (request, answer)
+    store = PolicyStore(ha_peer.config.state_dir)
+    assert store.ids() == [] and store.pending() is None
+    # a body past the channel's limit is not even read
+    with pytest.raises(peers.PeerError):
+        peers.ask(peer_ip, HA_KEY.encode(), "POST", "/v1/policy",
+                  {"action": "apply", "text": "x" * (17 << 20)}, netns=AGENT_NETNS)
+    # and a request that is not a step at all
+    found, answer = peers.ask(peer_ip, HA_KEY.encode(), "POST", "/v1/shell", {"cmd": "id"},
+                              netns=AGENT_NETNS)
+    assert found == 404

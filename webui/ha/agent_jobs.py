@@ -15,6 +15,7 @@ from functools import partial
 from jobs.models import PeriodicState
 from jobs.registry import JobFailed, handler, known_args, problems_result, on_start, periodic
 
+from . import configsync
 from .core import peer as peers
 from .core.applier import HaApplier
 from .core.config import TEXT_MAX, HaError, from_document, to_toml
@@ -29,19 +30,36 @@ def applier_for(config):
     return HaApplier(config.ha_state_dir, netns=config.netns or None)
 
 
-def local_status(applier):
+_sync = configsync.Sync()
+_sync_lock = threading.Lock()     # the periodic status and a job's may both get here
+
+
+def local_status(config, applier):
     """What this box tells its peer about itself."""
-    return {"role": applier.role(), "running": applier.daemons.running(), "at": time.time()}
+    return {"role": applier.role(), "running": applier.daemons.running(), "at": time.time(),
+            "policy": configsync.policy_state(config)}
 
 
-def answer(applier, method, path, request):
+def answer(config, applier, method, path, request):
     """The peer channel's answers (ha/core/peer.py): (HTTP status, JSON-able)."""
     if (method, path) == ("GET", "/v1/status"):
-        return 200, local_status(applier)
+        return 200, local_status(config, applier)
+    if (method, path) == ("POST", configsync.POLICY_PATH):
+        try:
+            ha = applier.pending_or_confirmed()
+        except HaError:
+            ha = None
+        if ha is None or not ha.enabled:
+            return 409, {"error": "this box is not part of a pair"}
+        from django.db import close_old_connections
+        try:
+            return configsync.take_policy(config, applier.role(), ha.peer_address, request)
+        finally:
+            close_old_connections()
     return 404, {"error": f"{method} {path}: no such request"}
 
 
-def serve_peer(applier, ha):
+def serve_peer(config, applier, ha):
     """The peer channel's listener on ha's sync address (ha None or disabled: none); a
     change of address or namespace moves it. The key is read at every request."""
     netns = applier.netns
@@ -57,7 +75,7 @@ def serve_peer(applier, ha):
         state_dir = applier.store.state_dir
         try:
             _listener["server"] = peers.PeerServer(
-                ha.sync_ip, partial(answer, applier), lambda: peers.read_key(state_dir),
+                ha.sync_ip, partial(answer, config, applier), lambda: peers.read_key(state_dir),
                 netns=netns)
         except OSError as error:      # the sync address is not up yet: the next tick
             _listener["error"] = (f"cannot listen on {ha.sync_ip} TCP {peers.PEER_PORT}: "
@@ -78,7 +96,31 @@ def peer_status(applier, ha):
         return {"error": f"the peer answered HTTP {status}: {found}"}
     return {"role": found.get("role") if isinstance(found.get("role"), str) else None,
             "running": found.get("running") if isinstance(found.get("running"), dict) else {},
+            "policy": found.get("policy") if isinstance(found.get("policy"), dict) else {},
             "at": time.time()}
+
+
+def config_sync(config, role, peer, ha, key):
+    """The master sends the backup the step that brings its policy closer; the backup
+    compares. -> {"state", "detail"} for the page and the health panel, or None."""
+    if not peer or peer.get("error"):
+        return None
+    if role == "MASTER" and peer.get("role") == "BACKUP":
+        if not _sync_lock.acquire(blocking=False):
+            return {"state": "syncing", "detail": "a step to the backup is under way"}
+        try:
+            return _sync.step(config, ha, key, peer.get("policy"))
+        finally:
+            _sync_lock.release()
+    if role == "BACKUP":
+        ours = configsync.policy_state(config)
+        theirs = peer.get("policy") or {}
+        same = (ours["confirmed"], ours["pending"]) == (theirs.get("confirmed"),
+                                                        theirs.get("pending"))
+        return {"state": "in sync" if same else "syncing",
+                "detail": "this box takes its policy from the master"
+                          + ("" if same else ", which has not sent the last change yet")}
+    return None
 
 
 def snapshot(config):
@@ -91,9 +133,11 @@ def snapshot(config):
         ha = applier.pending_or_confirmed()
     except HaError:
         ha = None
-    found["listener_error"] = serve_peer(applier, ha)
+    found["listener_error"] = serve_peer(config, applier, ha)
     found["peer"] = peer_status(applier, ha) if ha is not None and ha.enabled else None
     found["peer_address"] = ha.peer_address if ha is not None else None
+    found["config_sync"] = config_sync(config, found["role"], found["peer"], ha,
+                                       peers.read_key(applier.store.state_dir))
     found["at"] = time.time()
     return found
 

@@ -58,7 +58,7 @@ def network_configs(config):
     return [(which, network) for which, network in found if network is not None]
 
 
-def check_network(run, policy_text):
+def check_network(config, policy_text):
     """PolicyError when a zone of policy_text names an interface that is not a traffic
     link of the box's network configuration (drafts.network_problems). Text that is no
     valid policy is left to the applier, which names its problems."""
@@ -68,7 +68,7 @@ def check_network(run, policy_text):
         policy = load_policy_text(policy_text)
     except PolicyError:
         return
-    drafts.check_network(policy, network_configs(run.config))
+    drafts.check_network(policy, network_configs(config))
 
 
 @handler("policy.apply", "Apply policy")
@@ -77,7 +77,7 @@ def apply(run):
     run.progress(10, "checking the zones against the network, the ruleset with nft -c")
     try:
         with ZONES_CHECKED:
-            check_network(run, run.args["policy_text"])
+            check_network(run.config, run.args["policy_text"])
             revision = applier.apply(run.args["policy_text"], user=run.user,
                                      timeout=run.args.get("timeout"))
     except PolicyError as error:
@@ -115,7 +115,7 @@ def rollback(run):
     number = int(run.args["revision"])
     try:
         with ZONES_CHECKED:
-            check_network(run, applier.store.get(number).policy_text)
+            check_network(run.config, applier.store.get(number).policy_text)
             revision = applier.rollback_to(number, user=run.user,
                                            timeout=run.args.get("timeout"))
     except PolicyError as error:
