@@ -104,6 +104,9 @@ def test_fw_has_a_management_port_where_the_images_nginx_answers(tusk):
     assert ports["mgmt"]["addresses"] == [fw_address]
     assert {name: (port["role"], port["addresses"]) for name, port in ports.items()
             if name != "mgmt"} == {"veth-c": ("traffic", ["10.10.1.1/24", "fd00:10:1::1/64"]),
-                                   "veth-s": ("traffic", ["10.10.2.1/24", "fd00:10:2::1/64"])}
+                                   "veth-s": ("traffic", ["10.10.2.1/24", "fd00:10:2::1/64"]),
+                                   # the HA pair's links to fw2 (lab/hapeer.py)
+                                   "sync0": ("traffic", ["192.168.255.1/30"]),
+                                   "ha0": ("traffic", ["198.51.100.2/24"])}
     # the loopback listener stays as it was, in this namespace
     assert healthy(tusk[0])
