@@ -65,6 +65,7 @@ def main(argv):
     config = dataclasses.replace(
         settings.TUSK, netns=netns, state_dir=os.path.join(state_dir, "policy"),
         network_state_dir=os.path.join(state_dir, "network"),
+        tuning_state_dir=os.path.join(state_dir, "tuning"),
         ha_state_dir=os.path.join(state_dir, "ha"))
     applier = HaApplier(config.ha_state_dir, netns=netns)
     with open(key_file, encoding="utf-8") as handle:

@@ -131,7 +131,7 @@ def ha_peer(netns, tmp_path, settings):
     peer_config = dataclasses.replace(
         settings.TUSK, netns=peer, state_dir=str(tmp_path / "peer-policy"),
         network_state_dir=str(tmp_path / "peer-network"),
-        ha_state_dir=str(tmp_path / "peer-ha"))
+        tuning_state_dir=str(tmp_path / "peer-tuning"), ha_state_dir=str(tmp_path / "peer-ha"))
     applier = HaApplier(peer_config.ha_state_dir, netns=peer)
     applier.config = peer_config
     applier.apply(ha_config.to_toml(ha_config.from_document(ha_document("secondary"))),

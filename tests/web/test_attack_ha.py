@@ -141,6 +141,17 @@ def test_the_channel_refuses_malformed_steps_and_changes_nothing(ha_peer):
         assert (found, reason in answer.get("error", "")) == (status, True), (request, answer)
     store = PolicyStore(ha_peer.config.state_dir)
     assert store.ids() == [] and store.pending() is None
+    # the tuning step: a profile's name from the Tuning page's catalogue, nothing else
+    for request, status, reason in [
+            ({"profile": "../../etc/passwd"}, 422, "Select a valid choice"),
+            ({"profile": 7}, 422, "profile: This field is required"),
+            ({"profile": "latency", "sysctl": "net.ipv4.ip_forward=0"}, 400,
+             "the key profile alone"),
+            ({"profile": "none"}, 422, "nothing applied in this boot")]:
+        found, answer = peers.ask(peer_ip, HA_KEY.encode(), "POST", "/v1/tuning", request,
+                                  netns=AGENT_NETNS, timeout=60)
+        assert (found, reason in answer.get("error", "")) == (status, True), (request, answer)
+    assert not os.path.exists(os.path.join(ha_peer.config.tuning_state_dir, "applied.json"))
     # a body past the channel's limit is not even read
     with pytest.raises(peers.PeerError):
         peers.ask(peer_ip, HA_KEY.encode(), "POST", "/v1/policy",

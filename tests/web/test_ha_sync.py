@@ -107,3 +107,17 @@ def test_a_policy_the_backup_cannot_load_is_refused_there_and_shown_here(
     health = admin_client.get("/dashboard/health/").content.decode()
     assert re.search(r'data-check="HA policy">.*?badge bad.*?eth1 does not exist', health,
                      re.S), health
+
+
+def test_the_masters_tuning_profile_is_applied_on_the_backup(admin_client, agent, ha_peer):
+    from ha.configsync import tuning_state
+    master(admin_client, ha_peer)
+    job = wait(queue.enqueue("tuning.apply", {"profile": "latency"}), 120)
+    assert job.state == "succeeded", job.error
+    wait_until(lambda: tuning_state(ha_peer.config) == "latency", 60,
+               lambda: f"latency on the backup ({PeriodicState.last_result('ha.status')})")
+    wait_until(lambda: re.search(r'id="ha-tuning-sync" data-state="in sync"',
+                                 admin_client.get("/ha/").content.decode()), 20, "in sync")
+    # rolled back on the master: rolled back on the backup
+    assert wait(queue.enqueue("tuning.rollback"), 120).state == "succeeded"
+    wait_until(lambda: tuning_state(ha_peer.config) == "none", 60, "none on the backup")

@@ -114,10 +114,11 @@ def _ha_checks():
     else:
         checks.append(_check("HA peer", True, f"{state.get('peer_address')} is {peer_role}, "
                              "answering over the sync link"))
-    sync = state.get("config_sync")
-    if isinstance(sync, dict):
-        checks.append(_check("HA policy", {"in sync": True, "refused": False}.get(
-            sync.get("state")), f"{sync.get('state')}: {sync.get('detail')}"))
+    for key, name in (("config_sync", "HA policy"), ("tuning_sync", "HA tuning")):
+        sync = state.get(key)
+        if isinstance(sync, dict):
+            checks.append(_check(name, {"in sync": True, "refused": False}.get(
+                sync.get("state")), f"{sync.get('state')}: {sync.get('detail')}"))
     stats = state.get("stats")
     if stats is None:
         checks.append(_check("HA sync", False, "conntrackd does not answer"))

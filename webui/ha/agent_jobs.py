@@ -37,7 +37,8 @@ _sync_lock = threading.Lock()     # the periodic status and a job's may both get
 def local_status(config, applier):
     """What this box tells its peer about itself."""
     return {"role": applier.role(), "running": applier.daemons.running(), "at": time.time(),
-            "policy": configsync.policy_state(config)}
+            "policy": configsync.policy_state(config),
+            "tuning": configsync.tuning_state(config)}
 
 
 def answer(config, applier, method, path, request):
@@ -51,11 +52,15 @@ def answer(config, applier, method, path, request):
             ha = None
         if ha is None or not ha.enabled:
             return 409, {"error": "this box is not part of a pair"}
-        from django.db import close_old_connections
+        return configsync.take_policy(config, applier.role(), ha.peer_address, request)
+    if (method, path) == ("POST", configsync.TUNING_PATH):
         try:
-            return configsync.take_policy(config, applier.role(), ha.peer_address, request)
-        finally:
-            close_old_connections()
+            ha = applier.pending_or_confirmed()
+        except HaError:
+            ha = None
+        if ha is None or not ha.enabled:
+            return 409, {"error": "this box is not part of a pair"}
+        return configsync.take_tuning(config, applier.role(), request)
     return 404, {"error": f"{method} {path}: no such request"}
 
 
@@ -97,30 +102,44 @@ def peer_status(applier, ha):
     return {"role": found.get("role") if isinstance(found.get("role"), str) else None,
             "running": found.get("running") if isinstance(found.get("running"), dict) else {},
             "policy": found.get("policy") if isinstance(found.get("policy"), dict) else {},
+            "tuning": found.get("tuning") if isinstance(found.get("tuning"), str) else None,
             "at": time.time()}
 
 
 def config_sync(config, role, peer, ha, key):
-    """The master sends the backup the step that brings its policy closer; the backup
-    compares. -> {"state", "detail"} for the page and the health panel, or None."""
+    """The master sends the backup the step that brings its policy closer, then its
+    tuning profile; the backup compares. -> ({"state", "detail"} of the policy, of the
+    tuning profile) for the page and the health panel, or (None, None)."""
     if not peer or peer.get("error"):
-        return None
+        return None, None
     if role == "MASTER" and peer.get("role") == "BACKUP":
         if not _sync_lock.acquire(blocking=False):
-            return {"state": "syncing", "detail": "a step to the backup is under way"}
+            busy = {"state": "syncing", "detail": "a step to the backup is under way"}
+            return busy, busy
         try:
-            return _sync.step(config, ha, key, peer.get("policy"))
+            return (_sync.step(config, ha, key, peer.get("policy")),
+                    _sync.tuning_step(config, ha, key, peer.get("tuning")))
         finally:
             _sync_lock.release()
     if role == "BACKUP":
-        ours = configsync.policy_state(config)
-        theirs = peer.get("policy") or {}
-        same = (ours["confirmed"], ours["pending"]) == (theirs.get("confirmed"),
-                                                        theirs.get("pending"))
-        return {"state": "in sync" if same else "syncing",
-                "detail": "this box takes its policy from the master"
-                          + ("" if same else ", which has not sent the last change yet")}
-    return None
+        ours = configsync.tuning_state(config)
+        same = ours == peer.get("tuning") or peer.get("tuning") is None
+        return _backup_policy(config, peer), {
+            "state": "in sync" if same else "syncing",
+            "detail": "this box takes its tuning profile from the master"
+                      + ("" if same else ", which has not sent the last change yet")}
+    return None, None
+
+
+def _backup_policy(config, peer):
+    """A backup's comparison of its policy with the master's report."""
+    ours = configsync.policy_state(config)
+    theirs = peer.get("policy") or {}
+    same = (ours["confirmed"], ours["pending"]) == (theirs.get("confirmed"),
+                                                    theirs.get("pending"))
+    return {"state": "in sync" if same else "syncing",
+            "detail": "this box takes its policy from the master"
+                      + ("" if same else ", which has not sent the last change yet")}
 
 
 def snapshot(config):
@@ -136,8 +155,8 @@ def snapshot(config):
     found["listener_error"] = serve_peer(config, applier, ha)
     found["peer"] = peer_status(applier, ha) if ha is not None and ha.enabled else None
     found["peer_address"] = ha.peer_address if ha is not None else None
-    found["config_sync"] = config_sync(config, found["role"], found["peer"], ha,
-                                       peers.read_key(applier.store.state_dir))
+    found["config_sync"], found["tuning_sync"] = config_sync(
+        config, found["role"], found["peer"], ha, peers.read_key(applier.store.state_dir))
     found["at"] = time.time()
     return found
 

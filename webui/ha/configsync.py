@@ -13,7 +13,10 @@ the mismatch and does not send that policy again; the pair never diverges in sil
 A box that is MASTER takes nothing from its peer.
 """
 import hashlib
+import os
+import sys
 import time
+from pathlib import Path
 
 from policy.core.applier import Applier as PolicyApplier
 from policy.core.constants import CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN, POLICY_MAX_BYTES
@@ -23,8 +26,12 @@ from tusklib.commit import ZONES_CHECKED
 
 from .core import peer as peers
 
+TUSK_TUNE = Path(__file__).resolve().parents[1] / "bin" / "tusk-tune"
+
 POLICY_PATH = "/v1/policy"
+TUNING_PATH = "/v1/tuning"
 POST_TIMEOUT = 60       # seconds the master waits for the backup to apply
+TUNE_TIMEOUT = 600      # as the tuning jobs allow tusk-tune
 
 
 def digest(text):
@@ -50,7 +57,65 @@ def _texts(config):
             pending["deadline"] if pending else None)
 
 
+def tuning_state(config):
+    """This box's tuning profile as its peer compares it: the last applied profile's name,
+    "none" after a roll back, None when none was ever applied (tusk-tune's boot-profile:
+    what the box applies at start-up)."""
+    from tuning.core.applier import BOOT_FILE
+    try:
+        with open(os.path.join(config.tuning_state_dir, BOOT_FILE), encoding="utf-8") as f:
+            return f.read(200).strip() or None
+    except OSError:
+        return None
+
+
+def tusk_tune(config, *argv):
+    """tusk-tune --json on this box's target (the tuning jobs' call, without their
+    report rows: a step from the peer is recorded in tusk-tune's own state) -> its JSON;
+    ChildFailed or TimeoutExpired when it fails."""
+    from network.core.applier import CONFIG_NAME
+    from tusklib import children
+    call = [sys.executable, str(TUSK_TUNE), "--json", "--state-dir", config.tuning_state_dir,
+            "--policy-dir", config.state_dir]
+    if config.netns:
+        call += ["--netns", config.netns, "--network",
+                 os.path.join(config.network_state_dir, CONFIG_NAME)]
+    return children.run_json(call + list(argv), TUNE_TIMEOUT)
+
+
 # -- the backup's side -------------------------------------------------------------------
+
+def take_tuning(config, role, request):
+    """The master's tuning profile -> (HTTP status, JSON-able). request: {"profile": a
+    profile's name, or "none" (rolled back on the master)}; checked as the Tuning page's
+    form checks it: one of the profiles this box has."""
+    import subprocess
+
+    from tuning.core.applier import NO_PROFILE
+    from tusklib import children
+    if role == "MASTER":
+        return 409, {"error": "this box is the master: it takes no configuration from its "
+                              "peer"}
+    if not isinstance(request, dict) or set(request) != {"profile"}:
+        return 400, {"error": "the request must be a table with the key profile alone"}
+    name = request["profile"]
+    try:
+        if name == NO_PROFILE:
+            tusk_tune(config, "rollback")
+        else:
+            from tuning.forms import ProfileForm
+            form = ProfileForm({"profile": name if isinstance(name, str) else ""})
+            if not form.is_valid():
+                return 422, {"error": "; ".join(f"{field}: {' '.join(errors)}"
+                                                for field, errors in form.errors.items())}
+            tusk_tune(config, "apply", "--", form.cleaned_data["profile"])
+    except subprocess.TimeoutExpired:
+        return 422, {"error": f"tusk-tune did not finish in {TUNE_TIMEOUT} s"}
+    except children.ChildFailed as error:
+        return 422, {"error": error.stderr.strip()[-2000:] or f"tusk-tune {error.reason}"}
+    return 200, {"profile": tuning_state(config)}
+
+
 
 def take_policy(config, role, peer_address, request):
     """One step from the master -> (HTTP status, JSON-able). request: {"action": "apply",
@@ -106,11 +171,36 @@ def take_policy(config, role, peer_address, request):
 
 class Sync:
     """The master's view of the last steps: what it sent and what the backup said, so that
-    a policy the backup refused is not sent again (until it changes)."""
+    a policy or a profile the backup refused is not sent again (until it changes)."""
 
     def __init__(self):
-        self.refused = {}      # (action, digest) -> the backup's reason
+        self.refused = {}      # (action, digest) or ("tuning", name) -> the backup's reason
         self.last = None       # the last step sent, and its answer
+
+    def tuning_step(self, config, ha, key, peer_profile):
+        """The backup's tuning profile brought to the master's; -> {"state", "detail"}."""
+        ours = tuning_state(config)
+        if ours is None:
+            return {"state": "in sync", "detail": "no profile applied on this box: each box "
+                                                  "keeps its own"}
+        if peer_profile == ours:
+            return {"state": "in sync", "detail": f"profile {ours} on both"}
+        marker = ("tuning", ours)
+        if marker in self.refused:
+            return {"state": "refused", "detail": self.refused[marker]}
+        try:
+            status, answer = peers.ask(ha.peer_address, key, "POST", TUNING_PATH,
+                                       {"profile": ours}, netns=config.netns or None,
+                                       timeout=TUNE_TIMEOUT + 30)
+        except peers.PeerError as error:
+            return {"state": "syncing", "detail": str(error)}
+        reason = answer.get("error", "") if isinstance(answer, dict) else ""
+        if status == 200:
+            return {"state": "syncing", "detail": f"profile {ours} applied on the backup"}
+        if status == 422:
+            self.refused[marker] = f"the backup refused profile {ours}: {reason}"
+            return {"state": "refused", "detail": self.refused[marker]}
+        return {"state": "syncing", "detail": f"the backup answered HTTP {status}: {reason}"}
 
     def step(self, config, ha, key, peer_policy):
         """The one step that brings the backup closer, sent; -> {"state": "in sync" |
