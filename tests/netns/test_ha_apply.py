@@ -65,7 +65,7 @@ def pair(tmp_path):
 def test_applied_pair_takes_the_addresses_and_an_unconfirmed_half_stops_by_itself(pair):
     a, b = pair.appliers["a"], pair.appliers["b"]
     revision = a.apply(pair.text("a"), user="alice", timeout=3600)
-    b.apply(pair.text("b"), user="alice", timeout=30)
+    b.apply(pair.text("b"), user="alice", timeout=10)
     assert revision.outcome == "pending"
     assert pair.run("a", "sysctl", "-n", "net.netfilter.nf_conntrack_tcp_loose").stdout == "0\n"
     pair.settled()
@@ -73,7 +73,7 @@ def test_applied_pair_takes_the_addresses_and_an_unconfirmed_half_stops_by_itsel
     assert a.confirmed() == ha_config.parse(pair.text("a"))
     assert not os.path.exists(b.config_path)
     # fwB's half is not confirmed: at its deadline its daemons stop, fwA stays master
-    wait_until(lambda: b.store.pending() is None, 45, "fwB's pending half rolled back")
+    wait_until(lambda: b.store.pending() is None, 25, "fwB's pending half rolled back")
     assert b.daemons.running() == {"conntrackd": False, "keepalived": False}
     assert not os.path.exists(os.path.join(b.run_dir, "keepalived.conf"))
     assert b.store.get(1).outcome.startswith("rolled back: not confirmed"), b.store.get(1).meta

@@ -46,7 +46,7 @@ def missing_interface():
     return document
 
 
-@pytest.mark.parametrize("args, message", [
+FORGED = [
     ({"document": ha_document(), "timeout": 3600, "path": "/etc/shadow"},
      "path: unknown argument"),
     ({"document": "[ha]\nenabled = true"}, "document: must be a table"),
@@ -62,11 +62,14 @@ def missing_interface():
     ({"document": {**ha_document(), "virtual": [{"interface": "eth1",
                                                   "addresses": ["x" * 70000]}]}},
      "at most 64 KiB"),
-])
-def test_a_forged_apply_is_refused_and_nothing_is_written_or_started(ha_dir, args, message):
-    job = refused("ha.apply", args)
-    assert message in job.error, job.error
-    nothing_done(ha_dir)
+]
+
+
+def test_a_forged_apply_is_refused_and_nothing_is_written_or_started(ha_dir):
+    for args, message in FORGED:
+        job = refused("ha.apply", args)
+        assert message in job.error, (args, job.error)
+        nothing_done(ha_dir)
 
 
 def test_a_forged_confirm_or_cancel_with_nothing_pending_is_refused(ha_dir):
