@@ -24,7 +24,7 @@ KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-de
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils ovmf debootstrap xorriso mtools dosfstools \
 	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd squashfs-tools
 
-.PHONY: help run test check lint deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox bench-flows kernel check-kernel-series iso bundle image check-image clean test-upgrade
+.PHONY: help run test check lint deps apt vm-deps venv vm-test bench bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox bench-flows bench-ha kernel check-kernel-series iso bundle image check-image clean test-upgrade
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
@@ -40,6 +40,7 @@ help:
 	@echo "make bench-diag    capture analysis rate and memory; a capture's cost to one flow"
 	@echo "make bench-middlebox Allman's middlebox measurement through fw vs a direct path"
 	@echo "make bench-flows   the Live flows sampler's CPU and memory at 10 000 to 1 000 000 entries"
+	@echo "make bench-ha      an HA pair's failover: gap, retransmissions, resets; plain, fast path, seqrand"
 	@echo "make kernel        Linux 6.12 + kernel-patches/ + the config fragments, cached by input hash"
 	@echo "make check-kernel-series  every kernel patch builds on the ones before it; checkpatch"
 	@echo "make iso           the appliance ISO built here from Debian's programs and Tusk's test kernel"
@@ -149,6 +150,10 @@ bench-ui: deps
 
 bench-seqrand: deps vm-deps
 	$(PY) tests/bench/bench_seqrand.py
+
+bench-ha: deps vm-deps
+	@[ "$$(id -u)" -eq 0 ] || { echo "make bench-ha needs root (QEMU's 9p shares)"; exit 1; }
+	$(PY) tests/bench/bench_ha.py
 
 bench-tune: deps vm-deps
 	$(PY) tests/bench/bench_tune.py

@@ -123,6 +123,18 @@ class Context:
         self._log.close()
 
 
+def pair_firewall(ctx, policy, prefix):
+    """hapair.Pair's firewall hook for a pair of Tusk boxes: the policy file applied and
+    confirmed with the tusk CLI in each firewall's namespace, each with its own state
+    directory (<prefix>-<side>-tusk-state)."""
+    def firewall(pair, side):
+        state = ctx.dir / f"{prefix}-{side}-tusk-state"
+        for args in (("apply", policy), ("confirm",)):
+            ctx.run(sys.executable, str(TUSK), "policy", "--netns", pair.names[side],
+                    "--state-dir", str(state), *map(str, args))
+    return firewall
+
+
 def listening(lab, port):
     """Whether a TCP socket listens on port in the server namespace."""
     found = lab.ns(lab.server, "ss", "-Hltn", f"sport = :{port}", check=False)

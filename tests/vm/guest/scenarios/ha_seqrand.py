@@ -16,12 +16,11 @@ firewall's counters at the end), <run>-b-entries.json (fwB's table before the
 failover, offsets included), <run>-a-entries.json (fwA's after it learnt the
 connection back), <run>-nstat-{client,server}.json, <run>-sync-{a,b}.json.
 """
-import sys
 
 import conntrack
 import seqrand
 from hapair import Flow, Pair
-from scenario import TUSK
+from scenario import pair_firewall
 
 TIME_LIMIT = 420
 PORT = seqrand.PORT_BOTH
@@ -47,11 +46,7 @@ def run(ctx):
 
 
 def one_run(ctx, name, loss, policy):
-    def firewall(pair, side):
-        state = ctx.dir / f"{name}-{side}-tusk-state"
-        for args in (("apply", policy), ("confirm",)):
-            ctx.run(sys.executable, str(TUSK), "policy", "--netns", pair.names[side],
-                    "--state-dir", str(state), *map(str, args))
+    firewall = pair_firewall(ctx, policy, name)
 
     pair = Pair("ha", ctx.dir / f"{name}-pair", advert_ms=ADVERT_MS, firewall=firewall)
     try:
