@@ -106,6 +106,21 @@ def test_fail_over_hands_the_addresses_and_the_connections_to_the_backup(pair):
         flow.close()
 
 
+def test_a_disabled_half_stops_the_daemons_and_gives_the_addresses_up(pair):
+    a = pair.appliers["a"]
+    a.apply(pair.text("a"), timeout=3600)
+    a.confirm()
+    pair.wait_state("a", "MASTER")
+    assert pair.has("a", VIP_IN)
+    a.apply(pair.text("a", enabled=False), timeout=3600)
+    assert a.daemons.running() == {"conntrackd": False, "keepalived": False}
+    assert not pair.has("a", VIP_IN) and pair.state("a") is None
+    with pytest.raises(HaError, match="not part of a pair"):
+        a.fail_over()
+    a.cancel()                      # the pair back, as confirmed
+    pair.wait_state("a", "MASTER")
+
+
 def test_a_primary_with_preemption_is_refused_a_fail_over(pair):
     a = pair.appliers["a"]
     a.apply(pair.text("a", preempt=True), timeout=3600)

@@ -231,8 +231,10 @@ class HaApplier(CommitConfirm):
             return revision
 
     def put(self, config):
-        """config (None: no pair) into effect: the host table, the files, the daemons.
-        Returns what was done, for the revision's record."""
+        """config (None, or disabled: no pair) into effect: the host table, the files,
+        the daemons. Returns what was done, for the revision's record."""
+        if config is not None and not config.enabled:
+            config = None
         lines = []
         if config is not None:
             result = self.target.run(["sysctl", "-qw", f"{TCP_LOOSE}=0"])
@@ -241,9 +243,12 @@ class HaApplier(CommitConfirm):
             lines.append(f"{TCP_LOOSE}=0: a TCP connection is never picked up midstream")
         if self.netns is None:
             lines += self.load_host_table(config)
+        if config is None:          # stopped first: keepalived's notify records STOP
+            self.daemons.restart(None)
         render.write_files(config, self.run_dir, self.own_addresses(config),
                            notify=self.notify_path())
-        self.daemons.restart(config)
+        if config is not None:
+            self.daemons.restart(config)
         lines.append(f"{'restarted' if config else 'stopped'}: {self.daemons.describe()}")
         if config is not None:
             lines.append(f"this box is the {config.role} (VRRP priority {config.priority}), "
@@ -325,7 +330,7 @@ class HaApplier(CommitConfirm):
         primary with preemption would take them straight back. Returns the new role."""
         with self.locked():
             config = self.pending_or_confirmed()
-            if config is None:
+            if config is None or not config.enabled:
                 raise HaError(Code.ROLE, "", "this box is not part of a pair")
             role = self.role()
             if role != "MASTER":
