@@ -61,6 +61,16 @@ def test_the_health_panel_names_what_is_wrong_with_the_pair(admin_client):
     assert not any(name.startswith("HA") for name in health(admin_client))
 
 
+def test_a_backup_says_on_every_page_that_the_master_replaces_its_policy(admin_client):
+    PeriodicState.objects.update_or_create(name="ha.status", defaults={"result": {
+        "role": "BACKUP", "confirmed_text": "[ha]", "at": time.time()}})
+    for url in ("/", "/policy/", "/tuning/", "/ha/"):
+        assert 'id="ha-backup-banner"' in admin_client.get(url).content.decode(), url
+    PeriodicState.objects.filter(name="ha.status").update(result={
+        "role": "MASTER", "confirmed_text": "[ha]", "at": time.time()})
+    assert 'id="ha-backup-banner"' not in admin_client.get("/policy/").content.decode()
+
+
 def test_each_problem_lands_next_to_its_field_and_nothing_is_queued(admin_client):
     data = form_data(ha_document(advert_ms=15, peer_address="10.0.0.9"))
     data["virtual"] = "seg0 198.51.100.1/33\nsync0 198.51.100.7/24"

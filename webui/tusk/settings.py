@@ -72,6 +72,7 @@ TEMPLATES = [{
         "django.contrib.messages.context_processors.messages",
         "accounts.context_processors.role",
         "tusk.context.layout",
+        "ha.context.pair_role",
     ]},
 }]
 
