@@ -100,8 +100,11 @@ def test_keepalived_gets_one_instance_per_segment_and_family_in_one_sync_group()
     assert text == render.keepalived_conf(config.from_document(copy.deepcopy(GOOD)))
     group = text.split("vrrp_sync_group tusk {")[1].split("\n}")[0]
     assert group.split()[2:5] == ["tusk_ens4_100_v4", "tusk_ens4_100_v6", "tusk_bond0_v4"]
-    assert 'notify "/usr/lib/tusk/ha-notify /run/tusk/ha /run/tusk/ha/conntrackd.conf"' \
-        in group
+    # the role changes go in order through one FIFO to one notify process, not to a
+    # notify per event (those run concurrently and may finish out of order)
+    assert "notify" not in group
+    assert 'notify_fifo_script "/usr/lib/tusk/ha-notify /run/tusk/ha ' \
+        '/run/tusk/ha/conntrackd.conf"' in text and "notify_fifo /run/tusk/ha/notify.fifo" in text
     assert text.count("vrrp_instance ") == 3 and text.count("state BACKUP") == 3
     assert "advert_int 0.1\n" in text and text.count("nopreempt") == 3
     assert "2001:db8:100::1/64 dev ens4.100" in text and "vrrp_version 3" in text

@@ -68,9 +68,10 @@ def test_the_masters_policy_is_pending_confirmed_and_rolled_back_on_both(
         admin_client, agent, ha_peer, tmp_path):
     master(admin_client, ha_peer)
     policy(POLICY)
-    wait_until(lambda: peer_policy(ha_peer) == (None, digest(POLICY)), 30,
-               lambda: f"pending on the backup too ({sync_state(admin_client)})")
-    assert "replication" in peer_ruleset(ha_peer)
+    # the pending marker is written before the ruleset loads: both, then
+    wait_until(lambda: peer_policy(ha_peer) == (None, digest(POLICY))
+               and "replication" in peer_ruleset(ha_peer), 30,
+               lambda: f"pending and loaded on the backup too ({sync_state(admin_client)})")
     revision = PolicyStore(ha_peer.config.state_dir).get(1)
     assert revision.meta["user"] == "HA peer 192.168.255.1"
     # the same deadline, give or take the step's time
@@ -84,9 +85,9 @@ def test_the_masters_policy_is_pending_confirmed_and_rolled_back_on_both(
                "confirmed on the backup")
     # one roll back, on the master, rolls back both
     policy(OTHER)
-    wait_until(lambda: peer_policy(ha_peer) == (digest(POLICY), digest(OTHER)), 30,
-               "the second policy pending on the backup")
-    assert "backups" in peer_ruleset(ha_peer)
+    wait_until(lambda: peer_policy(ha_peer) == (digest(POLICY), digest(OTHER))
+               and "backups" in peer_ruleset(ha_peer), 30,
+               "the second policy pending and loaded on the backup")
     assert wait(queue.enqueue("policy.cancel"), 30).state == "succeeded"
     wait_until(lambda: peer_policy(ha_peer) == (digest(POLICY), None), 30,
                "rolled back on the backup")

@@ -208,6 +208,10 @@ class HaApplier(CommitConfirm):
         return config
 
     def role(self):
+        """keepalived's role as its notify recorded it; None while keepalived does not
+        run (a record it left when it stopped is no role)."""
+        if not self.daemons.running()["keepalived"]:
+            return None
         return status.role(self.run_dir)
 
     # -- apply, confirm ------------------------------------------------------------------

@@ -51,20 +51,23 @@ def advert_seconds(advert_ms):
 
 
 def keepalived_conf(config: HaConfig, state_dir=STATE_DIR, notify=NOTIFY, router_id=None):
-    """The notify script gets state_dir and conntrackd.conf's path there before
-    keepalived's own arguments."""
+    """The notify script (keepalived's notify_fifo_script) gets state_dir and
+    conntrackd.conf's path there before the FIFO keepalived appends."""
     lines = [HEADER,
              "global_defs {",
              f"    router_id {router_id or 'tusk-' + config.role}",
              "    vrrp_version 3",
              "    enable_script_security",
              "    script_user root",
+             # the events in order, to one notify process (rootfs-overlay's ha-notify)
+             f"    notify_fifo {state_dir}/notify.fifo",
+             f'    notify_fifo_script "{notify} {state_dir} {state_dir}/conntrackd.conf"',
              "}", "",
              f"vrrp_sync_group {SYNC_GROUP} {{",
              "    group {"]
     found = instances(config)
     lines += [f"        {name}" for name, _, _ in found]
-    lines += ["    }", f'    notify "{notify} {state_dir} {state_dir}/conntrackd.conf"', "}"]
+    lines += ["    }", "}"]
     for name, interface, addresses in found:
         lines += ["",
                   f"vrrp_instance {name} {{",
