@@ -82,8 +82,11 @@ vm-deps:
 # runs the tests that boot the appliance (its ISO, install, upgrades: half an hour under
 # TCG, mostly one core's work) as a second pytest session beside the first: it waits for
 # those builds, then boots while the first finishes the host tiers and boots the guest's
-# scenarios. Its output is in tests/artifacts/appliance-session.log, printed at the end.
-APPLIANCE_TESTS := vm/test_appliance.py vm/test_iso_live.py vm/test_iso_boot.py
+# scenarios; then the guest scenarios of a boot of their own (tests/vm/conftest.py's
+# BESIDE: the HA hazards). Its output is in tests/artifacts/appliance-session.log,
+# printed at the end.
+APPLIANCE_TESTS := vm/test_appliance.py vm/test_iso_live.py vm/test_iso_boot.py \
+                   vm/test_vm_ha_hazards.py
 test: deps vm-deps lint
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test needs root: the namespace tests create network namespaces"; exit 1; }
 	@mkdir -p tests/artifacts

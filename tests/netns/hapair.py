@@ -73,6 +73,8 @@ class Pair(Topology):
                                                                  input=RULESET))
         self.daemons = {}
         self.conntrackd_extra = ""
+        # conntrackd.conf's text -> what a test runs instead (a hazard's configuration)
+        self.conntrackd_edit = lambda text: text
 
     def run(self, name, *argv, check=True, input=None):
         return self.ns(self.names[name], *map(str, argv), check=check, input=input)
@@ -118,16 +120,39 @@ class Pair(Topology):
         model = ha_config.from_document(document(side, self.advert_ms))
         (run / "keepalived.conf").write_text(render.keepalived_conf(model, state_dir=run,
                                                                     notify=NOTIFY))
-        (run / "conntrackd.conf").write_text(render.conntrackd_conf(model, state_dir=run)
-                                             + self.conntrackd_extra)
+        (run / "conntrackd.conf").write_text(self.conntrackd_edit(
+            render.conntrackd_conf(model, state_dir=run) + self.conntrackd_extra))
         self.daemons[side] = [
-            self.popen(self.names[side], "conntrackd", "-C", str(run / "conntrackd.conf"),
-                       stdout=subprocess.DEVNULL,
-                       stderr=open(run / "conntrackd.log", "a")),
+            self.conntrackd(side),
             self.popen(self.names[side], "keepalived", "--dont-fork", "--log-console",
                        "--vrrp", "-f", str(run / "keepalived.conf"),
                        "-p", str(run / "keepalived.pid"), "-r", str(run / "vrrp.pid"),
                        stdout=open(run / "keepalived.log", "a"), stderr=subprocess.STDOUT)]
+
+    def conntrackd(self, side):
+        run = self.dir / side
+        (run / "conntrackd.lock").unlink(missing_ok=True)
+        return self.popen(self.names[side], "conntrackd", "-C", str(run / "conntrackd.conf"),
+                          stdout=subprocess.DEVNULL, stderr=open(run / "conntrackd.log", "a"))
+
+    def stop_conntrackd(self, side):
+        """That firewall's conntrackd alone stopped: it syncs nothing, learns nothing."""
+        process = self.daemons[side][0]
+        process.terminate()
+        process.wait(10)
+
+    def start_conntrackd(self, side):
+        """Started again: it asks the peer for its whole table (StartupResync)."""
+        self.daemons[side][0] = self.conntrackd(side)
+
+    def fail_traffic(self, side):
+        """The firewall loses its traffic segments and its keepalived; its conntrackd and
+        the sync link stay (a peer whose sync comes late can still ask it)."""
+        for link in ("inside0", "outside0"):
+            self.run(side, "ip", "link", "set", link, "down")
+        keepalived = self.daemons[side].pop()
+        keepalived.kill()
+        keepalived.wait(10)
 
     def fail(self, side):
         """The firewall dies: its links go down, its daemons with them."""

@@ -27,6 +27,9 @@ BOOT_SECONDS = 120
 KUNIT_SECONDS = 300
 # Scenarios that need the NIC boot (vm.nic_host): a multi-queue virtio-net NIC, 4 vCPUs.
 NIC_PREFIX = "tune_"
+# Scenarios of a boot of their own (beside_guest), which make test's second session
+# runs beside the first: long ones the first session's scenario boot would wait for.
+BESIDE = ("ha-hazards",)
 
 
 def all_scenarios(prefix=""):
@@ -34,15 +37,21 @@ def all_scenarios(prefix=""):
     those of the NIC boot (tune_*) with prefix "tune_", the others without."""
     return sorted(p.stem.replace("_", "-") for p in SCENARIO_DIR.glob("*.py")
                   if p.stem != "__init__" and not p.stem.startswith("bench_")
-                  and p.stem.startswith(NIC_PREFIX) == (prefix == NIC_PREFIX))
+                  and p.stem.startswith(NIC_PREFIX) == (prefix == NIC_PREFIX)
+                  and p.stem.replace("_", "-") not in BESIDE)
 
 
 def chosen_scenarios(prefix=""):
     chosen = os.environ.get("TUSK_VM_SCENARIOS", "").split()
     if chosen:
         return [s for s in chosen if s.startswith(NIC_PREFIX.replace("_", "-"))
-                == (prefix == NIC_PREFIX)]
+                == (prefix == NIC_PREFIX) and s not in BESIDE]
     return all_scenarios(prefix)
+
+
+def chosen_beside():
+    chosen = os.environ.get("TUSK_VM_SCENARIOS", "").split()
+    return [s for s in BESIDE if not chosen or s in chosen]
 
 
 def time_limit(scenario):
@@ -159,6 +168,21 @@ def nic_guest(vm_kernel, vm_rootfs):
 def scenario(guest):
     """scenario(name) -> the output folder of that guest scenario, which passed."""
     return guest.scenario
+
+
+@pytest.fixture(scope="session")
+def beside_scenario(vm_kernel, vm_rootfs):
+    """As scenario, for the BESIDE scenarios: one boot of their own
+    (tests/artifacts/vm/scenarios-beside/)."""
+    scenarios = chosen_beside()
+    if not scenarios:
+        pytest.skip(f"none of {', '.join(BESIDE)} in TUSK_VM_SCENARIOS")
+    timeout = BOOT_SECONDS + sum(map(time_limit, scenarios))
+    run = boot("scenarios-beside", ["python3", RUNNER, *scenarios], vm_kernel, vm_rootfs,
+               timeout)
+    if run.exit_status is None:
+        pytest.fail(run.failure(), pytrace=False)
+    return Guest(run, scenarios).scenario
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,10 @@ VLAN, `server` behind an LACP bond.
    them up, and the lab's backend (iproute2) makes the same links, addresses and routes
    of the same configuration in a namespace.
 3. a policy imported, applied and confirmed over HTTPS is live in nft, and a class
-   carries the client's flow over the VLAN and the bond to the server.
+   carries the client's flow over the VLAN and the bond to the server. Beside the steps:
+   the firewall's log and /metrics; the HA page's half of a pair runs tusk-conntrackd
+   and tusk-keepalived (the box, alone, takes the virtual address) and disabled stops
+   them.
 4. tusk-install refuses the stick it booted from, then installs to vda from the console
    menu, reading the system image from the ISO; the box powers off.
 5. the VM boots from vda alone under SeaBIOS: the same policy is loaded before the
@@ -574,6 +577,66 @@ def test_logs_and_metrics_of_the_image(steps):
     assert samples.get(("tusk_seqrand_responder_randomised_total", ""), 0) >= 1, samples
     status, _ = client._open(urllib.request.Request(client.base + "/metrics"))
     assert status == 401
+
+
+HA_VIP = "198.51.100.254"
+HA_FORM = {"enabled": "on", "role": "primary", "vrid": "51", "advert_ms": "200",
+           "sync_interface": BOND, "sync_address": BOND_ADDRESS,
+           "peer_address": "203.0.113.250", "virtual": f"{VLAN} {HA_VIP}/24",
+           "key": "the appliance test's pair key", "timeout": "600"}
+
+
+def test_ha_from_the_dashboard_runs_its_units_then_stops_them(steps):
+    """The HA page on the image's layout (issue 23): this box's half applied over HTTPS
+    runs tusk-conntrackd and tusk-keepalived from the files the agent rendered into
+    /run/tusk/ha, the host table admits VRRP and the peer's sync, and - alone on its
+    segments - the box takes the virtual address; confirmed, /etc/tusk/ha.toml is
+    written; disabled again, both units stop, the address and the host table's HA lines
+    go. Not a step later ones need: a failure here fails only this test."""
+    if steps.failed:
+        pytest.fail(f"an earlier step failed ({steps.failed})", pytrace=False)
+    appliance = steps.vm
+    client = log_in(appliance, PASSWORD)
+
+    def shell(*commands):
+        open_shell(appliance)
+        try:
+            return [ok(appliance, command, 150) for command in commands]
+        finally:
+            close_shell(appliance)
+
+    def post(path, fields, title):
+        client.get("/ha/")
+        status, body = client.post(path, fields)
+        assert status == 200 and title in body, body[-2000:]
+
+    post("/ha/", HA_FORM, "Apply HA pair configuration")
+    _, _, state, host, loose, pending = shell(
+        "for i in $(seq 120); do systemctl -q is-active tusk-keepalived && systemctl -q "
+        "is-active tusk-conntrackd && break; sleep 1; done; systemctl is-active "
+        "tusk-keepalived && systemctl is-active tusk-conntrackd",
+        f"for i in $(seq 60); do ip -4 addr show dev {VLAN} | grep -q '{HA_VIP}/' && break; "
+        f"sleep 1; done; ip -4 addr show dev {VLAN} | grep '{HA_VIP}/'",
+        "cat /run/tusk/ha/state", "nft list table inet tusk_host",
+        "sysctl -n net.netfilter.nf_conntrack_tcp_loose",
+        "test -e /etc/tusk/ha.toml && echo CONFIRMED-FILE || echo PENDING-ONLY")
+    assert state.strip() == "MASTER" and loose.strip() == "0"
+    assert "tusk: HA: VRRP" in host and "tusk: HA: status and configuration" in host, host
+    assert "PENDING-ONLY" in pending      # only a confirm writes the file
+    post("/ha/confirm/", {}, "Confirm HA pair configuration")
+    shell("for i in $(seq 120); do test -e /etc/tusk/ha.toml && break; sleep 1; done; "
+          "grep 'role = \"primary\"' /etc/tusk/ha.toml")
+    disabled = {k: v for k, v in HA_FORM.items() if k not in ("enabled", "key")}
+    post("/ha/", disabled, "Apply HA pair configuration")
+    _, vip, host = shell(
+        "for i in $(seq 120); do systemctl -q is-active tusk-keepalived || break; sleep 1; "
+        "done; ! systemctl -q is-active tusk-keepalived && ! systemctl -q is-active "
+        "tusk-conntrackd",
+        f"ip -4 addr show dev {VLAN}", "nft list table inet tusk_host")
+    assert f"{HA_VIP}/" not in vip and "tusk: HA" not in host, (vip, host)
+    post("/ha/confirm/", {}, "Confirm HA pair configuration")
+    shell("for i in $(seq 120); do grep -q 'enabled = false' /etc/tusk/ha.toml && break; "
+          "sleep 1; done; grep 'enabled = false' /etc/tusk/ha.toml")
 
 
 # -- 4. install --------------------------------------------------------------------------

@@ -89,3 +89,4 @@ def test_the_endpoints_used_every_sack_block(ha, run):
         counters = nstat(ha, who, run)
         assert counters.get("TcpExtTCPSACKDiscard", 0) == 0, (who, counters)
         assert counters.get("TcpInCsumErrors", 0) == 0, (who, counters)
+
