@@ -14,6 +14,7 @@ import pytest
 from lab.namespaces import Topology
 from lab.paths import PG_CLUSTER
 from lab.users import ANALYZE_PROBE, ANALYZE_USER, reach_interpreter
+from habox import HA_KEY, HA_SEGMENT, HA_SYNC, ha_document
 from tuskweb import (AGENT_NETNS, PEER_B_DIRECT, AgentProcess, database_toml, make_user,
                      web_files)
 
@@ -88,21 +89,6 @@ def peers(netns):
     topology.forward(netns)
     yield names
     topology.down()
-
-
-HA_SEGMENT = ("198.51.100.2/24", "198.51.100.3/24")     # the agent's box, its peer's
-HA_SYNC = ("192.168.255.1/30", "192.168.255.2/30")
-HA_VIRTUAL = "198.51.100.1/24"
-HA_KEY = "the web tier's pair key"
-
-
-def ha_document(role="primary", advert_ms=100, **changes):
-    """One box's half of the pair ha_peer sets up: the agent's box (primary) or its peer."""
-    own, peer = (0, 1) if role == "primary" else (1, 0)
-    return {"ha": {"enabled": True, "role": role, "vrid": 61, "advert_ms": advert_ms,
-                   "preempt": False, "sync_interface": "sync0", "sync_address": HA_SYNC[own],
-                   "peer_address": HA_SYNC[peer].split("/")[0], **changes},
-            "virtual": [{"interface": "seg0", "addresses": [HA_VIRTUAL]}]}
 
 
 @pytest.fixture

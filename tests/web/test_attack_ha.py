@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import HA_KEY, ha_document
+from habox import HA_KEY, ha_document
 from jobs import queue
 from jobs.models import PeriodicState
 from kit import wait_until
@@ -110,7 +110,7 @@ def test_the_agents_ha_directories_are_roots_alone(ha_dir, ha_peer):
 def test_the_channel_refuses_malformed_steps_and_changes_nothing(ha_peer):
     """Whoever holds the pair key can send the backup what an admin could apply there -
     checked as a policy job's arguments are - and nothing else."""
-    from conftest import HA_SYNC
+    from habox import HA_SYNC
     from ha.core import peer as peers
     from policy.core.revisions import Store as PolicyStore
     from tuskweb import AGENT_NETNS

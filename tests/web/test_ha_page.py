@@ -7,7 +7,7 @@ import html
 import re
 import time
 
-from conftest import HA_KEY, HA_VIRTUAL, ha_document
+from habox import HA_KEY, HA_VIRTUAL, ha_document
 from ha.core import config as ha_config
 from ha.forms import segments_text
 from jobs.models import Job, PeriodicState

@@ -6,7 +6,7 @@ backup cannot load (an interface it lacks) is refused there with the reason, sho
 master's page and health panel, and not sent again."""
 import re
 
-from conftest import HA_KEY, ha_document
+from habox import HA_KEY, ha_document
 from ha.configsync import digest
 from ha.forms import segments_text
 from jobs import queue
