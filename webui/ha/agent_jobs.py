@@ -41,27 +41,28 @@ def local_status(config, applier):
             "tuning": configsync.tuning_state(config)}
 
 
+def pair_of(applier):
+    """This box's pair (the pending half, else the confirmed one), or None when there is
+    none, it is disabled or its file cannot be read."""
+    try:
+        ha = applier.pending_or_confirmed()
+    except HaError:
+        return None
+    return ha if ha is not None and ha.enabled else None
+
+
 def answer(config, applier, method, path, request):
     """The peer channel's answers (ha/core/peer.py): (HTTP status, JSON-able)."""
     if (method, path) == ("GET", "/v1/status"):
         return 200, local_status(config, applier)
-    if (method, path) == ("POST", configsync.POLICY_PATH):
-        try:
-            ha = applier.pending_or_confirmed()
-        except HaError:
-            ha = None
-        if ha is None or not ha.enabled:
-            return 409, {"error": "this box is not part of a pair"}
+    if method != "POST" or path not in (configsync.POLICY_PATH, configsync.TUNING_PATH):
+        return 404, {"error": f"{method} {path}: no such request"}
+    ha = pair_of(applier)
+    if ha is None:
+        return 409, {"error": "this box is not part of a pair"}
+    if path == configsync.POLICY_PATH:
         return configsync.take_policy(config, applier.role(), ha.peer_address, request)
-    if (method, path) == ("POST", configsync.TUNING_PATH):
-        try:
-            ha = applier.pending_or_confirmed()
-        except HaError:
-            ha = None
-        if ha is None or not ha.enabled:
-            return 409, {"error": "this box is not part of a pair"}
-        return configsync.take_tuning(config, applier.role(), request)
-    return 404, {"error": f"{method} {path}: no such request"}
+    return configsync.take_tuning(config, applier.role(), request)
 
 
 def serve_peer(config, applier, ha):
@@ -147,16 +148,14 @@ def snapshot(config):
     applier = applier_for(config)
     found = applier.status()
     found["stats"] = applier.stats()
-    found["has_key"] = peers.read_key(applier.store.state_dir) is not None
-    try:
-        ha = applier.pending_or_confirmed()
-    except HaError:
-        ha = None
+    key = peers.read_key(applier.store.state_dir)
+    found["has_key"] = key is not None
+    ha = pair_of(applier)
     found["listener_error"] = serve_peer(config, applier, ha)
-    found["peer"] = peer_status(applier, ha) if ha is not None and ha.enabled else None
+    found["peer"] = peer_status(applier, ha) if ha is not None else None
     found["peer_address"] = ha.peer_address if ha is not None else None
     found["config_sync"], found["tuning_sync"] = config_sync(
-        config, found["role"], found["peer"], ha, peers.read_key(applier.store.state_dir))
+        config, found["role"], found["peer"], ha, key)
     found["at"] = time.time()
     return found
 
