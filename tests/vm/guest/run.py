@@ -18,6 +18,7 @@ import platform
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -129,8 +130,17 @@ def finish(scenario, work, record):
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
     record = {"scenario": scenario, **record, "log_tail": lines[-LOG_TAIL_LINES:]}
     (work / "result.json").write_text(json.dumps(record, indent=1) + "\n")
-    shutil.copytree(work, OUT / scenario, dirs_exist_ok=True)
+    shutil.copytree(work, OUT / scenario, dirs_exist_ok=True, ignore=special_files)
     return record
+
+
+def special_files(directory, names):
+    """What a scenario leaves that is no artifact: FIFOs (keepalived's notify FIFO),
+    sockets and devices, which copytree cannot copy."""
+    def special(name):
+        mode = os.lstat(os.path.join(directory, name)).st_mode
+        return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
+    return [name for name in names if special(name)]
 
 
 def describe_guest():
