@@ -180,6 +180,18 @@ def test_the_job_page_leads_back_to_the_tuning_page(admin_client):
     assert response["HX-Redirect"] == "/tuning/"
 
 
+def test_a_job_done_before_its_page_loads_goes_on_at_once(admin_client):
+    admin_client.post("/tuning/verify/")
+    job = Job.objects.get(kind="tuning.verify")
+    assert admin_client.get(f"/jobs/{job.pk}/?next=tuning").status_code == 200  # queued
+    Job.objects.filter(pk=job.pk).update(state="failed")
+    assert admin_client.get(f"/jobs/{job.pk}/?next=tuning").status_code == 200  # read why
+    Job.objects.filter(pk=job.pk).update(state="succeeded")
+    response = admin_client.get(f"/jobs/{job.pk}/?next=tuning")
+    assert response.status_code == 302 and response["Location"] == "/tuning/"
+    assert admin_client.get(f"/jobs/{job.pk}/").status_code == 200  # no next: the page
+
+
 def test_a_running_job_is_shown_and_the_page_follows_it(admin_client):
     admin_client.post("/tuning/rollback/")
     job = Job.objects.get(kind="tuning.rollback")

@@ -1,4 +1,4 @@
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
 
 from . import registry
@@ -10,7 +10,9 @@ NEXT = {"policy_status", "policy_history", "dashboard", "tuning", "diag", "syste
 
 
 def job(request, pk):
-    """A job's progress bar; htmx polls the same URL for the fragment until it is done."""
+    """A job's progress bar; htmx polls the same URL for the fragment until it is done,
+    then goes on to ?next=. A job that succeeded before its page was first loaded (a
+    quick one, a slow browser) goes on at once: no poll is left to say it is done."""
     found = get_object_or_404(Job, pk=pk)
     handler = registry.get(found.kind)
     next_name = request.GET.get("next", "")
@@ -18,6 +20,9 @@ def job(request, pk):
         next_url = reverse(next_name) if next_name in NEXT else ""
     except NoReverseMatch:
         next_url = ""
+    if not request.headers.get("HX-Request") and found.state == Job.State.SUCCEEDED \
+            and next_url:
+        return redirect(next_url)
     response = render(request, "jobs/job.html", {
         "job": found, "title": handler.title if handler else found.kind,
         "next_url": next_url, "next_name": next_name})
