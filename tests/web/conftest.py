@@ -98,12 +98,19 @@ def ha_peer(netns, tmp_path, settings):
     secondary's half, applied and confirmed by its own HaApplier (real keepalived and
     conntrackd). Yields that applier. Afterwards both boxes' daemons stop, and whatever
     the agent left pending is rolled back (its watchdog ends with it)."""
+    topology = Topology()
+    peer = topology.namespace(f"{netns}-p")
+    try:
+        yield from _ha_pair(topology, netns, peer, tmp_path, settings)
+    finally:
+        topology.down()     # whatever failed above, no namespace is left behind
+
+
+def _ha_pair(topology, netns, peer, tmp_path, settings):
     from ha.agent_jobs import answer
     from ha.core import config as ha_config
     from ha.core import peer as peers
     from ha.core.applier import HaApplier
-    topology = Topology()
-    peer = topology.namespace(f"{netns}-p")
     for link in ("seg0", "sync0"):
         topology.wire(netns, link, peer, link)
     for index, box in enumerate((netns, peer)):
@@ -141,7 +148,6 @@ def ha_peer(netns, tmp_path, settings):
             ours.cancel()
         ours.daemons.stop()
         applier.daemons.stop()
-        topology.down()
 
 
 @pytest.fixture
