@@ -123,6 +123,20 @@ class Context:
         self._log.close()
 
 
+def pair_policy(name, port, extra=""):
+    """The Tusk policy of hapair.Pair's firewalls: class `name` accepts TCP to `port`
+    from inside0 to outside0, with `extra` (", seqrand: both")."""
+    return (f"version: 1\n"
+            f"zones:\n"
+            f"  - {{name: inside, interfaces: [inside0]}}\n"
+            f"  - {{name: outside, interfaces: [outside0]}}\n"
+            f"services:\n"
+            f"  - {{name: {name}, protocol: tcp, ports: [{port}]}}\n"
+            f"classes:\n"
+            f"  - {{name: {name}, from: inside, to: outside, services: [{name}], "
+            f"action: accept{extra}}}\n")
+
+
 def pair_firewall(ctx, policy, prefix):
     """hapair.Pair's firewall hook for a pair of Tusk boxes: the policy file applied and
     confirmed with the tusk CLI in each firewall's namespace, each with its own state

@@ -21,7 +21,7 @@ import os
 import time
 
 from hapair import Flow, Pair
-from scenario import pair_firewall
+from scenario import pair_firewall, pair_policy
 
 TIME_LIMIT = 3600
 PORT = 5401
@@ -36,16 +36,6 @@ CLASSES = {
 ADVERTS = tuple(int(a) for a in os.environ.get("BENCH_ADVERTS", "1000,100").split(","))
 # the classes to run, their names with - for a space: plain,fast-path,seqrand
 WANTED = os.environ.get("BENCH_CLASSES", "plain,fast-path,seqrand").split(",")
-POLICY = """\
-version: 1
-zones:
-  - {{name: inside, interfaces: [inside0]}}
-  - {{name: outside, interfaces: [outside0]}}
-services:
-  - {{name: bench, protocol: tcp, ports: [{port}]}}
-classes:
-  - {{name: bench, from: inside, to: outside, services: [bench], action: accept{extra}}}
-"""
 NSTAT = ("TcpRetransSegs", "TcpExtTCPAbortOnData", "TcpEstabResets", "TcpOutRsts")
 
 
@@ -76,7 +66,7 @@ def totals(ctx, pair):
 def one_row(ctx, row, name, extra, advert):
     slug = row.replace(", ", "-").replace(" ", "")
     policy = ctx.dir / f"{slug}.yaml"
-    policy.write_text(POLICY.format(port=PORT, extra=extra))
+    policy.write_text(pair_policy("bench", PORT, extra))
 
     firewall = pair_firewall(ctx, policy, slug)
 

@@ -20,21 +20,12 @@ connection back), <run>-nstat-{client,server}.json, <run>-sync-{a,b}.json.
 import conntrack
 import seqrand
 from hapair import Flow, Pair
-from scenario import pair_firewall
+from scenario import pair_firewall, pair_policy
 
 TIME_LIMIT = 420
 PORT = seqrand.PORT_BOTH
 ADVERT_MS = 1000        # under TCG a guest may stall for a few 100 ms: no false takeover
-POLICY = f"""\
-version: 1
-zones:
-  - {{name: inside, interfaces: [inside0]}}
-  - {{name: outside, interfaces: [outside0]}}
-services:
-  - {{name: rand-both, protocol: tcp, ports: [{PORT}]}}
-classes:
-  - {{name: both, from: inside, to: outside, services: [rand-both], action: accept, seqrand: both}}
-"""
+POLICY = pair_policy("both", PORT, ", seqrand: both")
 RUNS = (("plain", None), ("loss", "1%"))
 
 
