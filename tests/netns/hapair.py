@@ -145,6 +145,21 @@ class Pair(Topology):
         """Started again: it asks the peer for its whole table (StartupResync)."""
         self.daemons[side][0] = self.conntrackd(side)
 
+    def wait_cached(self, side, entries=1, seconds=30):
+        """Until that firewall's conntrackd answers with at least `entries` connections in
+        its cache: one that started has read its kernel table by then."""
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                if self.stats(side)["entries"] >= entries:
+                    return
+            except subprocess.CalledProcessError:
+                pass                    # not answering yet
+            if time.monotonic() > deadline:
+                raise AssertionError(f"fw{side.upper()}'s conntrackd never held {entries} "
+                                     "connections:" + self.logs(side))
+            time.sleep(0.2)
+
     def fail_traffic(self, side):
         """The firewall loses its traffic segments and its keepalived; its conntrackd and
         the sync link stay (a peer whose sync comes late can still ask it)."""

@@ -6,6 +6,7 @@ no offsets, hence this.
 import select
 import socket
 import threading
+import time
 
 from pyroute2.netlink import NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST, nla
 from pyroute2.netlink.nfnetlink import NFNL_SUBSYS_CTNETLINK
@@ -16,6 +17,7 @@ from pyroute2.netlink.nfnetlink.nfctsocket import (
 from pcaps import netns
 
 IPS_SEEN_REPLY, IPS_ASSURED, IPS_CONFIRMED = 1 << 1, 1 << 2, 1 << 3
+IPS_OFFLOAD = 1 << 14
 TCP_CONNTRACK_ESTABLISHED = 3
 
 
@@ -98,6 +100,19 @@ def find(found, sport, dport, dst=None):
     if len(matches) != 1:
         raise AssertionError(f"{len(matches)} conntrack entries for {sport} -> {dst}:{dport}")
     return matches[0]
+
+
+def offloaded(ns, sport, dport, seconds, nudge=None):
+    """The entry of the connection sport -> dport in ns once the flowtable carries it,
+    or as it is after `seconds`; nudge() runs between looks (traffic that takes it)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        entry = find(entries(ns), sport, dport)
+        if entry["status"] & IPS_OFFLOAD or time.monotonic() > deadline:
+            return entry
+        if nudge is not None:
+            nudge()
+        time.sleep(0.1)
 
 
 def _tuple(data):

@@ -16,8 +16,6 @@ b-entries.json (fwB's table once it learnt, or at the deadline), sync-{a,b}.json
 flow.json (chunks echoed, error, "learnt" and, if not, why; chunks echoed through fwB
 after the failover).
 """
-import time
-
 import conntrack
 import seqrand
 from hapair import Flow, Pair
@@ -26,7 +24,6 @@ from scenario import pair_firewall, pair_policy
 TIME_LIMIT = 240
 PORT = seqrand.PORT_BOTH
 ADVERT_MS = 1000
-IPS_OFFLOAD = 1 << 14
 POLICY = pair_policy("fast", PORT, ", seqrand: both, fastpath: true")
 
 
@@ -43,11 +40,12 @@ def run(ctx):
         try:
             flow.progress(30, seconds=60)
             pair.wait_entries("b", PORT, seconds=60)
-            ctx.save_json("a-offloaded.json", offloaded(pair, "a", flow.client_port))
+            ctx.save_json("a-offloaded.json", conntrack.offloaded(
+                pair.names["a"], flow.client_port, PORT, 30))
             # fwA's cache now comes from a dump of its table, the entry offloaded in it
             pair.stop_conntrackd("a")
             pair.start_conntrackd("a")
-            time.sleep(2)
+            pair.wait_cached("a")
             pair.fail("b")
             pair.reboot("b")
             pair.wait_state("b", "BACKUP", seconds=30)
@@ -72,12 +70,3 @@ def run(ctx):
     finally:
         pair.down()
 
-
-def offloaded(pair, side, client_port, seconds=30):
-    """The flow's entry in that firewall's table once the flowtable has it."""
-    deadline = time.monotonic() + seconds
-    while True:
-        entry = conntrack.find(conntrack.entries(pair.names[side]), client_port, PORT)
-        if entry["status"] & IPS_OFFLOAD or time.monotonic() > deadline:
-            return entry
-        time.sleep(0.2)

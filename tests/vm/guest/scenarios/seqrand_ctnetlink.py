@@ -15,7 +15,6 @@ results.json (each connection's fate; the fast one's entry after the restore; wh
 ctnetlink answered to the lost one's offsets for its midstream entry),
 after- state (seqrand_skipped_midstream).
 """
-import time
 
 from pyroute2.netlink.exceptions import NetlinkError
 
@@ -24,7 +23,6 @@ import seqrand
 
 TIME_LIMIT = 120
 ESTABLISHED = 3
-IPS_OFFLOAD = 1 << 14
 CASES = (("restored", seqrand.PORT_BOTH, True), ("lost", seqrand.PORT_BOTH, False),
          ("restored-fast", seqrand.PORT_FAST, True))
 
@@ -90,10 +88,5 @@ def offsets_update(lab, connection, port, entry):
 def offloaded_again(lab, connection, port):
     """The restored entry once the flowtable took it (the deleted entry's flow leaves at
     the next garbage collection, a second at most), or as it is after 5 s of traffic."""
-    deadline = time.monotonic() + 5
-    while True:
-        entry = conntrack.find(conntrack.entries(lab.fw), connection.client_port, port)
-        if entry["status"] & IPS_OFFLOAD or time.monotonic() > deadline:
-            return entry
-        connection.exchange(b"more")
-        time.sleep(0.1)
+    return conntrack.offloaded(lab.fw, connection.client_port, port, 5,
+                               nudge=lambda: connection.exchange(b"more"))
