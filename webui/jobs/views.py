@@ -1,3 +1,4 @@
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
 
@@ -20,15 +21,16 @@ def job(request, pk):
         next_url = reverse(next_name) if next_name in NEXT else ""
     except NoReverseMatch:
         next_url = ""
-    if not request.headers.get("HX-Request") and found.state == Job.State.SUCCEEDED \
-            and next_url:
-        return redirect(next_url)
-    response = render(request, "jobs/job.html", {
+    if found.state == Job.State.SUCCEEDED and next_url:
+        # done: on to where the operator was going, from htmx's poll or a page load
+        if not request.headers.get("HX-Request"):
+            return redirect(next_url)
+        response = HttpResponse()
+        response["HX-Redirect"] = next_url
+        return response
+    return render(request, "jobs/job.html", {
         "job": found, "title": handler.title if handler else found.kind,
         "next_url": next_url, "next_name": next_name})
-    if request.headers.get("HX-Request") and found.state == Job.State.SUCCEEDED and next_url:
-        response["HX-Redirect"] = next_url  # done: on to where the operator was going
-    return response
 
 
 def jobs(request):
