@@ -185,11 +185,18 @@ def ok(appliance, command, timeout=120):
 
 def record_boot_times(appliance):
     """Where the boot's time went under TCG (systemd-analyze), beside its console log:
-    tests/artifacts/vm/appliance-<name>-boot.txt."""
-    _, out = appliance.shell("systemd-analyze --no-pager; systemd-analyze blame --no-pager "
-                             "| head -25; systemd-analyze critical-chain --no-pager "
-                             "tusk-health.service", 120)
-    (ARTIFACTS / f"appliance-{appliance.name}-boot.txt").write_text(out)
+    tests/artifacts/vm/appliance-<name>-boot.txt. A record, not a check: a systemd-analyze
+    slower than its five minutes (CI, a kernel building beside: critical-chain alone took
+    more than two) leaves the console's tail in the file and the step goes on - the
+    next command waits in the shell's input behind it."""
+    path = ARTIFACTS / f"appliance-{appliance.name}-boot.txt"
+    try:
+        _, out = appliance.shell("systemd-analyze --no-pager; systemd-analyze blame "
+                                 "--no-pager | head -25; systemd-analyze critical-chain "
+                                 "--no-pager tusk-health.service", 300)
+    except AssertionError as slow:
+        out = f"systemd-analyze did not finish: {slow}"
+    path.write_text(out)
 
 
 def json_of(output):
@@ -617,7 +624,9 @@ def test_ha_from_the_dashboard_runs_its_units_then_stops_them(steps):
         "tusk-keepalived && systemctl is-active tusk-conntrackd",
         f"for i in $(seq 60); do ip -4 addr show dev {VLAN} | grep -q '{HA_VIP}/' && break; "
         f"sleep 1; done; ip -4 addr show dev {VLAN} | grep '{HA_VIP}/'",
-        "cat /run/tusk/ha/state", "nft list table inet tusk_host",
+        # ha-notify records the role after conntrackd's commands: the address comes first
+        "for i in $(seq 60); do grep -qx MASTER /run/tusk/ha/state && break; sleep 1; "
+        "done; cat /run/tusk/ha/state", "nft list table inet tusk_host",
         "sysctl -n net.netfilter.nf_conntrack_tcp_loose",
         "test -e /etc/tusk/ha.toml && echo CONFIRMED-FILE || echo PENDING-ONLY")
     assert state.strip() == "MASTER" and loose.strip() == "0"
