@@ -77,8 +77,8 @@ vm-deps:
 
 # After pytest, however it ended: nothing of the tests' may be left running (their
 # PostgreSQL cluster, labs, namespaces, agents, nginx, gunicorn).
-# A whole run builds what the VM tier boots (kernels, root filesystems) in the background,
-# niced, while the host tiers run (tools/warm-caches; its log in tests/artifacts/), and
+# A whole run builds what the VM tier boots (kernels, root filesystems) in the background
+# while the host tiers run (tools/warm-caches; its log in tests/artifacts/), and
 # runs the tests that boot the appliance (its ISO, install, upgrades: half an hour under
 # TCG, mostly one core's work) as a second pytest session beside the first: it waits for
 # those builds, then boots while the first finishes the host tiers and boots the guest's
@@ -91,15 +91,15 @@ test: deps vm-deps lint
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test needs root: the namespace tests create network namespaces"; exit 1; }
 	@mkdir -p tests/artifacts
 	warm=; second=; first_args='$(PYTEST_ARGS)'; if [ -z "$(PYTEST_ARGS)" ]; then \
-	  nice -n 10 tools/warm-caches > tests/artifacts/warm-caches.log 2>&1 & warm=$$!; \
+	  tools/warm-caches > tests/artifacts/warm-caches.log 2>&1 & warm=$$!; \
 	  (cd tests && exec ../$(PY) -m pytest -p no:cacheprovider $(APPLIANCE_TESTS) \
 	    --junit-xml=artifacts/pytest-appliance.xml) > tests/artifacts/appliance-session.log 2>&1 & \
 	  second=$$!; first_args='$(addprefix --ignore=,$(APPLIANCE_TESTS))'; fi; \
-	cd tests && { BUILDROOT="$(BUILDROOT)" ../$(PY) -m pytest $$first_args; status=$$?; \
+	cd tests && { BUILDROOT="$(BUILDROOT)" ../$(PY) -m pytest $$first_args; status=$$?; first_status=$$status; \
 	  if [ -n "$$second" ]; then wait $$second; second_status=$$?; \
 	    echo "the appliance's session, run beside (tests/artifacts/appliance-session.log):"; \
 	    cat artifacts/appliance-session.log; [ $$second_status -eq 0 ] || status=1; \
-	    echo "sessions: host tiers and guest scenarios exit $$status, appliance exit $$second_status"; fi; \
+	    echo "sessions: host tiers and guest scenarios exit $$first_status, appliance exit $$second_status"; fi; \
 	  [ -z "$$warm" ] || { wait $$warm; echo "background builds (tests/artifacts/warm-caches.log):"; \
 	  grep -E '^== .*: [0-9]+ s$$' ../tests/artifacts/warm-caches.log; }; \
 	  ../$(PY) leftovers.py || status=1; exit $$status; }

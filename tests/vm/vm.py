@@ -10,7 +10,6 @@ The root is the 9p share itself (root=root rootfstype=9p): no initramfs to build
 the kernel has no overlayfs that an initramfs could lay over it anyway. The guest's
 writable places are tmpfs. The console log is kept beside out_dir whatever happens.
 """
-import fcntl
 import os
 import re
 import shlex
@@ -169,7 +168,7 @@ def kernel():
     """Tusk's test kernel, built by `make kernel` (which installs its Debian packages;
     cached by a hash of its inputs) -> the bzImage path."""
     return cached_build(["make", "-s", "--no-print-directory", "-C", str(ROOT), "kernel"],
-                        "Tusk's kernel", kernel_build_lock())
+                        "Tusk's kernel")
 
 
 def fwsm_kernel():
@@ -179,7 +178,7 @@ def fwsm_kernel():
     patches = sorted((ROOT / "tests" / "bench" / "fwsm").glob("*.patch"))
     return cached_build([str(ROOT / "tools" / "build-kernel"), "--test",
                          *(arg for patch in patches for arg in ("--patch", str(patch)))],
-                        "the FWSM-emulation kernel", kernel_build_lock())
+                        "the FWSM-emulation kernel")
 
 
 def iso():
@@ -192,26 +191,13 @@ def rootfs():
     return cached_build([str(ROOT / "tools" / "build-vm-rootfs")], "the guest's root filesystem")
 
 
-def kernel_build_lock():
-    """The lock every kernel build of the tests holds (tools/warm-caches too, with
-    flock(1) on the same file): make test starts the VM tier's builds in the background,
-    and a fixture that needs a kernel meanwhile waits for that build and takes its
-    result instead of building it a second time beside it."""
-    cache = Path(os.environ.get("TUSK_CACHE") or Path(
-        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tusk") / "kernel"
-    cache.mkdir(parents=True, exist_ok=True)
-    return cache / "build.lock"
-
-
-def cached_build(argv, what, lock=None):
-    """Runs a cached build that prints one path last -> that path, holding the file lock
-    lock (a path) if given. Raises RuntimeError with the end of its output if it fails."""
+def cached_build(argv, what):
+    """Runs a cached build that prints one path last -> that path (each build takes its
+    own lock: one at a time, and a caller waits for a build already under way and takes
+    its result). Raises RuntimeError with the end of its output if it fails."""
     # Called from inside `make test`: a parent make's jobserver must not leak into it.
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-    with open(lock or os.devnull, "a") as held:
-        if lock:
-            fcntl.flock(held, fcntl.LOCK_EX)
-        result = subprocess.run(argv, capture_output=True, text=True, env=env)
+    result = subprocess.run(argv, capture_output=True, text=True, env=env)
     lines = result.stdout.strip().splitlines()
     path = lines[-1] if lines else ""
     if result.returncode != 0 or not os.path.exists(path):
