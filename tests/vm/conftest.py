@@ -194,16 +194,3 @@ def kunit_log(vm_kernel, vm_rootfs):
     if run.exit_status is None:
         pytest.fail(run.failure(), pytrace=False)
     return run.console_log.read_text(errors="replace")
-
-
-def pytest_collection_modifyitems(config, items):
-    """The appliance's step 8 - the fallback from a release that fails its health
-    check, and the bundles RAUC refuses (@pytest.mark.upgrade_steps) - runs only with
-    TUSK_UPGRADE_STEPS=1 (`make test-upgrade`): with it a cold `make test` would come too
-    near CI's 90 minutes. Deselected, not skipped: not run, and the summary says so."""
-    if os.environ.get("TUSK_UPGRADE_STEPS") == "1":
-        return
-    chosen = [item for item in items if item.get_closest_marker("upgrade_steps") is None]
-    if len(chosen) != len(items):
-        config.hook.pytest_deselected(items=[i for i in items if i not in chosen])
-        items[:] = chosen

@@ -37,8 +37,7 @@ VLAN, `server` behind an LACP bond.
 7. a network change is applied and left unconfirmed, and the power is cut; the disk
    boots under UEFI (OVMF) into slot B on trial: the pending change is gone, and B passes
    its health check and is marked good with the policy, password and database of before.
-8. (`make test-upgrade`, not yet `make test`: 8 minutes more under TCG) a release
-   whose agent fails, installed with `rauc install` from the shell: slot A
+8. a release whose agent fails, installed with `rauc install` from the shell: slot A
    boots it on trial, fails, marks itself bad, and the box is back in B by itself on
    B's own database. Bundles with an untrusted signature, another compatible or cut
    short are refused with slots and GRUB's environment unchanged.
@@ -47,7 +46,6 @@ other ways in (a CD, UEFI) are test_iso_live.py's.
 """
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -147,10 +145,8 @@ def work(tmp_path_factory):
     bundles = directory / "bundles"
     bundles.mkdir()
     shutil.copy(UPLOAD_SCRIPT, bundles)
-    # the upgrade steps' bundles, built while the VM boots and installs; those of step 8
-    # only when it runs (make test-upgrade; conftest.py)
-    builder = threading.Thread(target=build_bundles, args=(
-        bundles, os.environ.get("TUSK_UPGRADE_STEPS") == "1"), daemon=True)
+    # the upgrade steps' bundles, built while the VM boots and installs
+    builder = threading.Thread(target=build_bundles, args=(bundles,), daemon=True)
     builder.start()
     return {"dir": directory, "iso": iso, "target": target, "bundles": bundles,
             "bundles_built": builder}
@@ -729,12 +725,12 @@ BUNDLE_LOG = ARTIFACTS / "appliance-bundles.log"
 UPLOAD_SCRIPT = ROOT / "tests" / "vm" / "guest" / "upload_bundle.py"
 
 
-def build_bundles(out, all_steps):
+def build_bundles(out):
     """tools/build-bundle (make bundle) for the upgrade steps, into out/: next (a new
-    version and a marker file) and one for another compatible (the page's refusal);
-    with all_steps (step 8) also broken (its agent fails) and two more RAUC must refuse
-    before writing anything - signed by a key the box does not trust, and cut short in
-    the upload. Failures land in BUNDLE_LOG and in out/FAILED."""
+    version and a marker file), one for another compatible (the page's refusal), broken
+    (its agent fails: step 8) and two more RAUC must refuse before writing anything -
+    signed by a key the box does not trust, and cut short in the upload. Failures land
+    in BUNDLE_LOG and in out/FAILED."""
     tool = str(ROOT / "tools" / "build-bundle")
     foreign = out / "foreign"
     foreign.mkdir()
@@ -747,16 +743,14 @@ def build_bundles(out, all_steps):
             builds = [["--version", NEXT, "--edit", "echo next > usr/lib/tusk/upgrade-marker",
                        out / "next.raucb"],
                       ["--tiny", "--version", "other", "--compatible", "not-tusk",
-                       out / "other-compatible.raucb"]]
-            if all_steps:
-                builds += [["--version", BROKEN, "--edit", BREAK_AGENT, out / "broken.raucb"],
-                           ["--tiny", "--version", "foreign", "--cert", foreign / "cert.pem",
-                            "--key", foreign / "key.pem", out / "foreign.raucb"]]
+                       out / "other-compatible.raucb"],
+                      ["--version", BROKEN, "--edit", BREAK_AGENT, out / "broken.raucb"],
+                      ["--tiny", "--version", "foreign", "--cert", foreign / "cert.pem",
+                       "--key", foreign / "key.pem", out / "foreign.raucb"]]
             for argv in builds:
                 subprocess.run([tool, *map(str, argv)], check=True, stdout=log, stderr=log)
-            if all_steps:
-                data = (out / "next.raucb").read_bytes()
-                (out / "truncated.raucb").write_bytes(data[:len(data) // 2])
+            data = (out / "next.raucb").read_bytes()
+            (out / "truncated.raucb").write_bytes(data[:len(data) // 2])
         except subprocess.CalledProcessError as error:
             (out / "FAILED").write_text(f"{error}\n")
 
@@ -947,7 +941,6 @@ def test_the_upgraded_slot_is_marked_good_with_the_data_of_before(step, work):
 
 # -- 8. a release that fails its check, and bundles RAUC must refuse ------------------------
 
-@pytest.mark.upgrade_steps
 def test_an_upgrade_that_fails_its_health_check_falls_back_by_itself(step, work):
     open_shell(step.vm)
     ok(step.vm, "tusk policy status")
@@ -985,7 +978,6 @@ def test_an_upgrade_that_fails_its_health_check_falls_back_by_itself(step, work)
     assert status == 200 and "fell-back" in body and "upgrade-bad" in body, body[-3000:]
 
 
-@pytest.mark.upgrade_steps
 @pytest.mark.parametrize("name, reason", [
     ("foreign.raucb", r"signature|certificate|verif"),
     ("other-compatible.raucb", r"[Cc]ompatible"),
