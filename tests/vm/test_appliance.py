@@ -41,6 +41,7 @@ VLAN, `server` behind an LACP bond.
    boots it on trial, fails, marks itself bad, and the box is back in B by itself on
    B's own database. Bundles with an untrusted signature, another compatible or cut
    short are refused with slots and GRUB's environment unchanged.
+9. B on trial, and its boot hangs: the watchdog resets the box and GRUB boots A.
 The steps share one sequence of boots; a failed step fails the ones after it. The ISO's
 other ways in (a CD, UEFI) are test_iso_live.py's.
 """
@@ -991,3 +992,34 @@ def test_a_bundle_rauc_must_not_take_is_refused_before_anything_is_written(step,
     assert grubenv(step.vm) == env
     assert json_of(ok(step.vm, status)) == slots
     close_shell(step.vm)
+
+
+# -- 9. a boot that never gets there -----------------------------------------------------
+
+# the system manager hangs: PID 1 frozen by the cgroup freezer (its cgroup, init.scope)
+# stops feeding the watchdog, while the kernel and this shell go on. (Real-time busy
+# loops do not starve it on Linux 6.12: the fair server still gives it 5 %.)
+HANG = "echo 1 > /sys/fs/cgroup/init.scope/cgroup.freeze"
+
+
+def test_a_trial_boot_that_hangs_is_reset_and_the_other_slot_boots(step, work):
+    """The fallback without a health check: B is on trial as an install and GRUB's first
+    boot of it leave it (B_TRIAL=1, B_TRY=1, A bootable), and this boot hangs. systemd
+    armed QEMU's i6300esb (RuntimeWatchdogSec); frozen, it stops feeding it, the
+    watchdog resets the box (QEMU's -no-reboot ends it: nothing else resets a box whose
+    kernel was not told to), and GRUB - which gives a slot on trial one boot - boots A."""
+    open_shell(step.vm)
+    # systemd holds the watchdog open: it feeds it
+    # (an fd may close between the glob and readlink)
+    fds = ok(step.vm, "{ readlink /proc/1/fd/* 2>/dev/null; true; }")
+    assert re.search(r"^/dev/watchdog\d*$", fds, re.M), fds
+    ok(step.vm, "grub-editenv /efi/grub/grubenv set ORDER='B A' A_OK=1 A_TRY=0 A_TRIAL=0 "
+                "B_OK=1 B_TRY=1 B_TRIAL=1 && sync")
+    ok(step.vm, HANG)
+    assert "frozen 1" in ok(step.vm, "cat /sys/fs/cgroup/init.scope/cgroup.events")
+    step.vm.wait_exit(420)      # the driver's two stages of 60 s, after the last feed
+    step.vm.kill()
+    step.vm = Appliance("after-hang", [(work["target"], "raw", False)], ARTIFACTS)
+    booted = step.vm.expect(r"Command line:[^\n]*rauc\.slot=(\w)", 300).group(1)
+    assert booted == "A", f"GRUB booted slot {booted} again after its trial boot hung"
+
