@@ -119,7 +119,7 @@ def test_an_iperf3_flow_is_on_top_at_iperf3s_rate(tracked):
     # many samples as that share buys at the cost per entry measured (one on an idle
     # host - a cold make test saw 10 000 entries in one -, more on a loaded one)
     last = samples[-1]["pass"]["last"]
-    assert last["entries"] >= IDLE and last["samples"] >= 1, samples[-1]["pass"]
+    assert last["entries"] >= IDLE, samples[-1]["pass"]
     assert samples[-1]["cpu"]["share"] < 0.05, samples[-1]["cpu"]
     assert samples[-1]["entries"] >= IDLE
 
