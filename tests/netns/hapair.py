@@ -12,6 +12,7 @@ firewalls: a connection survives the failover only if conntrackd put it into the
 backup's table. Each firewall's own input is the host table tusk-boot loads for a pair
 (render_boot.host): VRRP on the segments and the peer's conntrackd on the sync link."""
 import ipaddress
+import os
 import signal
 import socket
 import subprocess
@@ -122,12 +123,15 @@ class Pair(Topology):
                                                                     notify=NOTIFY))
         (run / "conntrackd.conf").write_text(self.conntrackd_edit(
             render.conntrackd_conf(model, state_dir=run) + self.conntrackd_extra))
+        # in a session of its own: keepalived runs VRRP in a child process, which a
+        # firewall that dies loses too (stop() signals the whole group)
         self.daemons[side] = [
             self.conntrackd(side),
             self.popen(self.names[side], "keepalived", "--dont-fork", "--log-console",
                        "--vrrp", "-f", str(run / "keepalived.conf"),
                        "-p", str(run / "keepalived.pid"), "-r", str(run / "vrrp.pid"),
-                       stdout=open(run / "keepalived.log", "a"), stderr=subprocess.STDOUT)]
+                       stdout=open(run / "keepalived.log", "a"), stderr=subprocess.STDOUT,
+                       start_new_session=True)]
 
     def conntrackd(self, side):
         run = self.dir / side
@@ -166,8 +170,9 @@ class Pair(Topology):
         for link in ("inside0", "outside0"):
             self.run(side, "ip", "link", "set", link, "down")
         keepalived = self.daemons[side].pop()
-        keepalived.kill()
+        os.killpg(keepalived.pid, signal.SIGKILL)
         keepalived.wait(10)
+        assert gone(keepalived.pid, seconds=10), "keepalived's VRRP child outlived SIGKILL"
 
     def fail(self, side):
         """The firewall dies: its links go down, its daemons with them."""
@@ -249,14 +254,26 @@ class Pair(Topology):
         return self.entries(side, port)
 
     def stop(self, side, how=signal.SIGTERM):
+        """Both daemons of a firewall, and their children: SIGTERM asks each to stop
+        (keepalived's parent stops its VRRP child), SIGKILL kills every process of the
+        group at once, as a box that dies. Returns once none is left, so a daemon
+        started next does not find its pid file still locked by an old child."""
         for process in self.daemons.pop(side, []):
             if process.poll() is None:
-                process.send_signal(how)
+                if how == signal.SIGKILL and os.getpgid(process.pid) == process.pid:
+                    os.killpg(process.pid, how)
+                else:
+                    process.send_signal(how)
                 try:
                     process.wait(10)
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
+            if not gone(process.pid, seconds=10):
+                os.killpg(process.pid, signal.SIGKILL)
+                if not gone(process.pid, seconds=10):
+                    raise AssertionError(f"{process.args[4]} of fw{side.upper()} left "
+                                         "processes that SIGKILL did not end")
 
     def down(self):
         for side in list(self.daemons):
@@ -266,6 +283,26 @@ class Pair(Topology):
         for left in self.dir.glob("*/conntrackd.*"):
             if left.suffix in (".ctl", ".lock"):
                 left.unlink(missing_ok=True)
+
+
+def gone(group, seconds):
+    """Whether no live process (a zombie is not one: it holds no locks) is left in the
+    process group `group`, waiting up to `seconds` for it."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue                # ended while being read
+            if fields[0] != "Z" and int(fields[2]) == group:
+                left.append(stat.parent.name)
+        if not left:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 class Flow:
