@@ -2,11 +2,11 @@
 kernel in the VM (TCG). Not a test: it boots the VM once, runs the guest scenario
 tests/vm/guest/scenarios/bench_seqrand.py and prints throughput per configuration
 and condition with ratios against plain forwarding and conntrack only, each the
-median of the per-round ratios (rounds interleave the configurations).
+geometric mean of the per-round ratios (rounds interleave the configurations).
 
-  BENCH_ROUNDS, BENCH_MAX_ROUNDS            rounds without loss (default 5 to 12)
+  BENCH_ROUNDS, BENCH_MAX_ROUNDS            rounds without loss (default 8 to 32)
   BENCH_LOSS_ROUNDS, BENCH_MAX_LOSS_ROUNDS  rounds with 1 % loss (default 10 to 24)
-  BENCH_SECONDS  iperf3 duration (default 10)     BENCH_CLOCK  icount (default) or wall
+  BENCH_SECONDS  iperf3 duration (default 14)     BENCH_CLOCK  icount (default) or wall
 
 Between the least and the most rounds, a condition gets more while any of its goals'
 intervals is wider than the goal's margin (tests/bench/paired.py).
@@ -24,7 +24,11 @@ on the fast path >= 0.98 x the fast path and >= 0.97 x plain forwarding without 
 path without seqrand. Each goal line gives the ratio's 95 % bootstrap interval and
 whether that interval is narrower than the goal's margin (1 - goal): if it is not, the
 run had too few rounds to resolve the goal. A goal is met with confidence where the
-whole interval clears it, on the median alone where only the median does.
+whole interval clears it, on the mean alone where only the mean does.
+Resolving a margin of 0.02 takes rounds: a flow's per-second throughput varies by
+about 10 % and the paired ratio of one round by 2-3 % (measured with 14 s flows), so
+the 95 % interval of the mean narrows to 0.02 after 20 to 30 rounds; shorter flows
+need more of them.
 Retransmissions are compared per segment sent (with loss, every segment sent meets
 the same 1 % chance of being lost).
 """
@@ -39,19 +43,19 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parents[1]), str(HERE.parent / "vm")]
 
 import vm  # noqa: E402
-from paired import FAST, FAST_PLAIN, GOALS, LOSS, NO_LOSS, interval  # noqa: E402
+from paired import FAST, FAST_PLAIN, GOALS, LOSS, NO_LOSS, interval, median_ci  # noqa: E402
 
-ROUNDS = os.environ.get("BENCH_ROUNDS", "5")
-MAX_ROUNDS = os.environ.get("BENCH_MAX_ROUNDS", "12")
+ROUNDS = os.environ.get("BENCH_ROUNDS", "8")
+MAX_ROUNDS = os.environ.get("BENCH_MAX_ROUNDS", "32")
 LOSS_ROUNDS = os.environ.get("BENCH_LOSS_ROUNDS", "10")
 MAX_LOSS_ROUNDS = os.environ.get("BENCH_MAX_LOSS_ROUNDS", "24")
-SECONDS = os.environ.get("BENCH_SECONDS", "10")
+SECONDS = os.environ.get("BENCH_SECONDS", "14")
 CLOCK = os.environ.get("BENCH_CLOCK", "icount")
 # 2 ns per instruction; idle time skipped (sleep=on) so only work advances the clock
 ICOUNT = ("-icount", "shift=1,sleep=on")
 CONFIGS = ("plain forwarding", "conntrack only", "seqrand", "seqrand, SACK-perm stripped",
            "fast path", "seqrand, fast path")
-# the column of print_table's medians that holds the ratio to each base
+# the column of print_table's summaries that holds the ratio to each base
 KEYS = {"plain forwarding": "plain", "conntrack only": "ct", FAST_PLAIN: "fast"}
 SEGMENT = 1448          # payload of a full segment at MTU 1500 with timestamps
 NAN = float("nan")
@@ -107,14 +111,15 @@ def print_table(results, out):
     print(f"Single TCP flow through fw, iperf3 {SECONDS} s, interleaved rounds "
           f"({', '.join(f'{n} {c.split(",")[0]}' for c, n in counts.items())}), "
           f"QEMU TCG, {clock} (results in {out})")
-    print("x plain / x ct-only / x fast: median of the per-round ratios to that configuration "
+    print("x plain / x ct-only / x fast: geometric mean of the per-round ratios to that "
+          "configuration "
           "[95 % bootstrap interval]; retrans/1k: retransmissions per 1000 segments sent; "
           "ns/seg: guest CPU per 1448-byte segment received, in softirq (fw's forwarding) "
           "and in all")
     print(f"{'condition':20} {'configuration':29} {'Mbit/s median (min-max)':>24} "
           f"{'x plain [95 %]':>19} {'x ct-only':>9} {'x fast':>7} {'retrans/1k':>10} "
           f"{'softirq ns/seg':>14} {'busy ns/seg':>11}")
-    medians = {}
+    summaries = {}
     for condition in CONDITIONS:
         rounds = sorted({r["round"] for r in results if r["condition"] == condition})
         for config in CONFIGS:
@@ -122,16 +127,16 @@ def print_table(results, out):
             if not mine:
                 continue
 
-            def ratio(base, measure=None):
-                kwargs = {"measure": measure} if measure else {}
+            def ratio(base, **kwargs):
                 return interval(results, condition, config, base, **kwargs)
 
             mbit = [r["bits_per_second"] / 1e6 for r in mine]
             spread = f"{statistics.median(mbit):9.1f} ({min(mbit):.1f}-{max(mbit):.1f})"
-            medians[(condition, config)] = m = {
+            summaries[(condition, config)] = m = {
                 "plain": ratio("plain forwarding"), "ct": ratio("conntrack only"),
                 "fast": ratio(FAST_PLAIN),
-                "retrans_fast": ratio(FAST_PLAIN, retransmit_rate),
+                # counts, often 0 in a round: the median
+                "retrans_fast": ratio(FAST_PLAIN, measure=retransmit_rate, summary=median_ci),
                 "retrans": statistics.median(retransmit_rate(r) for r in mine),
                 "softirq": statistics.median(per_segment_ns(r, "softirq_ticks") for r in mine),
                 "busy": statistics.median(per_segment_ns(r, "busy_ticks") for r in mine)}
@@ -141,47 +146,48 @@ def print_table(results, out):
                   f"{m['fast'][0]:7.2f} {m['retrans']:10.1f} {m['softirq']:14.0f} "
                   f"{m['busy']:11.0f}")
     print()
-    for line in goals(medians):
+    for line in goals(summaries):
         print(line)
 
 
-def verdict(median, low, goal):
+def verdict(mean, low, goal):
     """Judged on the two decimals printed: met where the whole 95 % interval clears the
-    goal, met on the median alone where only the median does, else not met."""
+    goal, met on the mean alone where only the mean does, else not met."""
     if round(low, 2) >= goal:
         return "met (95 % interval above the goal)"
-    if round(median, 2) >= goal:
-        return "met on the median; the interval reaches below the goal"
+    if round(mean, 2) >= goal:
+        return "met on the mean; the interval reaches below the goal"
     return "NOT met"
 
 
-def goals(medians):
+def goals(summaries):
     """Each goal as a line: the measured ratio, its 95 % interval, whether the interval is
     narrower than the goal's margin (1 - goal: the run could resolve the goal), and
     whether it was met."""
     lines = []
     for config, condition, base, goal, label in GOALS:
-        m = medians.get((condition, config))
+        m = summaries.get((condition, config))
         if m is None:
             lines.append(f"{config}, {condition}: not measured")
             continue
-        median, low, high = m[KEYS[base]]
+        mean, low, high = m[KEYS[base]]
         margin = 1 - goal
         resolved = (f"interval {high - low:.2f} wide, "
                     f"{'within' if high - low <= margin else 'WIDER than'} the margin "
                     f"{margin:.2f}")
-        lines.append(f"{config}, {condition}: x{median:.2f} [95 %: {low:.2f}-{high:.2f}] "
-                     f"{label} (goal >= {goal}; {resolved}): {verdict(median, low, goal)}")
-    fast = medians.get((LOSS, FAST))
-    if fast and medians.get((LOSS, FAST_PLAIN)):
+        lines.append(f"{config}, {condition}: x{mean:.2f} [95 %: {low:.2f}-{high:.2f}] "
+                     f"{label} (goal >= {goal}; {resolved}): {verdict(mean, low, goal)}")
+    fast = summaries.get((LOSS, FAST))
+    if fast and summaries.get((LOSS, FAST_PLAIN)):
         median, low, high = fast["retrans_fast"]
         # "no more": not shown to be higher, the interval reaching down to 1.00
         met = "met" if round(low, 2) <= 1.0 else "NOT met"
         lines.append(f"{FAST}, {LOSS}: retransmissions per segment x{median:.2f} "
-                     f"[95 %: {low:.2f}-{high:.2f}] the fast path without seqrand's "
-                     f"(goal: no more; not met only if the whole interval is above 1): {met}")
-    stripped = medians.get((LOSS, "seqrand, SACK-perm stripped"))
-    full = medians.get((LOSS, "seqrand"))
+                     f"(median) [95 %: {low:.2f}-{high:.2f}] the fast path without "
+                     f"seqrand's (goal: no more; not met only if the whole interval is "
+                     f"above 1): {met}")
+    stripped = summaries.get((LOSS, "seqrand, SACK-perm stripped"))
+    full = summaries.get((LOSS, "seqrand"))
     if stripped and full:
         lines.append(f"SACK-perm stripped, {LOSS}: x{stripped['plain'][0]:.2f} plain "
                      f"forwarding against seqrand's x{full['plain'][0]:.2f} "

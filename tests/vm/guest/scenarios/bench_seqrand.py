@@ -14,12 +14,12 @@ segments lost, not 1 % loss. Such bursts ended in retransmission timeouts that s
 flow's throughput by a factor of twenty from one round to the next and hid the
 firewall's part in it.
 
-  BENCH_ROUNDS       rounds without loss, at least (default 5)
-  BENCH_MAX_ROUNDS   ... and at most (default 12)
+  BENCH_ROUNDS       rounds without loss, at least (default 8)
+  BENCH_MAX_ROUNDS   ... and at most (default 32)
   BENCH_LOSS_ROUNDS  rounds with loss, at least (default 10): a lossy flow's
-                     throughput swings with the loss pattern, so the medians need more
+                     throughput swings with the loss pattern, so the means need more
   BENCH_MAX_LOSS_ROUNDS ... and at most (default 24)
-  BENCH_SECONDS      iperf3 duration (default 10)
+  BENCH_SECONDS      iperf3 duration (default 14)
 
 Between the least and the most, a condition gets more rounds while the 95 % interval
 of any of its goals' paired ratios is wider than the goal's margin (tests/bench/
@@ -47,12 +47,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 import paired  # noqa: E402
 import seqrand  # noqa: E402
 
-TIME_LIMIT = 7200
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
-MAX_ROUNDS = max(ROUNDS, int(os.environ.get("BENCH_MAX_ROUNDS", "12")))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "8"))
+MAX_ROUNDS = max(ROUNDS, int(os.environ.get("BENCH_MAX_ROUNDS", "32")))
 LOSS_ROUNDS = int(os.environ.get("BENCH_LOSS_ROUNDS", "10"))
 MAX_LOSS_ROUNDS = max(LOSS_ROUNDS, int(os.environ.get("BENCH_MAX_LOSS_ROUNDS", "24")))
-SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
+SECONDS = int(os.environ.get("BENCH_SECONDS", "14"))
 PORT_STRIPPED, PORT_FAST_PLAIN = 5205, 5206
 CONDITIONS = ((paired.NO_LOSS, None), (paired.LOSS, ("delay", "20ms", "loss", "1%")))
 CONFIGS = (("plain forwarding", None), ("conntrack only", seqrand.PORT_PLAIN),
@@ -69,6 +68,8 @@ POLICY = seqrand.POLICY.replace(
     "  - {name: fast-plain, from: inside, to: outside, services: [fast-plain], "
     "action: accept,\n     fastpath: true}\n"
     "  - {name: diagnostics,")
+# every round of both conditions at the most, each flow with its setup (~15 s)
+TIME_LIMIT = (MAX_ROUNDS + MAX_LOSS_ROUNDS) * len(CONFIGS) * (SECONDS + 15) + 600
 
 
 def backlog_drops():
