@@ -123,15 +123,12 @@ class Pair(Topology):
                                                                     notify=NOTIFY))
         (run / "conntrackd.conf").write_text(self.conntrackd_edit(
             render.conntrackd_conf(model, state_dir=run) + self.conntrackd_extra))
-        # in a session of its own: keepalived runs VRRP in a child process, which a
-        # firewall that dies loses too (stop() signals the whole group)
         self.daemons[side] = [
             self.conntrackd(side),
             self.popen(self.names[side], "keepalived", "--dont-fork", "--log-console",
                        "--vrrp", "-f", str(run / "keepalived.conf"),
                        "-p", str(run / "keepalived.pid"), "-r", str(run / "vrrp.pid"),
-                       stdout=open(run / "keepalived.log", "a"), stderr=subprocess.STDOUT,
-                       start_new_session=True)]
+                       stdout=open(run / "keepalived.log", "a"), stderr=subprocess.STDOUT)]
 
     def conntrackd(self, side):
         run = self.dir / side
@@ -169,10 +166,7 @@ class Pair(Topology):
         the sync link stay (a peer whose sync comes late can still ask it)."""
         for link in ("inside0", "outside0"):
             self.run(side, "ip", "link", "set", link, "down")
-        keepalived = self.daemons[side].pop()
-        os.killpg(keepalived.pid, signal.SIGKILL)
-        keepalived.wait(10)
-        assert gone(keepalived.pid, seconds=10), "keepalived's VRRP child outlived SIGKILL"
+        kill_tree(self.daemons[side].pop())
 
     def fail(self, side):
         """The firewall dies: its links go down, its daemons with them."""
@@ -254,26 +248,18 @@ class Pair(Topology):
         return self.entries(side, port)
 
     def stop(self, side, how=signal.SIGTERM):
-        """Both daemons of a firewall, and their children: SIGTERM asks each to stop
-        (keepalived's parent stops its VRRP child), SIGKILL kills every process of the
-        group at once, as a box that dies. Returns once none is left, so a daemon
-        started next does not find its pid file still locked by an old child."""
+        """Both daemons of a firewall: SIGTERM asks each to stop (keepalived's parent
+        stops its VRRP child first); SIGKILL kills each with every process under it."""
         for process in self.daemons.pop(side, []):
+            if how == signal.SIGKILL:
+                kill_tree(process)
+                continue
             if process.poll() is None:
-                if how == signal.SIGKILL and os.getpgid(process.pid) == process.pid:
-                    os.killpg(process.pid, how)
-                else:
-                    process.send_signal(how)
+                process.send_signal(how)
                 try:
                     process.wait(10)
                 except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
-            if not gone(process.pid, seconds=10):
-                os.killpg(process.pid, signal.SIGKILL)
-                if not gone(process.pid, seconds=10):
-                    raise AssertionError(f"{process.args[4]} of fw{side.upper()} left "
-                                         "processes that SIGKILL did not end")
+                    kill_tree(process)
 
     def down(self):
         for side in list(self.daemons):
@@ -285,24 +271,38 @@ class Pair(Topology):
                 left.unlink(missing_ok=True)
 
 
-def gone(group, seconds):
-    """Whether no live process (a zombie is not one: it holds no locks) is left in the
-    process group `group`, waiting up to `seconds` for it."""
+def kill_tree(process, seconds=10):
+    """SIGKILL to a daemon and every process under it, as a box that dies, returning once
+    none is alive (a zombie holds no locks). keepalived runs VRRP in a child that
+    outlives a parent killed alone by seconds, its pid file still locked: a keepalived
+    started then found "daemon is already running" and stopped."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue                    # ended while being read
+    tree = [process.pid]
+    for pid in tree:
+        tree += [child for child, parent in parents.items() if parent == pid]
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    process.wait(seconds)
     deadline = time.monotonic() + seconds
-    while True:
-        left = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue                # ended while being read
-            if fields[0] != "Z" and int(fields[2]) == group:
-                left.append(stat.parent.name)
-        if not left:
-            return True
+    while any(alive(pid) for pid in tree):
         if time.monotonic() > deadline:
-            return False
+            raise AssertionError(f"{process.args[4]}: processes {tree} outlived SIGKILL")
         time.sleep(0.05)
+
+
+def alive(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 class Flow:
