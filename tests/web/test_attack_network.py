@@ -70,6 +70,14 @@ BAD_APPLY = [
         MGMT, {"name": "eth9", "role": "traffic"})}, "this machine has no such Ethernet port"),
     ("no management address", {"document": document(
         {"name": "eth1", "role": "management"})}, "no management address left"),
+    # issue 34: an IPv6 scope carrying a section of systemd-resolved's own, and NTP's
+    ("a DNS server carrying a resolved section", {"document": document(system={
+        "dns": ["2001:db8::53%\n[Resolve]\nDNSStubListenerExtra=0.0.0.0"]})},
+     "system.dns[0]: '2001:db8::53%\\n[Resolve]\\nDNSStubListenerExtra=0.0.0.0' has a zone"),
+    ("an NTP server carrying a timesyncd key", {"document": document(system={
+        "ntp": ["ntp.example.net\nRootDistanceMaxSec=1"]})}, "system.ntp[0]: "),
+    ("a host name carrying a newline", {"document": document(system={"hostname": "tusk\n"})},
+     "system.hostname: "),
     ("the document as text", {"document": "[[interfaces]]\nname = 'eth1'\n"},
      "document: must be a table"),
     ("a list of interfaces as a string", {"document": {"interfaces": "eth1"}},

@@ -42,6 +42,13 @@ FORGED = [  # (document, what the agent says)
     ({"syslog": [{**VALID, "host": '127.0.0.1" port="9'}]},
      "syslog[0].host: '127.0.0.1\" port=\"9' is neither an IP address nor a host name"),
     ({"syslog": [{**VALID, "host": 'x"\nmodule(load="omprog")'}]}, "syslog[0].host: "),
+    # issue 34: an IPv6 scope carrying rsyslog syntax, which Python's ipaddress takes
+    ({"syslog": [{**VALID, "host": '::1%"port="1")}\nmodule(load="omprog")\n'
+                                  'input(type="imfile" file="\\57tmp\\57tusk-x" tag="x")'}]},
+     "syslog[0].host: '::1%\"port=\"1\")}\\nmodule(load=\"omprog\")"),
+    ({"syslog": [{**VALID, "host": '::1%"port="1")}'}]},
+     "syslog[0].host: '::1%\"port=\"1\")}' has a zone (%...)"),
+    ({"syslog": [{**VALID, "host": "fe80::1%lo"}]}, "syslog[0].host: 'fe80::1%lo' has a zone"),
     ({"syslog": [{**VALID, "host": "/dev/log"}]},
      "syslog[0].host: '/dev/log' is neither an IP address nor a host name"),
     ({"syslog": [{**VALID, "host": "0.0.0.0"}]}, "0.0.0.0 is not the address of one host"),

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from network.core.checks import address_problem, interface_problem, ip_problem
+from tusklib import values
+from tusklib.formats import FormatRefused, conntrackd, keepalived
 from tusklib.problems import Problem, Problems, table_values, type_name
 from tusklib.tomlwrite import toml_value
 
@@ -206,6 +208,17 @@ def enabled(path=DEFAULT_PATH):
     return (model, None) if model.enabled else (None, None)
 
 
+def format_problem(*checks):
+    """Why a daemon's file cannot hold a value: each (format check, typed value) in turn
+    (tusklib/formats: the renderer writes the value through the same check), or None."""
+    for check, value in checks:
+        try:
+            check(value)
+        except FormatRefused as refused:
+            return str(refused)
+    return None
+
+
 def validate(config):
     """Every bad value and conflict of a well-formed model -> [Problem]."""
     problems = []
@@ -220,16 +233,19 @@ def validate(config):
     if not ADVERT_MS_MIN <= config.advert_ms <= ADVERT_MS_MAX or config.advert_ms % 10:
         bad("ha.advert_ms", f"{config.advert_ms}: VRRPv3 advertises every 10 to 40950 ms, "
                             "in steps of 10")
-    reason = interface_problem(config.sync_interface)
+    reason = interface_problem(config.sync_interface) or format_problem(
+        (conntrackd.name, values.InterfaceName(config.sync_interface)))
     if reason:
         bad("ha.sync_interface", reason)
     own = None
-    reason = address_problem(config.sync_address)
+    reason = address_problem(config.sync_address) or format_problem(
+        (conntrackd.address, values.IPAddress(values.IPInterface(config.sync_address).ip)))
     if reason:
         bad("ha.sync_address", reason)
     else:
         own = ipaddress.ip_interface(config.sync_address)
-    reason = ip_problem(config.peer_address, "the peer's address")
+    reason = ip_problem(config.peer_address, "the peer's address") or format_problem(
+        (conntrackd.address, values.IPAddress(config.peer_address)))
     if reason:
         bad("ha.peer_address", reason)
     elif own is not None:
@@ -249,7 +265,8 @@ def validate(config):
     seen_interfaces, seen_addresses = {}, {}
     for index, segment in enumerate(config.virtual):
         where = f"virtual[{index}]"
-        reason = interface_problem(segment.interface)
+        reason = interface_problem(segment.interface) or format_problem(
+            (keepalived.word, values.InterfaceName(segment.interface)))
         if reason:
             bad(f"{where}.interface", reason)
         elif segment.interface == config.sync_interface:

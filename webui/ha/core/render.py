@@ -9,13 +9,14 @@ UDP on the dedicated link, the external cache disabled (the peer's entries go st
 into this kernel's table, so a takeover costs only VRRP's detection), reliable netlink
 events, no state filter (it would drop the SYN-time events that carry seqrand's
 offsets), the box's own addresses ignored (only forwarded connections are synced)."""
-import ipaddress
 import os
 
 from policy.core.render_boot import HA_SYNC_PORT
+from tusklib import values
 from tusklib.files import write_atomically
+from tusklib.formats import conntrackd, keepalived
 
-from .config import HaConfig
+from .config import PRIORITY, HaConfig
 
 HEADER = "# Written by Tusk from ha.toml (webui/ha/core/render.py): edits are overwritten\n"
 NOTIFY = "/usr/lib/tusk/ha-notify"     # rootfs-overlay: conntrackd's part of a role change
@@ -26,21 +27,35 @@ PROTOCOLS = ("TCP", "UDP", "SCTP", "ICMP", "IPv6-ICMP")
 FILES = ("keepalived.conf", "conntrackd.conf")
 
 
+class RenderRefused(ValueError):
+    """A model value the daemon's file cannot hold as one value (a model built past
+    config.validate(), which refuses those with the same format checks)."""
+
+
+def _typed(kind, value, *args):
+    try:
+        return kind(value, *args)
+    except values.Refused as refused:
+        raise RenderRefused(f"{value!r:.60}: {refused}") from None
+
+
 def instance_name(interface, version):
     """A keepalived instance's name from its segment: letters, digits and _ only."""
-    safe = "".join(c if c.isalnum() else "_" for c in interface)
-    return f"tusk_{safe}_v{version}"
+    safe = "".join(c if c.isascii() and c.isalnum() else "_" for c in str(interface))
+    return values.Word(f"tusk_{safe}_v{version}")
 
 
 def instances(config: HaConfig):
-    """[(name, interface, [addresses])] in the document's order, IPv4 before IPv6."""
+    """[(name, interface, [addresses])] in the document's order, IPv4 before IPv6: the
+    name a Word, the interface an InterfaceName, the addresses IPInterfaces."""
     found = []
     for segment in config.virtual:
+        interface = _typed(values.InterfaceName, segment.interface)
+        typed = [_typed(values.IPInterface, a) for a in segment.addresses]
         for version in (4, 6):
-            addresses = [a for a in segment.addresses
-                         if ipaddress.ip_interface(a).version == version]
+            addresses = [a for a in typed if a.version == version]
             if addresses:
-                found.append((instance_name(segment.interface, version), segment.interface,
+                found.append((instance_name(segment.interface, version), interface,
                               addresses))
     return found
 
@@ -52,48 +67,59 @@ def advert_seconds(advert_ms):
 
 def keepalived_conf(config: HaConfig, state_dir=STATE_DIR, notify=NOTIFY, router_id=None):
     """The notify script (keepalived's notify_fifo_script) gets state_dir and
-    conntrackd.conf's path there before the FIFO keepalived appends."""
+    conntrackd.conf's path there before the FIFO keepalived appends. Every value goes
+    through keepalived's one quoting point (tusklib/formats/keepalived.py)."""
+    word = keepalived.word
+    state = values.FilePath(state_dir)
+    router = values.Word(router_id or f"tusk-{_typed(values.Choice, config.role, PRIORITY)}")
+    script = keepalived.quoted(values.FilePath(notify), state, state.join("conntrackd.conf"))
     lines = [HEADER,
              "global_defs {",
-             f"    router_id {router_id or 'tusk-' + config.role}",
+             f"    router_id {word(router)}",
              "    vrrp_version 3",
              "    enable_script_security",
              "    script_user root",
              # the events in order, to one notify process (rootfs-overlay's ha-notify)
-             f"    notify_fifo {state_dir}/notify.fifo",
-             f'    notify_fifo_script "{notify} {state_dir} {state_dir}/conntrackd.conf"',
+             f"    notify_fifo {word(state.join('notify.fifo'))}",
+             f"    notify_fifo_script {script}",
              "}", "",
              f"vrrp_sync_group {SYNC_GROUP} {{",
              "    group {"]
     found = instances(config)
-    lines += [f"        {name}" for name, _, _ in found]
+    lines += [f"        {word(name)}" for name, _, _ in found]
     lines += ["    }", "}"]
     for name, interface, addresses in found:
         lines += ["",
-                  f"vrrp_instance {name} {{",
+                  f"vrrp_instance {word(name)} {{",
                   "    state BACKUP",
-                  f"    interface {interface}",
-                  f"    virtual_router_id {config.vrid}",
-                  f"    priority {config.priority}",
-                  f"    advert_int {advert_seconds(config.advert_ms)}"]
+                  f"    interface {word(interface)}",
+                  f"    virtual_router_id {word(_typed(values.Integer, config.vrid, 1, 255))}",
+                  f"    priority {word(_typed(values.Integer, config.priority, 1, 254))}",
+                  f"    advert_int {word(values.Word(advert_seconds(config.advert_ms)))}"]
         if not config.preempt:
             lines.append("    nopreempt")
         lines.append("    virtual_ipaddress {")
-        lines += [f"        {address} dev {interface}" for address in addresses]
+        lines += [f"        {word(address)} dev {word(interface)}" for address in addresses]
         lines += ["    }", "}"]
     return "\n".join(lines) + "\n"
 
 
 def conntrackd_conf(config: HaConfig, state_dir=STATE_DIR, local_addresses=()):
     """local_addresses: the box's other own addresses (management, traffic ports), also
-    ignored; the sync and virtual addresses are always."""
-    family = config.family
-    ignored = {"127.0.0.1", "::1", config.sync_ip}
-    ignored.update(str(ipaddress.ip_interface(a).ip)
+    ignored; the sync and virtual addresses are always. Every value goes through
+    conntrackd's one quoting point (tusklib/formats/conntrackd.py), which runs its
+    lexer's rules on it."""
+    sync = _typed(values.IPInterface, config.sync_address)
+    peer = _typed(values.IPAddress, config.peer_address)
+    family = sync.version
+    ignored = {values.IPAddress("127.0.0.1"), values.IPAddress("::1"),
+               values.IPAddress(sync.ip)}
+    ignored.update(values.IPAddress(_typed(values.IPInterface, a).ip)
                    for segment in config.virtual for a in segment.addresses)
-    ignored.update(str(ipaddress.ip_interface(a).ip) for a in local_addresses)
-    ordered = sorted((ipaddress.ip_address(a) for a in ignored),
-                     key=lambda ip: (ip.version, int(ip)))
+    ignored.update(values.IPAddress(_typed(values.IPInterface, a).ip) for a in local_addresses)
+    ordered = sorted(ignored, key=lambda ip: (ip.version, int(ip.ip)))
+    state = values.FilePath(state_dir)
+    sync_interface = _typed(values.InterfaceName, config.sync_interface)
     lines = [HEADER,
              "Sync {",
              "\tMode FTFW {",
@@ -103,10 +129,10 @@ def conntrackd_conf(config: HaConfig, state_dir=STATE_DIR, local_addresses=()):
              "\t\tACKWindowSize 300",
              "\t}",
              "\tUDP {",
-             f"\t\tIPv{family}_address {config.sync_ip}",
-             f"\t\tIPv{family}_Destination_Address {config.peer_address}",
-             f"\t\tPort {SYNC_PORT}",
-             f"\t\tInterface {config.sync_interface}",
+             f"\t\tIPv{family}_address {conntrackd.address(values.IPAddress(sync.ip))}",
+             f"\t\tIPv{family}_Destination_Address {conntrackd.address(peer)}",
+             f"\t\tPort {conntrackd.number(SYNC_PORT)}",
+             f"\t\tInterface {conntrackd.name(sync_interface)}",
              "\t\tSndSocketBuffer 1249280",
              "\t\tRcvSocketBuffer 1249280",
              "\t\tChecksum on",
@@ -120,9 +146,9 @@ def conntrackd_conf(config: HaConfig, state_dir=STATE_DIR, local_addresses=()):
              "\tHashLimit 262144",
              "\tLogFile off",
              "\tSyslog on",
-             f"\tLockFile {state_dir}/conntrackd.lock",
+             f"\tLockFile {conntrackd.path(state.join('conntrackd.lock'))}",
              "\tUNIX {",
-             f"\t\tPath {state_dir}/conntrackd.ctl",
+             f"\t\tPath {conntrackd.path(state.join('conntrackd.ctl'))}",
              "\t}",
              "\tNetlinkBufferSize 2097152",
              "\tNetlinkBufferSizeMaxGrowth 8388608",
@@ -131,10 +157,9 @@ def conntrackd_conf(config: HaConfig, state_dir=STATE_DIR, local_addresses=()):
              "\t\tProtocol Accept {"]
     lines += [f"\t\t\t{protocol}" for protocol in PROTOCOLS]
     lines += ["\t\t}", "\t\tAddress Ignore {"]
-    lines += [f"\t\t\tIPv{ip.version}_address {ip}" for ip in ordered]
+    lines += [f"\t\t\tIPv{ip.version}_address {conntrackd.address(ip)}" for ip in ordered]
     lines += ["\t\t}", "\t}", "}"]
     return "\n".join(lines) + "\n"
-
 
 
 def write_files(config, state_dir=STATE_DIR, local_addresses=(), notify=NOTIFY):

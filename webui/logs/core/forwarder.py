@@ -16,7 +16,8 @@ receiver has a queue of its own, so one that is away holds up neither the others
 log; its oldest messages are dropped beyond SYSLOG_QUEUE_MESSAGES.
 
 The configuration is written by the agent from checked settings only (core/settings.py:
-hosts are IP addresses or DNS names, nothing that can end a quoted string), checked with
+typed values - an address without a scope, a host name, a port, a transport), each
+through rsyslog's one quoting point (tusklib/formats/rsyslog.py), checked with
 `rsyslogd -N1`, and rsyslogd runs as the agent's child (-n), in the firewall's network
 namespace in the lab, and dies with it. Its files - configuration, pid file, imfile's
 state - are in the agent's root-only syslog directory, derived from the configuration."""
@@ -26,8 +27,9 @@ import signal
 import subprocess
 import time
 
-from tusklib import children
+from tusklib import children, values
 from tusklib.files import write_atomically
+from tusklib.formats import rsyslog
 
 from ..constants import (CURRENT, SYSLOG_APP_NAME, SYSLOG_FACILITY, SYSLOG_MESSAGE_MAX,
                          SYSLOG_MSGID, SYSLOG_QUEUE_MESSAGES, SYSLOG_SEVERITY)
@@ -46,34 +48,52 @@ class ForwarderError(Exception):
 
 
 def render(settings, log_dir, work_dir):
-    """rsyslog.conf for settings (core.settings.Settings, already checked)."""
+    """rsyslog.conf for settings (core.settings.Settings, already checked: its receivers
+    hold typed values). Every value goes through rsyslog's one quoting point
+    (tusklib/formats/rsyslog.py), which refuses what a string constant cannot hold; the
+    directories are the agent's own configuration's, typed as paths."""
+    work, log = values.FilePath(work_dir), values.FilePath(log_dir)
     lines = [
         "# Written by tusk-agent from the Logs page's settings (logs/core/forwarder.py).",
-        f'global(workDirectory="{work_dir}" maxMessageSize="{SYSLOG_MESSAGE_MAX}")',
+        "global(" + rsyslog.parameters(workDirectory=work,
+                                       maxMessageSize=_word(SYSLOG_MESSAGE_MAX)) + ")",
         'module(load="imfile")',
         'template(name="tusk_rfc5424" type="list") {',
         '  constant(value="<") property(name="pri") constant(value=">1 ")',
         '  property(name="timereported" dateFormat="rfc3339") constant(value=" ")',
-        f'  property(name="hostname") constant(value=" {SYSLOG_APP_NAME} - {SYSLOG_MSGID} - ")',
+        f'  property(name="hostname") constant(value=" {_word(SYSLOG_APP_NAME)} - '
+        f'{_word(SYSLOG_MSGID)} - ")',
         '  property(name="msg")',
         "}",
         'ruleset(name="tusk_forward") {',
     ]
     for number, target in enumerate(settings.syslog):
-        framing = ' TCP_Framing="octet-counted"' if target.transport == "tcp" else ""
-        lines.append(
-            f'  action(type="omfwd" name="tusk_syslog_{number}" target="{target.host}" '
-            f'port="{target.port}" protocol="{target.transport}"{framing} '
-            f'template="tusk_rfc5424" queue.type="LinkedList" '
-            f'queue.size="{SYSLOG_QUEUE_MESSAGES}" action.resumeRetryCount="-1" '
-            f'action.resumeInterval="10")')
+        where = f"syslog[{number}]"
+        if not isinstance(target.host, (values.IPAddress, values.HostName)) or \
+                not isinstance(target.port, values.Integer) or \
+                not isinstance(target.transport, values.Choice):
+            raise TypeError(f"{where}: a receiver of typed values only")
+        framing = {"TCP_Framing": _word("octet-counted")} if str(target.transport) == "tcp" \
+            else {}
+        lines.append("  action(" + rsyslog.parameters(
+            where, type=_word("omfwd"), name=_word(f"tusk_syslog_{number}"),
+            target=target.host, port=target.port, protocol=target.transport, **framing,
+            template=_word("tusk_rfc5424"), queue__type=_word("LinkedList"),
+            queue__size=SYSLOG_QUEUE_MESSAGES, action__resumeRetryCount=_word("-1"),
+            action__resumeInterval=10) + ")")
     lines += [
         "}",
-        f'input(type="imfile" file="{os.path.join(log_dir, CURRENT)}" tag="{SYSLOG_APP_NAME}" '
-        f'facility="{SYSLOG_FACILITY}" severity="{SYSLOG_SEVERITY}" freshStartTail="on" '
-        'ruleset="tusk_forward")',
+        "input(" + rsyslog.parameters(
+            type=_word("imfile"), file=log.join(CURRENT), tag=_word(SYSLOG_APP_NAME),
+            facility=_word(SYSLOG_FACILITY), severity=_word(SYSLOG_SEVERITY),
+            freshStartTail=_word("on"), ruleset=_word("tusk_forward")) + ")",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _word(text):
+    """A constant of this module's own, typed as one."""
+    return values.Word(text)
 
 
 def prepare(work_dir):

@@ -6,13 +6,13 @@ row before it uses anything of it (plain Python).
      "syslog": [{"host": "192.0.2.10", "port": 514, "transport": "udp"}, ...]}
 
 Every problem names its field (`syslog[1].port: 70000 is above 65535`). A host is an IP
-address or a DNS name; either is written into the forwarder's configuration only after
-this check, which leaves no character that could end a quoted string there."""
-import ipaddress
-import re
+address without a scope or an RFC 1123 host name (tusklib/values.py); the checked
+Settings hold those typed values, and the forwarder writes only their canonical text,
+through rsyslog's one quoting point (tusklib/formats/rsyslog.py)."""
 from dataclasses import dataclass
 from enum import IntEnum
 
+from tusklib import values
 from tusklib.problems import Problem, Problems
 
 from ..choices import TRANSPORTS
@@ -20,7 +20,6 @@ from ..constants import (FILE_MB_DEFAULT, FILE_MB_MAX, FILE_MB_MIN, FILES_DEFAUL
                          FILES_MIN, HOST_MAX, MB, PORT_MAX, PORT_MIN, SYSLOG_PORT_DEFAULT,
                          SYSLOG_TARGETS_MAX)
 
-_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 KEYS = ("files", "file_mb", "syslog")
 TARGET_KEYS = ("host", "port", "transport")
 
@@ -38,18 +37,21 @@ class SettingsError(Problems):
 
 @dataclass(frozen=True)
 class Target:
-    """A remote syslog receiver."""
+    """A remote syslog receiver: host an IPAddress or a HostName, port an Integer,
+    transport a Choice (tusklib/values.py)."""
 
-    host: str
-    port: int = SYSLOG_PORT_DEFAULT
-    transport: str = "udp"
+    host: values.Value
+    port: values.Integer
+    transport: values.Choice
 
     def __str__(self):
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        host = f"[{self.host}]" if isinstance(self.host, values.IPAddress) and \
+            self.host.version == 6 else self.host
         return f"{self.transport}://{host}:{self.port}"
 
     def as_dict(self):
-        return {"host": self.host, "port": self.port, "transport": self.transport}
+        return {"host": str(self.host), "port": int(self.port),
+                "transport": str(self.transport)}
 
 
 @dataclass(frozen=True)
@@ -71,28 +73,24 @@ class Settings:
                 "syslog": [target.as_dict() for target in self.syslog]}
 
 
+def checked_host(host):
+    """The receiver's host as a typed value (an IP address without a scope, not multicast
+    or unspecified, or a host name); values.Refused saying why not."""
+    if isinstance(host, str) and len(host) > HOST_MAX:
+        raise values.Refused(f"longer than {HOST_MAX} characters")
+    found = values.host(host, absolute=True)
+    if isinstance(found, values.IPAddress) and (found.ip.is_multicast or
+                                                found.ip.is_unspecified):
+        raise values.Refused(f"{found} is not the address of one host")
+    return found
+
+
 def host_problem(host):
     """Why host is not an IP address or a DNS name, or None."""
-    if not isinstance(host, str):
-        return f"expected an IP address or a host name, got {type(host).__name__}"
-    if not host:
-        return "empty: an IP address or a host name"
-    if len(host) > HOST_MAX:
-        return f"longer than {HOST_MAX} characters"
     try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        pass
-    else:
-        if address.is_multicast or address.is_unspecified:
-            return f"{host} is not the address of one host"
-        return None
-    if ":" in host:
-        return f"{host[:60]!r} is not an IPv6 address"
-    labels = host.rstrip(".").split(".")
-    if not all(_LABEL.fullmatch(label) for label in labels) or labels[-1].isdigit():
-        return (f"{host[:60]!r} is neither an IP address nor a host name (letters, digits "
-                "and hyphens, dot-separated)")
+        checked_host(host)
+    except values.Refused as refused:
+        return str(refused)
     return None
 
 
@@ -116,10 +114,11 @@ def _target(item, path, problems):
         if key not in TARGET_KEYS:
             problems.append(Problem(Code.KEY, f"{path}.{key}" if isinstance(key, str) else path,
                                     f"unknown key (known: {', '.join(TARGET_KEYS)})"))
-    host = item.get("host")
-    problem = host_problem(host)
-    if problem:
-        problems.append(Problem(Code.VALUE, f"{path}.host", problem))
+    host = None
+    try:
+        host = checked_host(item.get("host"))
+    except values.Refused as refused:
+        problems.append(Problem(Code.VALUE, f"{path}.host", str(refused)))
     port = _integer(item.get("port", SYSLOG_PORT_DEFAULT), f"{path}.port", PORT_MIN, PORT_MAX,
                     problems)
     transport = item.get("transport", "udp")
@@ -128,7 +127,8 @@ def _target(item, path, problems):
                                 f"{str(transport)[:60]!r} is not one of {', '.join(TRANSPORTS)}"))
     if len(problems) > before:
         return None
-    return Target(host, port, transport)
+    return Target(host, values.Integer(port, PORT_MIN, PORT_MAX),
+                  values.Choice(transport, TRANSPORTS))
 
 
 def check(document):

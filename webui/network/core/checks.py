@@ -1,35 +1,23 @@
 """The checks of one value: each returns the reason it is wrong, or None. The model's
 validator, the web forms and the console menu all say the same thing about the same value.
+The form of each value is its type's (tusklib/values.py: what networkd's renderer writes
+takes the same types); what is added here is what the network configuration refuses on
+top (loopback, multicast, a /0).
 """
 import ipaddress
-import os
-import re
 
-from policy.core.constants import IFNAME_MAX, IFNAME_PATTERN
+from tusklib import values
 
-ZONEINFO = "/usr/share/zoneinfo"
-HOSTNAME_MAX = 253
-LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
-TIMEZONE = re.compile(r"^[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*$")
+ZONEINFO = values.ZONEINFO
+HOSTNAME_MAX = values.HOSTNAME_MAX
 
 
 def interface_problem(name):
-    if not name:
-        return "must not be empty"
-    if len(name) > IFNAME_MAX:
-        return f"{name!r} is {len(name)} characters long; Linux allows at most {IFNAME_MAX}"
-    if name in (".", ".."):
-        return f"{name!r} is not allowed as an interface name by Linux"
-    for char, what in (("/", "'/'"), (":", "':'")):
-        if char in name:
-            return f"{name!r} contains {what}, which Linux does not allow in an interface name"
-    if any(c.isspace() for c in name):
-        return f"{name!r} contains white space, which Linux does not allow in an interface name"
+    reason = values.InterfaceName.problem(name)
+    if reason:
+        return reason
     if name == "lo":
         return "the loopback interface cannot be configured"
-    if not re.match(IFNAME_PATTERN, name):
-        return (f"{name!r} has characters other than letters, digits and _ . @ + - "
-                "(the interface names policy zones accept)")
     return None
 
 
@@ -37,19 +25,14 @@ def cidr(value):
     """(ip_interface, None) or (None, reason) for an address with its prefix length."""
     if not isinstance(value, str):
         return None, "must be a string such as 192.0.2.1/24"
-    if "%" in value:
-        return None, f"{value!r} has a zone (%...); give the address without it"
-    address, slash, prefix = value.partition("/")
-    if not slash:
-        return None, (f"{value!r} has no prefix length; write it with one, e.g. "
-                      f"{value}/{'64' if ':' in value else '24'}")
-    if not prefix.isdigit():
-        return None, f"{value!r}: the prefix length {prefix!r} must be a number (e.g. /24)"
     try:
-        iface = ipaddress.ip_interface(value)
-    except ValueError:
-        return None, f"{value!r} is not an IPv4 or IPv6 address with a prefix length"
-    return iface, None
+        return values.IPInterface(value).interface, None
+    except values.Refused as refused:
+        reason = str(refused)
+    if "has no prefix length" in reason:
+        reason = (f"{values.shown(value)} has no prefix length; write it with one, e.g. "
+                  f"{value[:60]}/{'64' if ':' in value else '24'}")
+    return None, reason
 
 
 def unusable(ip):
@@ -89,14 +72,11 @@ def address_problem(value):
 
 
 def ip_problem(value, what="an IP address"):
-    """A plain address (a gateway, a DNS server): no prefix length."""
-    if not isinstance(value, str):
-        return f"must be {what} written as a string"
+    """A plain address (a gateway, a DNS server): no prefix length, no scope."""
     try:
-        ip = ipaddress.ip_address(value)
-    except ValueError:
-        return f"{value!r} is not {what}" + (" (write it without a prefix length)"
-                                             if "/" in value else "")
+        ip = values.IPAddress(value, what=what).ip
+    except values.Refused as refused:
+        return str(refused)
     kind = unusable(ip)
     return f"{value} is {kind}" if kind else None
 
@@ -123,16 +103,12 @@ def destination_problem(value):
     if value == "default":
         return None
     if not isinstance(value, str) or "/" not in value:
-        return (f"{value!r} is neither \"default\" nor a prefix such as 10.20.0.0/16")
+        return (f"{values.shown(value)} is neither \"default\" nor a prefix such as "
+                "10.20.0.0/16")
     try:
-        net = ipaddress.ip_network(value)
-    except ValueError:
-        try:
-            host = ipaddress.ip_interface(value)
-        except ValueError:
-            return f"{value!r} is not a network prefix such as 10.20.0.0/16"
-        return (f"{value!r} has host bits set: the network is {host.network} "
-                f"(write that)")
+        net = values.IPNetwork(value).network
+    except values.Refused as refused:
+        return str(refused)
     if net.prefixlen == 0:
         return f"{value!r} is every address: write \"default\""
     if net.network_address.is_multicast or net.network_address.is_loopback:
@@ -141,15 +117,7 @@ def destination_problem(value):
 
 
 def hostname_problem(name):
-    if not isinstance(name, str) or not name:
-        return "must not be empty (e.g. tusk or fw1.example.net)"
-    if len(name) > HOSTNAME_MAX:
-        return f"is {len(name)} characters long; at most {HOSTNAME_MAX}"
-    for label in name.split("."):
-        if not LABEL.match(label):
-            return (f"{label!r} in {name!r}: each dot-separated part has 1 to 63 letters, "
-                    "digits and hyphens, and neither starts nor ends with a hyphen")
-    return None
+    return values.HostName.problem(name)
 
 
 def server_problem(value):
@@ -157,20 +125,13 @@ def server_problem(value):
     if not isinstance(value, str) or not value:
         return "must be a host name or an IP address"
     try:
-        ip = ipaddress.ip_address(value)
-    except ValueError:
-        reason = hostname_problem(value)
-        return f"{value!r} is neither an IP address nor a host name: {reason}" \
-            if reason else None
-    kind = unusable(ip)
+        found = values.host(value)
+    except values.Refused as refused:
+        return str(refused)
+    kind = unusable(found.ip) if isinstance(found, values.IPAddress) else None
     return f"{value} is {kind}" if kind else None
 
 
 def timezone_problem(name, zoneinfo=ZONEINFO):
     """A time zone of the tz database (e.g. Europe/Zurich, UTC), as a file under zoneinfo."""
-    if not isinstance(name, str) or not TIMEZONE.match(name) or ".." in name.split("/"):
-        return f"{name!r} is not a time zone name such as Europe/Zurich or UTC"
-    path = os.path.join(zoneinfo, name)
-    if not os.path.isfile(path):
-        return f"{name!r} is not in the time zone database ({zoneinfo}); e.g. Europe/Zurich"
-    return None
+    return values.TimeZone.problem(name, zoneinfo)

@@ -63,9 +63,11 @@ import ipaddress
 import os
 import socket
 
+from tusklib import values
 from tusklib.files import write_atomically
+from tusklib.formats import systemd
 
-from . import checks
+from . import checks, model
 from .errors import Code, NetworkError
 from .model import LACP, MANAGEMENT, UNUSED
 from .normalise import DEFAULT_PATH
@@ -84,6 +86,9 @@ MII_MONITOR = "100ms"
 NETWORKD = "systemd-networkd.service"
 SERVICES = {RESOLVED_DROPIN: "systemd-resolved.service",
             TIMESYNCD_DROPIN: "systemd-timesyncd.service"}
+# The words of the code's own that these files hold
+WORDS = {word: values.Word(word) for word in (
+    "yes", "no", "down", "ipv4", "ipv6", "fast", "vlan", "bond", MII_MONITOR)}
 HEADER = (f"# Written by Tusk from {DEFAULT_PATH} (the dashboard's Network page, the console\n"
           "# menu) on every apply: change the configuration there, not this file.\n")
 
@@ -122,52 +127,77 @@ def where(config, name):
 
 # -- rendering (pure) ------------------------------------------------------------------------
 
+def _typed(value, kind, path, *args):
+    """value (a checked model's) as a typed value; NetworkError naming path if it is not -
+    a model built past validate() (the renderer's own check, not the operator's)."""
+    try:
+        return kind(value, *args)
+    except values.Refused as refused:
+        raise NetworkError(Code.VALUE, path, str(refused)) from None
+
+
 def _network(config, link, routes):
-    """The .network file of one link."""
+    """The .network file of one link (routes: (its path, Route))."""
     member_of = config.bond_of.get(link.name)
     traffic = link.role not in (MANAGEMENT, UNUSED) and not member_of
-    lines = [HEADER, "[Match]", f"Name={link.name}", "", "[Link]"]
+    at = where(config, link.name)
+    name = _typed(link.name, values.InterfaceName, f"{at}.name")
+    keys = []
     if link.role == UNUSED:
-        lines.append("ActivationPolicy=down")
-    lines.append(f"RequiredForOnline={'yes' if link.role == MANAGEMENT else 'no'}")
+        keys.append(("ActivationPolicy", WORDS["down"]))
+    keys.append(("RequiredForOnline", WORDS["yes" if link.role == MANAGEMENT else "no"]))
     if link.mtu:
-        lines.append(f"MTUBytes={link.mtu}")
-    lines += ["", "[Network]"]
+        keys.append(("MTUBytes", _typed(link.mtu, values.Integer, f"{at}.mtu",
+                                        model.MTU_MIN, model.MTU_MAX)))
+    network = []
     if member_of:
-        lines.append(f"Bond={member_of}")
+        network.append(("Bond", _typed(member_of, values.InterfaceName, f"{at}.name")))
     else:
-        lines.append(f"DHCP={'ipv4' if link.dhcp else 'no'}")
-        lines += [f"Address={ipaddress.ip_interface(a)}" for a in link.addresses]
+        network.append(("DHCP", WORDS["ipv4" if link.dhcp else "no"]))
+        network += [("Address", _typed(a, values.IPInterface, f"{at}.addresses[{n}]"))
+                    for n, a in enumerate(link.addresses)]
     link_local = link.role == MANAGEMENT or any(":" in a for a in link.addresses) or \
-        any(route.network.version == 6 for route in routes)
-    lines.append(f"LinkLocalAddressing={'ipv6' if link_local else 'no'}")
-    lines.append(f"IPv6AcceptRA={'yes' if link.autoconf else 'no'}")
+        any(route.network.version == 6 for _, route in routes)
+    network.append(("LinkLocalAddressing", WORDS["ipv6" if link_local else "no"]))
+    network.append(("IPv6AcceptRA", WORDS["yes" if link.autoconf else "no"]))
     if traffic:
-        lines.append("ConfigureWithoutCarrier=yes")
-    lines += [f"VLAN={vlan.name}" for vlan in config.vlans if vlan.parent == link.name]
-    for route in routes:
-        lines += ["", "[Route]", f"Destination={route.network}"]
+        network.append(("ConfigureWithoutCarrier", WORDS["yes"]))
+    network += [("VLAN", _typed(vlan.name, values.InterfaceName, f"{at}.name"))
+                for vlan in config.vlans if vlan.parent == link.name]
+    sections = [("Match", [("Name", name)]), ("Link", keys), ("Network", network)]
+    for path, route in routes:
+        keys = [("Destination", _typed(str(route.network), values.IPNetwork,
+                                       f"{path}.destination"))]
         if route.gateway:
-            lines.append(f"Gateway={ipaddress.ip_address(route.gateway)}")
+            keys.append(("Gateway", _typed(route.gateway, values.IPAddress,
+                                           f"{path}.gateway")))
         if route.metric:
-            lines.append(f"Metric={route.metric}")
-    return "\n".join(lines) + "\n"
+            keys.append(("Metric", _typed(route.metric, values.Integer, f"{path}.metric", 0,
+                                          model.METRIC_MAX)))
+        sections.append(("Route", keys))
+    return systemd.unit(HEADER, sections)
 
 
-def _netdev(link):
+def _netdev(config, link):
     """The .netdev file of a bond or a VLAN: only what a live link cannot change (see
     the module's docstring: a changed file means the link is created anew)."""
-    lines = [HEADER, "[NetDev]", f"Name={link.name}", f"Kind={link.kind}", ""]
+    at = where(config, link.name)
+    sections = [("NetDev", [("Name", _typed(link.name, values.InterfaceName, f"{at}.name")),
+                            ("Kind", WORDS[link.kind])])]
     if link.kind == "vlan":
-        lines += ["[VLAN]", f"Id={link.id}"]
+        sections.append(("VLAN", [("Id", _typed(link.id, values.Integer, f"{at}.id",
+                                                model.VLAN_ID_MIN, model.VLAN_ID_MAX))]))
     else:
-        lines += ["[Bond]", f"Mode={link.mode}"]
+        keys = [("Mode", _typed(link.mode, values.Choice, f"{at}.mode", model.BOND_MODES))]
         if link.mode == LACP:
-            lines.append(f"TransmitHashPolicy={link.hash_policy}")
-        lines.append(f"MIIMonitorSec={MII_MONITOR}")
+            keys.append(("TransmitHashPolicy", _typed(link.hash_policy, values.Choice,
+                                                      f"{at}.hash_policy",
+                                                      model.HASH_POLICIES)))
+        keys.append(("MIIMonitorSec", WORDS[MII_MONITOR]))
         if link.mode == LACP:
-            lines.append("LACPTransmitRate=fast")
-    return "\n".join(lines) + "\n"
+            keys.append(("LACPTransmitRate", WORDS["fast"]))
+        sections.append(("Bond", keys))
+    return systemd.unit(HEADER, sections)
 
 
 def _servers(section, key, servers):
@@ -175,19 +205,20 @@ def _servers(section, key, servers):
     configuration is the whole list) and empties its compiled-in fallback list: a
     firewall talks to no resolver or time server the operator did not name (systemd's
     fallbacks are public servers of Cloudflare, Google and others)."""
-    return f"{HEADER}\n[{section}]\n{key}={' '.join(servers)}\nFallback{key}=\n"
+    return systemd.unit(HEADER, [(section, [(key, servers), (f"Fallback{key}", None)])])
 
 
 def render_links(config):
     """{path: text} of networkd's files: a .network per link, a .netdev per bond and
     VLAN."""
     routes = {}
-    for route in config.routes:
-        routes.setdefault(route_interface(config, route), []).append(route)
+    for index, route in enumerate(config.routes):
+        routes.setdefault(route_interface(config, route), []).append((f"routes[{index}]",
+                                                                      route))
     files = {file_path(link.name, NETWORK): _network(config, link, routes.get(link.name, []))
              for link in config.links}
     for link in config.bonds + config.vlans:
-        files[file_path(link.name, NETDEV)] = _netdev(link)
+        files[file_path(link.name, NETDEV)] = _netdev(config, link)
     return files
 
 
@@ -195,10 +226,20 @@ def render_system(config):
     """{path: text} of the resolver's and time daemon's drop-ins, /etc/hostname and
     /etc/timezone."""
     system = config.system
-    dns = [str(ipaddress.ip_address(server)) for server in system.dns]
+    dns = [_typed(server, values.IPAddress, f"system.dns[{n}]")
+           for n, server in enumerate(system.dns)]
+    ntp = []
+    for n, server in enumerate(system.ntp):
+        try:
+            ntp.append(values.host(server))
+        except values.Refused as refused:
+            raise NetworkError(Code.VALUE, f"system.ntp[{n}]", str(refused)) from None
+    hostname = _typed(system.hostname, values.HostName, "system.hostname")
+    timezone = _typed(system.timezone, values.TimeZone, "system.timezone", None)
     return {RESOLVED_DROPIN: _servers("Resolve", "DNS", dns),
-            TIMESYNCD_DROPIN: _servers("Time", "NTP", system.ntp),
-            HOSTNAME_FILE: f"{system.hostname}\n", TIMEZONE_FILE: f"{system.timezone}\n"}
+            TIMESYNCD_DROPIN: _servers("Time", "NTP", ntp),
+            HOSTNAME_FILE: systemd.line(hostname, HOSTNAME_FILE),
+            TIMEZONE_FILE: systemd.line(timezone, TIMEZONE_FILE)}
 
 
 def netdev_identities(files):

@@ -12,6 +12,9 @@ host(management, ha)
 lockdown()        table inet tusk_lockdown - all input but loopback dropped: what
                   stands in when the kernel refuses the host table
 """
+from tusklib import values
+from tusklib.formats import nft
+
 from .render import skeleton
 
 # Ports the management interface answers on: HTTPS, and HTTP, which redirects. No SSH:
@@ -33,22 +36,26 @@ def failsafe():
 
 def host(management, ha=None):
     """management: the management interface (checked by tusk-net's rules), or None. ha:
-    an enabled pair's checked configuration, or None."""
+    an enabled pair's checked configuration, or None. Names and addresses go through
+    nft's one quoting point (tusklib/formats/nft.py) as typed values."""
     lines = []
     if management:
-        where = f'iifname "{management}"'
+        where = f"iifname {nft.interface(values.InterfaceName(management))}"
         ports = ", ".join(str(port) for port in MGMT_TCP_PORTS)
         lines = [f'{where} tcp dport {{ {ports} }} accept comment "tusk: management"',
                  f'{where} udp sport 67 udp dport 68 accept comment "tusk: DHCP replies"',
                  f'{where} udp sport 547 udp dport 546 accept comment "tusk: DHCPv6 replies"']
     if ha is not None:
-        segments = ", ".join(f'"{segment.interface}"' for segment in ha.virtual)
+        segments = ", ".join(nft.interface(values.InterfaceName(segment.interface))
+                             for segment in ha.virtual)
         family = "ip" if ha.family == 4 else "ip6"
+        sync = nft.interface(values.InterfaceName(ha.sync_interface))
+        peer = nft.address(values.IPAddress(ha.peer_address))
         lines += [f'iifname {{ {segments} }} meta l4proto {VRRP} accept '
                   'comment "tusk: HA: VRRP on the segments with virtual addresses"',
-                  f'iifname "{ha.sync_interface}" {family} saddr {ha.peer_address} udp dport '
+                  f'iifname {sync} {family} saddr {peer} udp dport '
                   f'{HA_SYNC_PORT} accept comment "tusk: HA: connection state from the peer"',
-                  f'iifname "{ha.sync_interface}" {family} saddr {ha.peer_address} tcp dport '
+                  f'iifname {sync} {family} saddr {peer} tcp dport '
                   f'{HA_PEER_PORT} accept comment '
                   '"tusk: HA: status and configuration from the peer"']
     return _HOST.replace("@management@\n", "".join(f"\t\t{line}\n" for line in lines))

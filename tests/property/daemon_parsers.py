@@ -1,0 +1,186 @@
+"""Readers of the daemons' file formats, written from each daemon's own rules and
+independent of Tusk's renderers: the property tests render a file, read it back with
+these and compare what the daemon would see with what was meant. They decode every
+escape the daemon decodes, so a value that smuggled one in reads back as something else.
+
+    rainerscript(text)  rsyslog.conf   -> [(object, {parameter: value}, [children])]
+    systemd_ini(text)   systemd INI    -> [(section, key, value)]
+    blocks(text)        keepalived.conf and conntrackd.conf -> [(words, [children] | None)]
+
+Each raises Unreadable where the daemon would stop with a syntax error."""
+import re
+
+
+class Unreadable(ValueError):
+    pass
+
+
+# -- rsyslog's RainerScript (grammar/lexer.l, rainerscript.c's unescape) --------------------
+
+_RS_TOKEN = re.compile(r"""
+    (?P<space>[ \t\r\n]+) | (?P<comment>\#[^\n]*) |
+    (?P<name>[A-Za-z_][A-Za-z0-9_.]*) | (?P<punct>[(){}=]) |
+    (?P<string>"(?:[^"\\]|\\.)*"|'[^']*')
+""", re.VERBOSE | re.DOTALL)
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "'": "'"}
+
+
+def _unescape(body):
+    out, i = [], 0
+    while i < len(body):
+        char = body[i]
+        if char == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if re.match(r"[0-7]{3}", body[i + 1:i + 4]):
+                out.append(chr(int(body[i + 1:i + 4], 8)))
+                i += 4
+                continue
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _rs_tokens(text):
+    position = 0
+    while position < len(text):
+        match = _RS_TOKEN.match(text, position)
+        if not match:
+            raise Unreadable(f"rsyslog: no token at {text[position:position + 20]!r}")
+        position = match.end()
+        kind = match.lastgroup
+        if kind in ("space", "comment"):
+            continue
+        value = match.group()
+        if kind == "string":
+            value = _unescape(value[1:-1]) if value[0] == '"' else value[1:-1]
+        yield kind, value
+
+
+def rainerscript(text):
+    tokens = list(_rs_tokens(text))
+    position = 0
+
+    def take(kind=None, value=None):
+        nonlocal position
+        if position >= len(tokens):
+            raise Unreadable("rsyslog: the file ends inside an object")
+        token = tokens[position]
+        if (kind and token[0] != kind) or (value and token[1] != value):
+            raise Unreadable(f"rsyslog: expected {value or kind}, got {token}")
+        position += 1
+        return token[1]
+
+    def statements(until):
+        found = []
+        while position < len(tokens) and tokens[position] != ("punct", until):
+            name = take("name")
+            take("punct", "(")
+            parameters = {}
+            while tokens[position] != ("punct", ")"):
+                key = take("name")
+                take("punct", "=")
+                if key in parameters:
+                    raise Unreadable(f"rsyslog: {key} twice in {name}()")
+                parameters[key] = take("string")
+            take("punct", ")")
+            children = None
+            if position < len(tokens) and tokens[position] == ("punct", "{"):
+                take("punct", "{")
+                children = statements("}")
+                take("punct", "}")
+            found.append((name, parameters, children))
+        return found
+
+    result = statements(None)
+    if position != len(tokens):
+        raise Unreadable("rsyslog: tokens after the last object")
+    return result
+
+
+# -- systemd's INI files (src/shared/conf-parser.c) ------------------------------------------
+
+def systemd_ini(text):
+    entries, section, continued = [], None, ""
+    for raw in text.split("\n"):
+        line = continued + raw
+        continued = ""
+        if line.endswith("\\"):
+            continued = line[:-1] + " "
+            continue
+        line = line.strip(" \t\r")
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            if not line.endswith("]") or len(line) < 3:
+                raise Unreadable(f"systemd: bad section line {line!r}")
+            section = line[1:-1]
+            continue
+        if "=" not in line:
+            raise Unreadable(f"systemd: a line without '=': {line!r}")
+        if section is None:
+            raise Unreadable(f"systemd: a key before any section: {line!r}")
+        key, _, value = line.partition("=")
+        entries.append((section, key.strip(), value.strip()))
+    if continued:
+        raise Unreadable("systemd: the file ends in a continued line")
+    return entries
+
+
+# -- keepalived's and conntrackd's blocks (keepalived parser.c, conntrackd's lexer) ----------
+
+def _words(line, comments):
+    words, position = [], 0
+    while position < len(line):
+        char = line[position]
+        if char in " \t\r":
+            position += 1
+        elif char in comments:
+            break
+        elif char in "{}":
+            words.append(char)
+            position += 1
+        elif char == '"':
+            end = line.find('"', position + 1)
+            if end < 0:
+                raise Unreadable(f"an unterminated quote in {line!r}")
+            words.append(line[position:end + 1])
+            position = end + 1
+        else:
+            match = re.compile(r"[^ \t\r{}\"]+").match(line, position)
+            words.append(match.group())
+            position = match.end()
+    return words
+
+
+def blocks(text, comments="#!"):
+    """keepalived (comments "#!") or conntrackd (comments "#"): each statement is its
+    words up to the line's end or a "{", a block holds its statements until "}"."""
+    stack = [[]]
+    for line in text.split("\n"):
+        words = _words(line, comments)
+        while words:
+            if words[0] == "}":
+                if len(stack) == 1:
+                    raise Unreadable("a '}' closes nothing")
+                stack.pop()
+                words = words[1:]
+                continue
+            if "{" in words:
+                head = words[:words.index("{")]
+                block = []
+                stack[-1].append((tuple(head), block))
+                stack.append(block)
+                words = words[words.index("{") + 1:]
+                continue
+            if "}" in words:
+                stack[-1].append((tuple(words[:words.index("}")]), None))
+                words = words[words.index("}"):]
+                continue
+            stack[-1].append((tuple(words), None))
+            words = []
+    if len(stack) != 1:
+        raise Unreadable("a block is not closed")
+    return stack[0]

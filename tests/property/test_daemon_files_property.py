@@ -1,0 +1,501 @@
+"""Whatever an admin types or a forged row holds, a daemon's file holds exactly what was
+meant (docs/SECURITY.md: typed values, one quoting point per format, round-trip tested).
+
+For each renderer of a file a root daemon reads - rsyslog.conf (logs), networkd's
+.network/.netdev files and the resolved/timesyncd drop-ins, /etc/hostname and
+/etc/timezone (network), keepalived.conf and conntrackd.conf (HA), the host table (nft),
+and the TOML Tusk writes for itself - documents are drawn whose values are valid, valid
+with something appended or prepended, or nothing but trouble: newlines, quotes,
+backslashes, %, #, ;, braces, NUL, Unicode line and paragraph separators, octal and
+percent escapes, over-long text. Each goes through the check the form and the agent run
+(settings.check, network's from_document, ha's from_document). Whatever passes is
+rendered, and the file is read back - by the daemon's own checker where it has one
+(`rsyslogd -N1`, `keepalived --config-test` on the interfaces it names, conntrackd's
+parser, `nft -c`) and by a reader of the format's own rules (daemon_parsers.py) - and
+must hold exactly the intended sections, keys and directives, with the values' canonical
+text, and nothing else."""
+import ipaddress
+import os
+import subprocess
+import tempfile
+import tomllib
+
+import pytest
+from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import strategies as st
+
+from daemon_parsers import blocks, rainerscript, systemd_ini
+from ha.core import config as ha_config
+from ha.core import render as ha_render
+from logs.core import forwarder
+from logs.core import settings as log_settings
+from network.core import networkd
+from network.core import normalise as network_normalise
+from network.core.errors import NetworkError
+from policy.core import render_boot
+from tusklib.tomlwrite import toml_value
+
+NASTY_PIECES = ["\n", "\r", "\r\n", '"', "'", "\\", "%", "#", ";", "{", "}", "\x00",
+                "\u2028", "\u2029", "\x85", "$", "`", "[", "]", "=", " ", "\t", "!", "@",
+                "(", ")", "\\057", "\\n", "%2F", "%0a", "\x7f", "/", ":", "..", "\u00b2",
+                "\u0663", "*", "&", "|", "<", ">"]
+NASTY = st.lists(st.one_of(st.sampled_from(NASTY_PIECES), st.text(max_size=2)), min_size=1,
+                 max_size=6).map("".join)
+LONG = st.text(alphabet="ab1.:-", min_size=254, max_size=600)
+# the payloads of issue 34, as a whole and as suffixes
+PAYLOADS = ['%"port="1")}\nmodule(load="omprog")\n', '%\n[Resolve]\nDNSStubListenerExtra=0.0.0.0',
+            '"\nmodule(load="omprog")', "\n}\nvrrp_script x {\n script \"/bin/sh\"\n}",
+            "\n\tPath /tmp/x", '" ; flush ruleset ; "']
+
+
+def poisoned(valid):
+    """valid values, mostly; then valid ones with trouble before or after, trouble
+    alone, over-long text and the issue's payloads."""
+    return st.one_of(valid, valid, valid, valid, valid, valid,
+                     st.tuples(valid, st.one_of(NASTY, st.sampled_from(PAYLOADS))).map(
+                         lambda t: t[0] + t[1]),
+                     st.tuples(NASTY, valid).map(lambda t: t[0] + t[1]),
+                     NASTY, LONG)
+
+
+IPV4 = st.ip_addresses(v=4).map(str)
+IPV6 = st.ip_addresses(v=6).map(str)
+IFNAMES = st.from_regex(r"[A-Za-z0-9_.@+-]{1,15}", fullmatch=True)
+SCOPED = st.tuples(IPV6, IFNAMES).map(lambda t: f"{t[0]}%{t[1]}")
+LABEL = r"[a-z0-9](?:[a-z0-9-]{0,6}[a-z0-9])?"
+HOSTNAMES = st.from_regex(rf"{LABEL}(?:\.{LABEL}){{0,3}}(?:\.[a-z]{{2,6}})", fullmatch=True)
+EXAMPLES = settings(max_examples=int(os.environ.get("TUSK_PROPERTY_EXAMPLES", "250")),
+                    deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                          HealthCheck.filter_too_much])
+SCRATCH = tempfile.mkdtemp(prefix="tusk-daemon-files-")
+
+
+def canonical_ip(text):
+    return str(ipaddress.ip_address(text))
+
+
+def canonical_cidr(text):
+    return str(ipaddress.ip_interface(text))
+
+
+# -- rsyslog (logs/core/forwarder.py) ---------------------------------------------------------
+
+@st.composite
+def receivers(draw):
+    """One to three receivers, up to two of whose values are poisoned."""
+    count = draw(st.integers(1, 3))   # none: no file (logs/agent_jobs.py)
+    bad = draw(st.sets(st.tuples(st.integers(0, count - 1),
+                                 st.sampled_from(["host", "port", "transport"])), max_size=2))
+    valid = {"host": st.one_of(IPV4, IPV6, HOSTNAMES), "port": st.integers(1, 65535),
+             "transport": st.sampled_from(["udp", "tcp"])}
+    trouble = {"host": poisoned(st.one_of(IPV4, IPV6, SCOPED, HOSTNAMES)),
+               "port": st.one_of(st.integers(-2, 70000), poisoned(st.just("514"))),
+               "transport": poisoned(st.just("tcp"))}
+    return [{field: draw(trouble[field] if (number, field) in bad else valid[field])
+             for field in valid} for number in range(count)]
+
+
+TEMPLATE = [("constant", {"value": "<"}, None), ("property", {"name": "pri"}, None),
+            ("constant", {"value": ">1 "}, None),
+            ("property", {"name": "timereported", "dateFormat": "rfc3339"}, None),
+            ("constant", {"value": " "}, None), ("property", {"name": "hostname"}, None),
+            ("constant", {"value": " tusk - firewall - "}, None),
+            ("property", {"name": "msg"}, None)]
+
+
+def intended_rsyslog(targets, log_dir, work_dir):
+    """What rsyslog must read: the fixed objects, and one omfwd action per receiver with
+    the host's canonical text (an address as Python writes it back; a name as typed)."""
+    actions = []
+    for number, target in enumerate(targets):
+        host = target["host"]
+        try:
+            host = canonical_ip(host)
+        except ValueError:
+            pass
+        action = {"type": "omfwd", "name": f"tusk_syslog_{number}", "target": host,
+                  "port": str(target.get("port", 514)),
+                  "protocol": target.get("transport", "udp")}
+        if action["protocol"] == "tcp":
+            action["TCP_Framing"] = "octet-counted"
+        action.update({"template": "tusk_rfc5424", "queue.type": "LinkedList",
+                       "queue.size": "10000", "action.resumeRetryCount": "-1",
+                       "action.resumeInterval": "10"})
+        actions.append(("action", action, None))
+    return [("global", {"workDirectory": work_dir, "maxMessageSize": "8k"}, None),
+            ("module", {"load": "imfile"}, None),
+            ("template", {"name": "tusk_rfc5424", "type": "list"}, TEMPLATE),
+            ("ruleset", {"name": "tusk_forward"}, actions),
+            ("input", {"type": "imfile", "file": f"{log_dir}/firewall.json", "tag": "tusk",
+                       "facility": "local0", "severity": "notice", "freshStartTail": "on",
+                       "ruleset": "tusk_forward"}, None)]
+
+
+@EXAMPLES
+@given(targets=receivers())
+@example(targets=[{"host": "192.0.2.10", "port": 514, "transport": "udp"},
+                  {"host": "2001:DB8::0a", "port": 601, "transport": "tcp"},
+                  {"host": "logs.example.net", "port": 6514, "transport": "tcp"}])
+@example(targets=[{"host": '::1%"port="1")}\nmodule(load="omprog")', "port": 514,
+                   "transport": "udp"}])
+def test_rsyslog_conf_holds_exactly_the_receivers_the_check_accepted(targets):
+    try:
+        checked = log_settings.check({"syslog": targets})
+    except log_settings.SettingsError:
+        event("refused by the check")
+        return
+    event("accepted")
+    log_dir, work_dir = os.path.join(SCRATCH, "logs"), os.path.join(SCRATCH, "syslog")
+    os.makedirs(work_dir, exist_ok=True)
+    text = forwarder.render(checked, log_dir, work_dir)
+    assert rainerscript(text) == intended_rsyslog(targets, log_dir, work_dir)
+    path = os.path.join(SCRATCH, "rsyslog.conf")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    checked_by_rsyslog = subprocess.run(["rsyslogd", "-N1", "-f", path], capture_output=True,
+                                        text=True)
+    assert checked_by_rsyslog.returncode == 0, checked_by_rsyslog.stderr
+
+
+# -- systemd-networkd, -resolved, -timesyncd; /etc/hostname, /etc/timezone ---------------------
+
+CIDR4 = st.tuples(st.integers(0x0A000001, 0x0AFFFFFE), st.integers(8, 30)).map(
+    lambda t: f"{ipaddress.IPv4Address(t[0])}/{t[1]}")
+CIDR6 = st.tuples(st.integers(2**127, 2**128 - 2), st.integers(16, 120)).map(
+    lambda t: f"{ipaddress.IPv6Address(t[0])}/{t[1]}")
+NETS = st.sampled_from(["10.20.0.0/16", "198.51.100.0/24", "2001:db8:20::/48", "default"])
+
+
+NETWORK_FIELDS = ("hostname", "dns", "ntp", "timezone", "management", "traffic", "addresses",
+                  "address", "mtu", "vlan", "vlan_id", "vlan_address", "destination",
+                  "gateway")
+
+
+@st.composite
+def network_documents(draw):
+    """A valid network in which up to two values are poisoned (poisoning all at once
+    would leave the check nothing to accept)."""
+    bad = draw(st.sets(st.sampled_from(NETWORK_FIELDS), max_size=2))
+
+    def value(field, valid):
+        return draw(poisoned(valid) if field in bad else valid)
+
+    traffic = value("traffic", st.sampled_from(["eth2", "ens4", "enp1s0f1"]))
+    address = value("address", st.sampled_from(["10.1.0.1/24", "2001:db8:1::1/64"]))
+    gateway_ok = "10.1.0.254" if address.startswith("10.") else "2001:db8:1::fe"
+    return {
+        "system": {"hostname": value("hostname", HOSTNAMES),
+                   "dns": draw(st.lists(poisoned(st.one_of(IPV4, IPV6, SCOPED))
+                                        if "dns" in bad else st.one_of(IPV4, IPV6),
+                                        max_size=3)),
+                   "ntp": draw(st.lists(poisoned(st.one_of(IPV4, IPV6, HOSTNAMES))
+                                        if "ntp" in bad else st.one_of(IPV4, IPV6, HOSTNAMES),
+                                        max_size=3)),
+                   "timezone": value("timezone", st.sampled_from(
+                       ["UTC", "Europe/Zurich", "America/New_York"]))},
+        "interfaces": [{"name": "eth1", "role": "management",
+                        "addresses": [value("management", st.just("192.0.2.1/24"))]},
+                       {"name": traffic, "role": "traffic",
+                        "addresses": draw(st.lists(poisoned(st.one_of(CIDR4, CIDR6))
+                                                   if "addresses" in bad
+                                                   else st.one_of(CIDR4, CIDR6), max_size=2))
+                        + [address],
+                        "mtu": draw(st.integers(-1, 70000) if "mtu" in bad
+                                    else st.sampled_from([1500, 9000]))}],
+        "vlans": [{"name": value("vlan", st.sampled_from(["v100", "eth2.100"])),
+                   "parent": traffic,
+                   "id": draw(st.integers(-1, 5000) if "vlan_id" in bad
+                              else st.integers(1, 4094)),
+                   "addresses": [value("vlan_address", st.just("10.99.0.1/24"))]}],
+        "routes": [{"destination": value("destination", NETS),
+                    "gateway": value("gateway", st.just(gateway_ok)), "interface": traffic,
+                    "metric": draw(st.integers(0, 100))}],
+    }
+
+
+FIXED = {"yes", "no", "down", "ipv4", "ipv6", "fast", "100ms", "vlan", "bond"}
+NETWORK_KEYS = {"Match": {"Name"}, "Link": {"ActivationPolicy", "RequiredForOnline", "MTUBytes"},
+                "Network": {"Bond", "DHCP", "Address", "LinkLocalAddressing", "IPv6AcceptRA",
+                            "ConfigureWithoutCarrier", "VLAN"},
+                "Route": {"Destination", "Gateway", "Metric"}}
+NETDEV_KEYS = {"NetDev": {"Name", "Kind"}, "VLAN": {"Id"},
+               "Bond": {"Mode", "TransmitHashPolicy", "MIIMonitorSec", "LACPTransmitRate"}}
+
+
+def intended_values(document, config):
+    """{(link, key): [canonical values]} of everything the operator gave each link."""
+    found = {}
+    links = document["interfaces"] + document["vlans"]
+    for link in links:
+        name = link["name"]
+        found[(name, "Name")] = [name]
+        found[(name, "Address")] = [canonical_cidr(a) for a in link.get("addresses", [])]
+        found[(name, "VLAN")] = [v["name"] for v in document["vlans"] if v["parent"] == name]
+        found[(name, "MTUBytes")] = [str(link["mtu"])] if link.get("mtu") else []
+        routes = [r for r in document["routes"] if r["interface"] == name]
+        found[(name, "Destination")] = [
+            str(ipaddress.ip_network(r["destination"])) if r["destination"] != "default"
+            else ("::/0" if ":" in r["gateway"] else "0.0.0.0/0") for r in routes]
+        found[(name, "Gateway")] = [canonical_ip(r["gateway"]) for r in routes]
+        found[(name, "Metric")] = [str(r["metric"]) for r in routes if r["metric"]]
+    assert {link.name for link in config.links} == {link["name"] for link in links}
+    return found
+
+
+ISSUE_DNS = {"system": {"hostname": "tusk", "dns": ["2001:db8::53%\n[Resolve]\n"
+                                                    "DNSStubListenerExtra=0.0.0.0"],
+                        "ntp": ["0.pool.ntp.org"], "timezone": "UTC"},
+             "interfaces": [{"name": "eth1", "role": "management",
+                             "addresses": ["192.0.2.1/24"]}],
+             "vlans": [], "routes": []}
+
+
+@EXAMPLES
+@given(document=network_documents())
+@example(document=ISSUE_DNS)
+def test_networkd_files_hold_exactly_the_network_the_check_accepted(document):
+    try:
+        config = network_normalise.from_document(document)
+    except NetworkError:
+        event("refused by the check")
+        return
+    event("accepted")
+    intended = intended_values(document, config)
+    files = networkd.render_links(config)
+    for path, text in files.items():
+        entries = systemd_ini(text)
+        link = networkd.link_of(path)
+        keys = NETWORK_KEYS if path.endswith(".network") else NETDEV_KEYS
+        sections = [section for section, _ in _sections(text)]
+        assert set(sections) <= set(keys), (path, sections)
+        for section, key, _ in entries:
+            assert key in keys[section], (path, section, key)
+        if path.endswith(".netdev"):
+            vlan = next(v for v in document["vlans"] if v["name"] == link)
+            assert entries == [("NetDev", "Name", link), ("NetDev", "Kind", "vlan"),
+                               ("VLAN", "Id", str(vlan["id"]))]
+            continue
+        for key in ("Name", "Address", "VLAN", "MTUBytes", "Destination", "Gateway", "Metric"):
+            assert [v for _, k, v in entries if k == key] == intended[(link, key)], (path, key)
+        others = {v for _, k, v in entries if k not in intended_keys()}
+        assert others <= FIXED, (path, others)
+        assert sections == ["Match", "Link", "Network"] + ["Route"] * len(
+            intended[(link, "Gateway")])
+    system = networkd.render_system(config)
+    dns = " ".join(canonical_ip(s) for s in document["system"]["dns"])
+    ntp = " ".join(_canonical_host(s) for s in document["system"]["ntp"])
+    assert systemd_ini(system[networkd.RESOLVED_DROPIN]) == [
+        ("Resolve", "DNS", dns), ("Resolve", "FallbackDNS", "")]
+    assert systemd_ini(system[networkd.TIMESYNCD_DROPIN]) == [
+        ("Time", "NTP", ntp), ("Time", "FallbackNTP", "")]
+    assert system[networkd.HOSTNAME_FILE] == document["system"]["hostname"] + "\n"
+    assert system[networkd.TIMEZONE_FILE] == document["system"]["timezone"] + "\n"
+
+
+def intended_keys():
+    return {"Name", "Address", "VLAN", "MTUBytes", "Destination", "Gateway", "Metric"}
+
+
+def _canonical_host(text):
+    try:
+        return canonical_ip(text)
+    except ValueError:
+        return text
+
+
+def _sections(text):
+    return [(line[1:-1], None) for line in (raw.strip() for raw in text.split("\n"))
+            if line.startswith("[")]
+
+
+# -- keepalived and conntrackd (ha/core/render.py); the host table (render_boot.host) ----------
+
+PAIRS = st.sampled_from([("192.168.255.1/30", "192.168.255.2"), ("10.9.9.1/24", "10.9.9.77"),
+                         ("fd00:9::1/64", "fd00:9::2"), ("2001:db8:ff::a/126", "2001:db8:ff::b")])
+
+
+HA_FIELDS = ("vrid", "sync_interface", "sync_address", "peer_address", "interface",
+             "addresses")
+
+
+@st.composite
+def ha_documents(draw):
+    """A valid pair in which up to two values are poisoned."""
+    bad = draw(st.sets(st.sampled_from(HA_FIELDS), max_size=2))
+
+    def value(field, valid, trouble=None):
+        return draw((poisoned(valid) if trouble is None else trouble) if field in bad else valid)
+
+    sync, peer = draw(PAIRS)
+    addresses = st.one_of(st.sampled_from(["198.51.100.1/24", "2001:db8:100::1/64"]),
+                          CIDR4, CIDR6)
+    return {"ha": {"enabled": True, "role": draw(st.sampled_from(["primary", "secondary"])),
+                   "vrid": value("vrid", st.integers(1, 255), st.integers(-1, 300)),
+                   "advert_ms": draw(st.sampled_from([100, 1000, 2550, 40950])),
+                   "preempt": draw(st.booleans()),
+                   "sync_interface": value("sync_interface", st.one_of(
+                       st.sampled_from(["ens6", "eth3", "sync0", "bond1.7"]), IFNAMES)),
+                   "sync_address": value("sync_address", st.just(sync)),
+                   "peer_address": value("peer_address", st.just(peer),
+                                         poisoned(st.one_of(st.just(peer), SCOPED)))},
+            "virtual": [{"interface": value("interface", st.one_of(
+                st.sampled_from(["ens4", "ens4.100", "bond0"]), IFNAMES)),
+                "addresses": draw(st.lists(poisoned(addresses) if "addresses" in bad
+                                           else addresses, min_size=1, max_size=3))}]}
+
+
+def intended_keepalived(document, state_dir, notify):
+    ha = document["ha"]
+    segment = document["virtual"][0]
+    interface = segment["interface"]
+    safe = "".join(c if c.isascii() and c.isalnum() else "_" for c in interface)
+    addresses = [ipaddress.ip_interface(a) for a in segment["addresses"]]
+    instances = []
+    for version in (4, 6):
+        mine = [str(a) for a in addresses if a.version == version]
+        if not mine:
+            continue
+        body = [(("state", "BACKUP"), None), (("interface", interface), None),
+                (("virtual_router_id", str(ha["vrid"])), None),
+                (("priority", "200" if ha["role"] == "primary" else "100"), None),
+                (("advert_int", f"{ha['advert_ms'] / 1000:.2f}".rstrip("0").rstrip(".")), None)]
+        if not ha["preempt"]:
+            body.append((("nopreempt",), None))
+        body.append((("virtual_ipaddress",), [((a, "dev", interface), None) for a in mine]))
+        instances.append((("vrrp_instance", f"tusk_{safe}_v{version}"), body))
+    return [(("global_defs",), [
+        (("router_id", f"tusk-{ha['role']}"), None), (("vrrp_version", "3"), None),
+        (("enable_script_security",), None), (("script_user", "root"), None),
+        (("notify_fifo", f"{state_dir}/notify.fifo"), None),
+        (("notify_fifo_script", f'"{notify} {state_dir} {state_dir}/conntrackd.conf"'), None)]),
+        (("vrrp_sync_group", "tusk"), [(("group",), [((name[1],), None)
+                                                     for name, _ in instances])]),
+        *instances]
+
+
+def find(tree, *path):
+    for heads, children in tree:
+        if heads == path[0]:
+            return children if len(path) == 1 else find(children, *path[1:])
+    raise AssertionError(f"{path[0]} not in {[h for h, _ in tree]}")
+
+
+@pytest.fixture(scope="module")
+def scratch_netns():
+    """A namespace where keepalived's config test finds the interfaces a file names."""
+    name = f"tusk-prop-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    yield name
+    subprocess.run(["ip", "netns", "del", name], check=False)
+
+
+@EXAMPLES
+@given(document=ha_documents())
+@example(document={"ha": {"enabled": True, "role": "primary", "vrid": 51, "advert_ms": 1000,
+                          "preempt": False, "sync_interface": "abc",
+                          "sync_address": "192.168.255.1/30", "peer_address": "192.168.255.2"},
+                   "virtual": [{"interface": "ens4", "addresses": ["198.51.100.1/24"]}]})
+def test_keepalived_and_conntrackd_files_hold_exactly_the_pair_the_check_accepted(
+        document, scratch_netns):
+    try:
+        config = ha_config.from_document(document)
+    except ha_config.HaError:
+        event("refused by the check")
+        return
+    event("accepted")
+    state_dir = os.path.join(SCRATCH, "ha")
+    os.makedirs(state_dir, exist_ok=True)
+    notify = "/usr/lib/tusk/ha-notify"
+    keepalived_text = ha_render.keepalived_conf(config, state_dir, notify=notify)
+    assert blocks(keepalived_text, "#!") == intended_keepalived(document, state_dir, notify)
+    conntrackd_text = ha_render.conntrackd_conf(config, state_dir)
+    tree = blocks(conntrackd_text, "#")
+    assert [heads for heads, _ in tree] == [("Sync",), ("General",)]
+    sync = ipaddress.ip_interface(document["ha"]["sync_address"])
+    peer = canonical_ip(document["ha"]["peer_address"])
+    assert find(tree, ("Sync",), ("UDP",)) == [
+        ((f"IPv{sync.version}_address", str(sync.ip)), None),
+        ((f"IPv{sync.version}_Destination_Address", peer), None), (("Port", "3780"), None),
+        (("Interface", document["ha"]["sync_interface"]), None),
+        (("SndSocketBuffer", "1249280"), None), (("RcvSocketBuffer", "1249280"), None),
+        (("Checksum", "on"), None)]
+    ignored = {str(sync.ip), "127.0.0.1", "::1"} | {
+        str(ipaddress.ip_interface(a).ip) for a in document["virtual"][0]["addresses"]}
+    found = find(tree, ("General",), ("Filter", "From", "Kernelspace"), ("Address", "Ignore"))
+    assert sorted(heads for heads, _ in found) == sorted(
+        (f"IPv{ipaddress.ip_address(a).version}_address", a) for a in ignored)
+    _check_with_the_daemons(keepalived_text, conntrackd_text, document, scratch_netns)
+    host_table = render_boot.host("eth1", config)
+    checked = subprocess.run(["ip", "netns", "exec", scratch_netns, "nft", "-c", "-f", "-"],
+                             input=host_table, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    assert host_table.count(f"saddr {peer} ") == 2
+
+
+def _check_with_the_daemons(keepalived_text, conntrackd_text, document, netns):
+    """keepalived's own config test, with the interfaces the file names present in a
+    namespace of their own; conntrackd's own parser (-s reads the file, then finds no
+    daemon to ask: a file it cannot parse fails before that)."""
+    directory = tempfile.mkdtemp(dir=SCRATCH)
+    names = {document["virtual"][0]["interface"]}
+    made = []
+    for name in names:
+        if subprocess.run(["ip", "-n", netns, "link", "add", name, "type", "veth", "peer",
+                           "name", "tusk-prop-peer"], capture_output=True).returncode == 0:
+            made.append(name)
+    try:
+        conf = os.path.join(directory, "keepalived.conf")
+        with open(conf, "w", encoding="utf-8") as handle:
+            handle.write(keepalived_text)
+        log = os.path.join(directory, "config-test.log")
+        result = subprocess.run(["ip", "netns", "exec", netns, "keepalived",
+                                 f"--config-test={log}", "-f", conf], capture_output=True,
+                                text=True)
+        said = open(log, encoding="utf-8").read() if os.path.exists(log) else ""
+        # what keepalived may say of a good file: one segment makes a sync group of one
+        # instance or two (it warns: the group is there so that more segments move
+        # together); a name the test could not create (the kernel refused it) is missing
+        benign = ["has only 1 virtual router(s)"]
+        if made != list(names):
+            event("keepalived: an interface the kernel would not create")
+            benign += ["doesn't exist", "Non-existent interface"]
+        complaints = [line for line in said.splitlines()
+                      if line.strip() and not any(words in line for words in benign)]
+        assert not complaints and result.returncode in (0, 5), said + result.stderr
+    finally:
+        for name in made:
+            subprocess.run(["ip", "-n", netns, "link", "del", name], check=False)
+    conf = os.path.join(directory, "conntrackd.conf")
+    with open(conf, "w", encoding="utf-8") as handle:
+        handle.write(conntrackd_text)
+    result = subprocess.run(["conntrackd", "-C", conf, "-s"], capture_output=True, text=True)
+    assert "parsing config file" not in result.stdout + result.stderr, result.stderr
+
+
+# -- TOML that Tusk writes for itself (network.toml, ha.toml) ---------------------------------
+
+@settings(max_examples=500)
+@given(value=st.one_of(st.text(), st.integers(-2**63, 2**63 - 1), st.booleans(),
+                       st.lists(st.text(), max_size=4)))
+def test_the_toml_writer_reads_back_as_the_value_it_was_given(value):
+    assert tomllib.loads(f"key = {toml_value(value)}\n") == {"key": value}
+
+
+@EXAMPLES
+@given(document=ha_documents())
+def test_ha_toml_reads_back_as_the_pair_it_was_written_from(document):
+    try:
+        config = ha_config.from_document(document)
+    except ha_config.HaError:
+        return
+    assert ha_config.parse(ha_config.to_toml(config)) == config
+
+
+@EXAMPLES
+@given(document=network_documents())
+def test_network_toml_reads_back_as_the_network_it_was_written_from(document):
+    try:
+        config = network_normalise.from_document(document)
+    except NetworkError:
+        return
+    assert network_normalise.parse(network_normalise.to_toml(config)) == config

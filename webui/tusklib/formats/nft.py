@@ -1,0 +1,24 @@
+"""nftables rulesets (nft -f): an interface name is a double-quoted string, an address a
+bare word. Inside a quoted string nft takes no escapes: a `"` ends it and a newline ends
+the rule, so a name may hold only letters, digits and _ . @ + - (what an InterfaceName
+holds); an address is the canonical text of an IPAddress without a scope."""
+import re
+
+from ..values import InterfaceName, IPAddress
+from . import FormatRefused, text_of
+
+_NAME = re.compile(r"[A-Za-z0-9_.@+-]{1,15}")
+_ADDRESS = re.compile(r"[0-9A-Fa-f:.]+")
+
+
+def interface(value, where="nftables ruleset"):
+    """"eth0": an interface name as iifname/oifname compare it."""
+    if not isinstance(value, InterfaceName):
+        raise FormatRefused(f"{where}: {value!r:.60} is not an InterfaceName")
+    return f'"{text_of(value, _NAME, where)}"'
+
+
+def address(value, where="nftables ruleset"):
+    if not isinstance(value, IPAddress) or value.scope:
+        raise FormatRefused(f"{where}: {value!r:.60} is not an IP address without a scope")
+    return text_of(value, _ADDRESS, where)
