@@ -11,6 +11,12 @@ applied profile, "none" after a rollback, absent (the default profile) on a new 
 An apply checks everything before it writes (the planner raises first). A write the
 kernel refuses as unsupported is skipped with a warning; any other failure undoes
 this apply's writes, newest first, and raises.
+
+What the planner checked is checked once more here, on the paths about to be written
+(write_refused): a file under /sys/class/net, /proc/irq or /proc/sys, no part of it
+. or .., and a sysctl one that profile.sysctl_path_refused allows - the check that a
+profile's [sysctl] names pass. An apply with one such write writes nothing; a rollback
+skips it (the state file is root's, but it is the one input here no planner made).
 """
 import datetime
 import fcntl
@@ -19,11 +25,14 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from tusklib.problems import Problem
+
 from . import hardware, planner, profile as profiles
 from .report import Write, same
 from .errors import Code, TuneError
 from .host import Unsupported
 
+WRITABLE = ("/sys/class/net/", "/proc/irq/", planner.SYSCTL_ROOT + "/")
 STATE_FILE = "applied.json"
 BOOT_FILE = "boot-profile"
 NO_PROFILE = "none"
@@ -66,6 +75,31 @@ def current_value(host, write, cache):
     if section == "pause":
         return state.get(key)
     return state["current"].get(key)
+
+
+def write_refused(write):
+    """Why tusk-tune does not make this write, or None. ethtool's are the interfaces'
+    settings; a file must be one the planner writes, a sysctl one a profile may set."""
+    if write.kind != "file":
+        return None
+    path = write.target[0] if len(write.target) == 1 else None
+    if not isinstance(path, str) or not path.startswith(WRITABLE) \
+            or not all(profiles.path_part(part) for part in path.split("/")[1:]):
+        return f"not a path tusk-tune writes (only below {', '.join(WRITABLE)})"
+    if path.startswith(WRITABLE[2]):
+        sysctl = path.split("/")[3:]
+        why = profiles.sysctl_path_refused(sysctl)
+        if why:
+            return f"{profiles.sysctl_name(sysctl)} is {why}"
+    return None
+
+
+def check_writes(plan):
+    """Raises, naming each, if the plan has a write tusk-tune does not make."""
+    problems = [Problem(Code.PROFILE, write.label, why) for write in plan.writes
+                if (why := write_refused(write))]
+    if problems:
+        raise TuneError(problems)
 
 
 class Tuner:
@@ -151,6 +185,7 @@ class Tuner:
         profile = self.profile(name)
         plan = planner.plan(profile, self.detect(profile), self.host, self.paths,
                             self.network)
+        check_writes(plan)
         with self.locked():
             before = self.state()
             state = json.loads(json.dumps(before)) if before else {
@@ -165,17 +200,18 @@ class Tuner:
                     # the kernel has made (or removed) queues: plan them as they are now
                     plan = planner.plan(profile, self.detect(profile), self.host,
                                         self.paths, self.network)
+                    check_writes(plan)
                     plan.writes[:0] = first
                     result.plan = plan
                 for write in plan.writes:
                     if write.phase == 2:
                         self._write(write, state, done, result)
+            except TuneError:
+                # the plan after the channel change has a problem: back to before it
+                self._restore(done, before)
+                raise
             except OSError as error:
-                undone = self._undo(done)
-                if before:
-                    self._save(before)
-                elif os.path.exists(self._path(STATE_FILE)):
-                    os.unlink(self._path(STATE_FILE))
+                undone = self._restore(done, before)
                 failed = result.failed
                 raise TuneError(Code.WRITE, failed.label,
                                 f"setting {failed.show(failed.new)} failed: "
@@ -210,6 +246,15 @@ class Tuner:
         else:
             iface, section, key = write.target
             self.host.ethtool_set(iface, section, key, value)
+
+    def _restore(self, done, before):
+        """Undoes this apply's writes and its state; -> what could not be undone."""
+        undone = self._undo(done)
+        if before:
+            self._save(before)
+        elif os.path.exists(self._path(STATE_FILE)):
+            os.unlink(self._path(STATE_FILE))
+        return undone
 
     def _undo(self, done):
         failures = []
@@ -252,6 +297,10 @@ class Tuner:
             for data in reversed(state["originals"]):
                 write = Write.from_dict(data)
                 if write.old is None:
+                    continue
+                refused = write_refused(write)
+                if refused:
+                    result.skipped.append((write.label, refused))
                     continue
                 try:
                     self._set(write, write.old)

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 CPU = "/sys/devices/system/cpu"
 NODES = "/sys/devices/system/node"
 NET = "/sys/class/net"
-PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+PCI_ADDRESS = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")
 # A queue interrupt's name ends in the queue number: virtio0-input.3, eth0-TxRx-3,
 # i40e-eth0-TxRx-3, eth0-rx-3, mlx5_comp3@pci:0000:01:00.0.
-QUEUE_IRQ = re.compile(r"(input|output|txrx|rxtx|rx|tx|comp)[-._]?(\d+)$", re.IGNORECASE)
+QUEUE_IRQ = re.compile(r"(input|output|txrx|rxtx|rx|tx|comp)[-._]?(\d+)\Z", re.IGNORECASE)
 IRQ_KIND = {"input": "rx", "rx": "rx", "output": "tx", "tx": "tx"}
 # Payload Gbit/s per lane and direction after line encoding, by transfer rate (GT/s):
 # 8b/10b up to 5 GT/s, 128b/130b from 8, PAM4 FLIT (242/256) at 64.
@@ -247,7 +247,7 @@ def pci_function(host, device):
     parent for virtio) -> its /sys path, or None."""
     path = device
     while path and path != "/":
-        if PCI_ADDRESS.match(path.rsplit("/", 1)[-1]):
+        if PCI_ADDRESS.fullmatch(path.rsplit("/", 1)[-1]):
             return path
         path = path.rsplit("/", 1)[0]
     return None

@@ -10,6 +10,7 @@ them, detects again and plans the rest against the queues that then exist.
 from network.core.validate import path_mtu_warnings
 from tusklib.problems import Problem
 
+from . import profile as profiles
 from .errors import Code, TuneError
 from .hardware import format_cpu_list, format_mask
 from .report import Plan, Write, same
@@ -19,11 +20,14 @@ FEATURES = {"gro": "generic-receive-offload", "gso": "generic-segmentation-offlo
 FEATURE_ORDER = ("gro", "gso", "tso", "lro")
 CONNTRACK_BYTES_PER_ENTRY = 32 * 1024
 CONNTRACK_MIN, CONNTRACK_MAX = 65536, 2097152
-SOCK_FLOW_PATH = "/proc/sys/net/core/rps_sock_flow_entries"
+SOCK_FLOW = ("net", "core", "rps_sock_flow_entries")
+SYSCTL_ROOT = "/proc/sys"
 
 
-def sysctl_path(name):
-    return "/proc/sys/" + name.replace(".", "/")
+def sysctl_path(parts):
+    """/proc/sys/PARTS: built from its parts, each one directory (eth0.100 too), never
+    from a dotted name."""
+    return "/".join((SYSCTL_ROOT, *parts))
 
 
 class Planner:
@@ -331,26 +335,42 @@ class Planner:
             return
         if not any(self.rps_cpus(nic, nic.rx_queues or [0])[0] for nic in tuned):
             return
-        self.plan_sysctl_path("net.core.rps_sock_flow_entries", SOCK_FLOW_PATH, str(entries),
-                              "the RFS table of connections ending on the box, for the NICs "
-                              "that get RPS")
+        self.plan_sysctl(SOCK_FLOW, str(entries), "the RFS table of connections ending on "
+                         "the box, for the NICs that get RPS",
+                         self.setting("rps", "sock_flow_entries")[1])
 
     def plan_sysctls(self, tuned):
+        """[sysctl]: a name with a * once for all, default and every tuned interface - the
+        interface's name put in as one part of the path, and what that makes checked
+        again: an interface's name is the machine's, not the profile's."""
         for name, setting in self.profile.sysctls().items():
             value = setting.value
             why = setting.why or f"[sysctl] {name}"
+            place = setting.place("sysctl", name)
             if value == "auto":
                 value, why = self.auto_sysctl(name)
-            if ".*." in name:
-                head, tail = name.split(".*.", 1)
-                names = ["all", "default"] + [nic.name for nic in tuned]
-                for iface in names:
-                    path = sysctl_path(head) + f"/{iface}/" + tail.replace(".", "/")
-                    self.plan_sysctl_path(f"{head}.{iface}.{tail}", path, value, why)
-            else:
-                self.plan_sysctl_path(name, sysctl_path(name), value, why)
+            parts = name.split(".")
+            if profiles.ANY not in parts:
+                self.plan_sysctl(parts, value, why, place)
+                continue
+            star = parts.index(profiles.ANY)
+            for iface in dict.fromkeys(["all", "default"] + [nic.name for nic in tuned]):
+                if not profiles.path_part(iface):
+                    self.problem(place, f"interface {iface!r} cannot be a directory of "
+                                 f"{SYSCTL_ROOT}: nothing is planned for {name}", Code.INTERFACE)
+                    continue
+                self.plan_sysctl(parts[:star] + [iface] + parts[star + 1:], value, why, place,
+                                 iface)
 
-    def plan_sysctl_path(self, name, path, value, why):
+    def plan_sysctl(self, parts, value, why, place, iface=None):
+        """One sysctl write, if the sysctl may be set, exists here and is writable."""
+        name = profiles.sysctl_name(parts)
+        refused = profiles.sysctl_path_refused(parts)
+        if refused:
+            self.problem(place, (f"with interface {iface} it is {name}: " if iface else
+                                 f"{name}: ") + refused, Code.PROFILE)
+            return
+        path = sysctl_path(parts)
         old = self.host.read(path)
         if old is None:
             self.plan.warn("unsupported", f"sysctl {name} does not exist here (not in this "

@@ -12,8 +12,16 @@ tusk-tune runs as root, from a job any admin (or a forged job row) can queue and
 restored backup: a profile is looked up by name in the profile directories only, never
 opened as a path, and [sysctl] takes only the network stack's sysctls (SYSCTL_PREFIXES),
 not kernel.core_pattern or kernel.modprobe, which run a program as root.
+
+A `*` in a [sysctl] name stands for an interface's name, and interface names are not
+the profile's: a bond or VLAN an admin names, a NIC udev renames. So the allow-list is
+decided on a sysctl's parts (the directories of its /proc/sys path), by one function
+(sysctl_refusal) for both the pattern - could any interface's name make it a refused
+sysctl? - and every path the planner and the applier are about to write. A name
+with a dot (the VLAN eth0.100) is one part, as it is one directory.
 """
 import configparser
+import fnmatch
 import os
 import re
 from dataclasses import dataclass
@@ -26,9 +34,14 @@ SHIPPED_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
                            "profiles")
 OPERATOR_DIR = os.environ.get("TUSK_TUNING_DIR") or "/etc/tusk/tuning"
 DEFAULT_PROFILE = "throughput"
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-SYSCTL = re.compile(r"^[a-z0-9_]+(\.([a-z0-9_]+|\*))+$")
-IFACE = re.compile(r"^[^\s/:]{1,15}$")
+# Whole strings only: \Z is the end of the string, where `$` would also match before a
+# final newline ("name\n"). Used with fullmatch here; other apps' .match (the backup's)
+# gets the whole string too.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
+# names, and at most one * (an interface's name) between two of them: the planner fills
+# in one *, so another, or one at the end, would be written as a file called "*"
+SYSCTL = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*(\.\*)?(\.[a-z0-9_]+)+\Z")
+IFACE = re.compile(r"[^\s/:]{1,15}\Z")
 MAX_INCLUDE_DEPTH = 8
 NAME_RULE = "letters, digits and . _ -, at most 64, starting with a letter or digit"
 # The sysctls a profile may set: the network stack's, which is what a firewall tunes.
@@ -38,18 +51,26 @@ SYSCTL_PREFIXES = (
     "net.ipv6.",        # the same for IPv6
     "net.netfilter.",   # the conntrack table's size and timeouts
 )
+ALLOWED = tuple(tuple(prefix.rstrip(".").split(".")) for prefix in SYSCTL_PREFIXES)
 # ... except these, which are not tuning. Forwarding is switched on by the boot step
 # (tusk-boot firewall) once a forward ruleset is loaded, and must stay off otherwise: a
 # profile applied at boot or from a job must not turn it on with no ruleset in place.
+# Each is a sysctl's parts, each part a shell pattern of one directory name (fnmatch);
+# ... at the end: and anything below it.
+FORWARDING = ("forwarding is the boot step's: tusk-boot firewall turns it on once a forward "
+              "ruleset is loaded")
 SYSCTL_REFUSED = (
-    (re.compile(r"^net\.ipv4\.ip_forward$|^net\.ipv[46]\.conf\.[^.]+\.forwarding$"),
-     "forwarding is the boot step's: tusk-boot firewall turns it on once a forward "
-     "ruleset is loaded"),
-    (re.compile(r"^net\.core\.bpf_"), "the BPF JIT's hardening is the kernel's "
-     "security, not a network tune"),
-    (re.compile(r"^net\.ipv4\.ip_unprivileged_port_start$"), "it would let unprivileged "
-     "users (the web process) listen on the ports below 1024"),
+    (("net", "ipv4", "ip_forward"), FORWARDING),
+    (("net", "ipv[46]", "conf", "*", "forwarding"), FORWARDING),
+    (("net", "ipv[46]", "conf", "*", "mc_forwarding"), FORWARDING),
+    (("net", "core", "bpf_*", ...), "the BPF JIT's hardening is the kernel's security, not a "
+     "network tune"),
+    (("net", "ipv4", "ip_unprivileged_port_start"), "it would let unprivileged users (the "
+     "web process) listen on the ports below 1024"),
+    (("net", "ipv4", "conf", "*", "route_localnet"), "it would route 127.0.0.0/8 to and from "
+     "the network: what listens on the box for the box alone would be reachable"),
 )
+ANY = "*"    # a pattern's part that any interface's name fills in
 
 
 def keyword_or_int(keywords, low, high, power_of_two=False):
@@ -85,7 +106,7 @@ def text(value):
 
 
 def profile_name(value):
-    if not isinstance(value, str) or not NAME.match(value):
+    if not isinstance(value, str) or not NAME.fullmatch(value):
         raise ValueError(f"{value!r} is not a profile name ({NAME_RULE})")
     return value
 
@@ -159,7 +180,7 @@ def available(dirs=None):
     found = {}
     for directory in reversed(dirs or search_dirs()):
         for entry in sorted(os.listdir(directory)) if os.path.isdir(directory) else ():
-            if entry.endswith(".conf") and NAME.match(entry[:-5]):
+            if entry.endswith(".conf") and NAME.fullmatch(entry[:-5]):
                 found[entry[:-5]] = os.path.join(directory, entry)
     return dict(sorted(found.items()))
 
@@ -277,7 +298,7 @@ def section_schema(section):
         return "sysctl"
     if section.startswith("interface "):
         name = section.split(None, 1)[1]
-        return INTERFACE_SCHEMA if IFACE.match(name) else None
+        return INTERFACE_SCHEMA if IFACE.fullmatch(name) else None
     return SCHEMA.get(section)
 
 
@@ -297,16 +318,67 @@ def syntax_problem(error):
 
 
 def sysctl_refused(key):
-    """Why [sysctl] does not take key, or None."""
-    if not SYSCTL.match(key):
+    """Why [sysctl] does not take key (a name, or a pattern with one *), or None. A
+    pattern is refused when some interface's name in place of its * would make it a
+    refused sysctl: net.ipv4.*.all.forwarding is net.ipv4.conf.all.forwarding on a box
+    with a bond called conf."""
+    if not isinstance(key, str) or not SYSCTL.fullmatch(key):
         return "unknown key: not a sysctl name (net.core.netdev_budget, " \
             "net.ipv4.conf.*.rp_filter)"
-    if not key.startswith(SYSCTL_PREFIXES):
+    return sysctl_refusal(key.split("."), pattern=True)
+
+
+def sysctl_path_refused(parts):
+    """Why tusk-tune does not write /proc/sys/PARTS (the directories and file of the path,
+    an interface's name as it is: eth0.100 is one part), or None."""
+    if not parts or not all(path_part(part) for part in parts):
+        return "not a path tusk-tune writes (each part one directory name)"
+    return sysctl_refusal(parts)
+
+
+def path_part(part):
+    """Whether part names one directory entry: not empty, not . or .., no / and no NUL."""
+    return isinstance(part, str) and part not in ("", ".", "..") and not {"/", "\0"} & set(part)
+
+
+def sysctl_refusal(parts, pattern=False):
+    """Why the sysctl of these parts may not be set, or None: the one check of both a
+    profile's names (pattern: a part "*" may be any interface's name) and the paths
+    written. The network stack's only; of those, none that SYSCTL_REFUSED names."""
+    if len(parts) < 3 or tuple(parts[:2]) not in ALLOWED:
         return f"not a sysctl a profile may set (allowed: {', '.join(SYSCTL_PREFIXES)})"
-    for pattern, why in SYSCTL_REFUSED:
-        if pattern.match(key):
-            return f"not a sysctl a profile may set: {why}"
+    for rule, why in SYSCTL_REFUSED:
+        filled = fill(rule, parts, pattern)
+        if filled is None:
+            continue
+        if filled != list(parts):
+            name = next(rule[i] for i, part in enumerate(parts) if part != filled[i])
+            like = "like " if set("*?[") & set(name) else ""
+            return (f"not a sysctl a profile may set: an interface named {like}{name} "
+                    f"would make it {sysctl_name(filled)}, and {why}")
+        return f"not a sysctl a profile may set: {why}"
     return None
+
+
+def fill(rule, parts, pattern):
+    """parts as the rule's sysctl - a pattern's * replaced by the name that makes it
+    that (or left as it is where the rule takes any) - or None if it cannot be."""
+    length = len(rule) - (rule[-1] is ...)
+    if len(parts) < length or (len(parts) > length and rule[-1] is not ...):
+        return None
+    filled = list(parts)
+    for i, glob in enumerate(rule[:length]):
+        if pattern and parts[i] == ANY:
+            filled[i] = ANY if glob == "*" else glob
+        elif not fnmatch.fnmatchcase(parts[i], glob):
+            return None
+    return filled
+
+
+def sysctl_name(parts):
+    """The parts as sysctl(8) names them: dots between, a dot within a part (eth0.100)
+    written as a slash - net.ipv4.conf.eth0/100.rp_filter."""
+    return ".".join(part.replace(".", "/") for part in parts)
 
 
 def sysctl_check(key):
