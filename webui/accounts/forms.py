@@ -9,25 +9,27 @@ from .models import Role
 
 
 class ThrottledLoginForm(AuthenticationForm):
+    """The login, throttled (accounts/throttle.py): the attempt is counted and recorded as a
+    failure before the password is checked, and forgotten only when the password was right.
+    A post that checks no password (one left out) neither counts nor clears anything."""
+
     def clean(self):
-        username = self.cleaned_data.get("username") or ""
+        username = self.cleaned_data.get("username")
+        if username is None or not self.cleaned_data.get("password"):
+            return super().clean()   # as AuthenticationForm: no password is checked
         address = audit.client_address(self.request) if self.request else None
-        wait = throttle.blocked_for(username, address)
+        wait = throttle.reserve(username, address)
         if wait:
             raise ValidationError(
                 f"Too many failed logins. Try again in {max(wait // 60, 1)} minute(s).",
                 code="throttled")
-        try:
-            cleaned = super().clean()
-        except ValidationError:
-            throttle.failed(username, address)
-            raise
+        cleaned = super().clean()   # a wrong password raises: the reservation stays counted
         throttle.succeeded(username, address)
         return cleaned
 
 
 class UserCreateForm(forms.Form):
-    username = forms.RegexField(regex=r"^[A-Za-z0-9_.-]{1,150}$", max_length=150,
+    username = forms.RegexField(regex=r"^[A-Za-z0-9_.-]{1,150}\Z", max_length=150,
                                 error_messages={"invalid": "Letters, digits and . _ - only."})
     role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)
     password = forms.CharField(widget=forms.PasswordInput, strip=False,

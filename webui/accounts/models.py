@@ -17,8 +17,14 @@ class Profile(models.Model):
 
 
 class LoginFailure(models.Model):
+    """A login whose password was checked and was wrong - or is being checked: the row is
+    written before the check and deleted if the password was right (accounts/throttle.py)."""
+
     username = models.CharField(max_length=150, db_index=True)
-    address = models.GenericIPAddressField(null=True, db_index=True)
+    address = models.GenericIPAddressField(null=True, db_index=True)  # the peer nginx saw
+    # what the throttle counts: an IPv4 address as 192.0.2.1/32, an IPv6 one by its /64
+    # (2001:db8:1::/64), an IPv4-mapped IPv6 one as its IPv4 address; None with no address
+    network = models.CharField(max_length=43, null=True, db_index=True)
     at = models.DateTimeField(auto_now_add=True, db_index=True)
 
 

@@ -98,8 +98,8 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
-# Login throttling (accounts/throttle.py): failures per user name and client address (and
-# multiples of it per address and per name)
+# Login throttling (accounts/throttle.py): failures per user name and client - an address,
+# an IPv6 one by its /64 - (and multiples of it per client and per name)
 LOGIN_FAILURES_ALLOWED = 5
 LOGIN_FAILURE_WINDOW = 900  # seconds
 
