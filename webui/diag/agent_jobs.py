@@ -8,10 +8,12 @@ agent's root-only spool; the finished files are moved into the capture directory
 the web user can write, under names from the capture's id (diag/files.py).
 
 diag.analyze runs `tusk diag analyze --json` on the capture's files, which the agent
-opens and hands over as descriptors, in a sandbox: user tusk-analyze with no other
-group, no network, no new privileges, memory, CPU and file limits and a timeout - it
-parses untrusted input (uploads). When the sandbox cannot run, the job fails saying
-why; it never runs as root instead. The report is kept in Report.result.
+opens and hands over as descriptors, in a sandbox: bubblewrap (bwrap), which shows it
+nothing of the host's files but the interpreter and Tusk's code, read-only, no network,
+user tusk-analyze with no other group, no capability, no new privileges, memory, CPU
+and file limits and a timeout - it parses untrusted input (uploads). When the sandbox
+cannot run, the job fails saying why; it never runs unsandboxed or as root instead. The
+report is kept in Report.result.
 """
 import os
 import pwd
@@ -36,6 +38,7 @@ ANALYZE_USER = "tusk-analyze"
 ANALYZE_LIMITS = {resource.RLIMIT_AS: ANALYZE_MEMORY, resource.RLIMIT_CPU: ANALYZE_TIMEOUT,
                   resource.RLIMIT_NOFILE: 64, resource.RLIMIT_FSIZE: 0}   # writes no file
 ACTIVE = (Capture.State.QUEUED, Capture.State.RUNNING)
+BWRAP, SETPRIV = children.BWRAP, children.SETPRIV   # the sandbox's tools (see sandboxed)
 
 
 def _spool_path(config, pk, fmt):
@@ -148,11 +151,14 @@ def _capture(run, cap):
 
 
 def sandboxed(config, argv, pass_fds=(), timeout=ANALYZE_TIMEOUT):
-    """`python -B argv...` in the analysis sandbox (tusklib.children.confined) as user
-    ANALYZE_USER: what it printed, parsed as JSON (children.run_json, which raises
-    ChildFailed and TimeoutExpired); the descriptors pass_fds are inherited. JobFailed
-    naming what is missing when the sandbox cannot run: there is no fallback."""
-    python = config.analysis_python or sys.executable
+    """`python -B argv...` in the analysis sandbox (tusklib.children.sandbox: bubblewrap,
+    started by root, in which setpriv becomes ANALYZE_USER) under the limits of
+    children.confined: what it printed, parsed as JSON (children.run_json, which raises
+    ChildFailed and TimeoutExpired); the descriptors pass_fds are inherited, and nothing
+    of the host's files is there but the interpreter and Tusk's code, read-only.
+    JobFailed naming what is missing when the sandbox cannot run: there is no fallback,
+    neither unsandboxed nor as root."""
+    python = children.interpreter(config.analysis_python or sys.executable)
     if os.geteuid() != 0:
         raise JobFailed(f"the analysis runs only as user {ANALYZE_USER}, which needs the "
                         "agent to run as root")
@@ -161,21 +167,73 @@ def sandboxed(config, argv, pass_fds=(), timeout=ANALYZE_TIMEOUT):
     except KeyError:
         raise JobFailed(f"there is no user {ANALYZE_USER}: the analysis runs only as that "
                         "user (the image has it; tools/tusk-lab creates it)") from None
+    for tool, package in ((BWRAP, "bubblewrap (Debian package bubblewrap; the image "
+                                  "selects BR2_PACKAGE_BUBBLEWRAP)"),
+                          (SETPRIV, "setpriv (util-linux: Debian's util-linux; the image "
+                                    "selects BR2_PACKAGE_UTIL_LINUX_SETPRIV)")):
+        if not os.access(tool, os.X_OK):
+            raise JobFailed(f"the analysis runs only in its sandbox, and there is no "
+                            f"{tool}: install {package}")
+    status, report = os.pipe()     # bwrap's --json-status-fd: was the sandbox set up?
     try:
-        return children.run_json([python, "-B", *argv], timeout, pass_fds=pass_fds, cwd="/",
+        call = children.sandbox([python, "-B", *argv], user.pw_uid, user.pw_gid,
+                                [*children.interpreter_paths(python), str(settings.BASE_DIR)],
+                                report, bwrap=BWRAP, setpriv=SETPRIV)
+    except ValueError as exc:
+        os.close(status)
+        os.close(report)
+        raise JobFailed(f"analysis_python {python}: {exc}") from None
+    try:
+        return children.run_json(call, timeout, pass_fds=[*pass_fds, report], cwd="/",
                                  env={"PATH": "/usr/bin:/bin"},
-                                 preexec_fn=children.confined(user.pw_uid, user.pw_gid,
-                                                              ANALYZE_LIMITS))
+                                 preexec_fn=children.confined(ANALYZE_LIMITS))
+    except children.ChildFailed as exc:
+        os.close(report)
+        report = None
+        _sandbox_failed(python, exc, _read_all(status))
+        raise
     except subprocess.TimeoutExpired:
         raise
-    except OSError as exc:   # exec refused: the interpreter is out of that user's reach
-        raise JobFailed(f"user {ANALYZE_USER} cannot run {python}: {exc.strerror} - the "
-                        "analysis runs only as that user, never as root: let it reach the "
-                        "interpreter (tools/tusk-lab grants search permission on the way)") \
-            from None
-    except subprocess.SubprocessError as exc:   # the sandbox's own set-up failed
+    except OSError as exc:   # bwrap itself could not be started
+        raise JobFailed(f"the analysis sandbox (bwrap) could not be started: {exc}: nothing "
+                        "ran") from None
+    except subprocess.SubprocessError as exc:   # confined() failed
         raise JobFailed(f"the analysis sandbox could not be set up ({exc}): nothing ran") \
             from None
+    finally:
+        os.close(status)
+        if report is not None:
+            os.close(report)
+
+
+def _read_all(fd):
+    """What is waiting in the pipe fd, without waiting (its writers are gone)."""
+    os.set_blocking(fd, False)
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    except BlockingIOError:
+        pass
+    return b"".join(chunks).decode(errors="replace")
+
+
+def _sandbox_failed(python, exc, status):
+    """JobFailed when the analysis never ran: bwrap reported no "exit-code" (it stopped
+    before starting setpriv: what it printed says why), or setpriv could not run the
+    interpreter as ANALYZE_USER (exit status 126 or 127 and its message)."""
+    stderr = exc.stderr.strip()
+    if '"exit-code"' not in status:
+        raise JobFailed(f"the analysis sandbox (bwrap) could not be set up: "
+                        f"{stderr or exc.reason}: nothing ran") from None
+    if exc.status in (126, 127) and stderr.startswith("setpriv: failed to execute"):
+        raise JobFailed(f"user {ANALYZE_USER} cannot run {python}: "
+                        f"{stderr.rsplit(': ', 1)[-1]} - the analysis runs only as that user, "
+                        "never as root: let it reach the interpreter (tools/tusk-lab grants "
+                        "search permission on the way)") from None
+    if stderr.startswith("setpriv: "):
+        raise JobFailed(f"the analysis sandbox could not become user {ANALYZE_USER}: "
+                        f"{stderr}: nothing ran") from None
 
 
 @handler("diag.analyze", "Analyse a capture", retry_safe=True, long_running=True)
@@ -210,7 +268,8 @@ def _analyze(run, cap, opened):
     except children.ChildFailed as exc:
         if exc.status == 0:
             error = "the analyser printed no report"
-        elif exc.status < 0 or "MemoryError" in exc.stderr:
+        elif exc.status < 0 or exc.status > 128 or "MemoryError" in exc.stderr:
+            # bwrap reports a child killed by signal n as status 128 + n, as a shell does
             error = (f"the analysis ran out of its {ANALYZE_MEMORY >> 20} MiB or CPU time, or "
                      f"was killed (status {exc.status})")
         else:

@@ -1,7 +1,8 @@
 """Child processes of the agent: those that must not outlive it (dumpcap, the
-self-test's responder and measurer), the sandbox of the capture analysis, and the one
-way to run a child that answers in JSON (tusk-tune, the analysis, the self-test's
-measurement). Plain Python: no Django."""
+self-test's responder and measurer), the sandbox of the capture analysis (bubblewrap:
+untrusted uploads are parsed there, seeing nothing of the host), and the one way to run
+a child that answers in JSON (tusk-tune, the analysis, the self-test's measurement).
+Plain Python: no Django."""
 import ctypes
 import json
 import os
@@ -29,13 +30,14 @@ def end_with_parent(parent, signum=signal.SIGINT):
     return apply
 
 
-def confined(uid, gid, limits):
-    """preexec_fn of a child that parses untrusted input (the capture analysis), in this
-    order: a network namespace of its own (nothing but a loopback that is down: no
-    network), no new privileges (no setuid program or file capability regains any),
-    the resource limits {RLIMIT_*: value}, then user uid with group gid alone - unshare
-    needs root, so it comes first. Killed with its parent (the setting set after the
-    user change, which clears it)."""
+def confined(limits):
+    """preexec_fn of the sandbox (bwrap, see sandbox()) of a child that parses untrusted
+    input (the capture analysis), in this order: a network namespace of its own (nothing
+    but a loopback that is down: no network; made here by root, so bwrap has no network
+    to hand on), no new privileges (no setuid program or file capability regains any),
+    the resource limits {RLIMIT_*: value}, which bwrap and everything it starts inherit,
+    and killed with its parent. The user changes inside the sandbox (setpriv), once its
+    mount namespace is in place."""
     parent = os.getpid()
 
     def apply():
@@ -44,11 +46,96 @@ def confined(uid, gid, limits):
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
         for which, value in limits.items():
             resource.setrlimit(which, (value, value))
-        os.setgroups([])
-        os.setgid(gid)
-        os.setuid(uid)
         end_with_parent(parent, signal.SIGKILL)()
     return apply
+
+
+BWRAP = "/usr/bin/bwrap"       # Debian package bubblewrap; BR2_PACKAGE_BUBBLEWRAP
+SETPRIV = "/usr/bin/setpriv"   # util-linux (Debian: essential; BR2_PACKAGE_UTIL_LINUX_SETPRIV)
+_SETPRIV_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")   # all setpriv is left
+_TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")   # merged /usr: links
+
+
+def interpreter(python):
+    """python with the links and .. of its directory resolved, its own name kept: the
+    path that names it inside the sandbox, where only what it needs is (a virtualenv's
+    bin/python is a link that must stay one: Python finds pyvenv.cfg from it)."""
+    return os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(python))),
+                        os.path.basename(python))
+
+
+def interpreter_paths(python):
+    """The directories `python` (an interpreter()) needs to start, read-only in the
+    sandbox: its virtualenv (pyvenv.cfg beside its bin/), the installation its home
+    names, and the installation the link python points to ends in (prefix: the parent of
+    its bin/). Worked out from paths, never by running it (that would be as root)."""
+    venv = os.path.dirname(os.path.dirname(python))
+    paths = [os.path.dirname(os.path.dirname(os.path.realpath(python)))]
+    try:
+        with open(os.path.join(venv, "pyvenv.cfg"), encoding="utf-8") as cfg:
+            lines = cfg.read().splitlines()
+    except OSError:
+        lines = None
+    if lines is not None:
+        paths.append(venv)
+        for line in lines:
+            key, _, value = line.partition("=")
+            if key.strip() == "home" and value.strip():
+                paths.append(os.path.dirname(os.path.realpath(value.strip())))
+    return paths
+
+
+def _outermost(paths):
+    """paths without those inside another one, sorted: each mounted once."""
+    kept = []
+    for path in sorted(set(map(os.path.normpath, paths))):
+        if not any(path == k or path.startswith(k.rstrip("/") + "/") for k in kept):
+            kept.append(path)
+    return kept
+
+
+def sandbox(argv, uid, gid, visible, status_fd, bwrap=BWRAP, setpriv=SETPRIV):
+    """The command that runs argv in the analysis sandbox (bubblewrap), started by root
+    with confined()'s preexec_fn: new mount, PID, IPC, UTS and cgroup namespaces (the
+    network namespace is confined()'s); a root of its own holding /usr and the
+    directories `visible` (the interpreter, Tusk's code), all read-only at their own
+    paths - no /etc, /dev, /proc, /tmp, /var, /root, /data, no capture directory: the
+    input comes as inherited descriptors, the output on stdout (Python needs none of
+    them: its randomness comes from getrandom(), not /dev/urandom). bwrap
+    keeps only what setpriv needs to become uid:gid with no other group, no capability
+    (bounding set emptied) and no new privileges; setpriv then runs argv. No user
+    namespace: root needs none, and the appliance's kernel has none (CONFIG_USER_NS off,
+    which keeps that attack surface from every unprivileged process). bwrap reports on
+    status_fd (--json-status-fd): an "exit-code" line only once the sandbox was set up
+    and setpriv started. Relative paths in visible are refused (ValueError); so is / ."""
+    if any(not os.path.isabs(p) or os.path.normpath(p) == "/" for p in visible):
+        raise ValueError(f"not a directory the sandbox can show on its own: {visible}")
+    call = [bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
+            "--hostname", "sandbox", "--die-with-parent", "--new-session",
+            "--json-status-fd", str(status_fd), "--cap-drop", "ALL"]
+    for cap in _SETPRIV_CAPS:
+        call += ["--cap-add", cap]
+    call += ["--ro-bind", "/usr", "/usr"]
+    for top in _TOP_LEVEL:
+        if os.path.islink(top):
+            call += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            call += ["--ro-bind", top, top]
+    made = {"/"}
+    for path in _outermost(["/usr", *visible]):
+        if path == "/usr":
+            continue
+        parts = path.split("/")[1:-1]
+        for depth in range(1, len(parts) + 1):   # the way there: empty, root's, 0755
+            way = "/" + "/".join(parts[:depth])
+            if way not in made:
+                made.add(way)
+                call += ["--dir", way]
+        call += ["--ro-bind", path, path]
+    call += ["--remount-ro", "/", "--chdir", "/", "--",
+             setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--inh-caps=-all",
+             "--bounding-set=-all", "--no-new-privs", "--", *argv]
+    return call
 
 
 class ChildFailed(Exception):
