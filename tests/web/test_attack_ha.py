@@ -102,9 +102,12 @@ def test_the_agents_ha_directories_are_roots_alone(ha_dir, ha_peer):
     for name in ("keepalived.conf", "conntrackd.conf", "keepalived.pid"):
         info = os.lstat(ha_dir / "run" / name)
         assert info.st_uid == 0 and not info.st_mode & 0o022, (name, oct(info.st_mode))
-    # the pair key: root's alone, readable by no one else either
-    info = os.lstat(ha_dir / "ha.key")
-    assert (info.st_uid, oct(info.st_mode & 0o777)) == (0, "0o600")
+    # the pair key, in the revision and once confirmed: root's alone, readable by no one
+    # else either
+    assert wait(queue.enqueue("ha.confirm", {}), 30).state == "succeeded"
+    for path in (ha_dir / "revisions" / "000001" / "ha.key", ha_dir / "ha.key"):
+        info = os.lstat(path)
+        assert (info.st_uid, oct(info.st_mode & 0o777)) == (0, "0o600"), path
 
 
 def test_the_channel_refuses_malformed_steps_and_changes_nothing(ha_peer):

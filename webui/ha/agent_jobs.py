@@ -67,7 +67,8 @@ def answer(config, applier, method, path, request):
 
 def serve_peer(config, applier, ha):
     """The peer channel's listener on ha's sync address (ha None or disabled: none); a
-    change of address or namespace moves it. The key is read at every request."""
+    change of address or namespace moves it. The key in force (the pending revision's,
+    else the confirmed one) is read at every request."""
     netns = applier.netns
     where = (ha.sync_ip, netns) if ha is not None and ha.enabled else None
     with _listener_lock:
@@ -78,11 +79,9 @@ def serve_peer(config, applier, ha):
         _listener.update(server=None, where=where, error=None)
         if where is None:
             return None
-        state_dir = applier.store.state_dir
         try:
             _listener["server"] = peers.PeerServer(
-                ha.sync_ip, partial(answer, config, applier), lambda: peers.read_key(state_dir),
-                netns=netns)
+                ha.sync_ip, partial(answer, config, applier), applier.key, netns=netns)
         except OSError as error:      # the sync address is not up yet: the next tick
             _listener["error"] = (f"cannot listen on {ha.sync_ip} TCP {peers.PEER_PORT}: "
                                   f"{error.strerror}")
@@ -93,9 +92,8 @@ def peer_status(applier, ha):
     """The peer's own report, asked over the sync link: {"role", "running", "at"}, or
     {"error": why}."""
     try:
-        status, found = peers.ask(ha.peer_address, peers.read_key(applier.store.state_dir),
-                                  "GET", "/v1/status", netns=applier.netns,
-                                  timeout=PEER_TIMEOUT)
+        status, found = peers.ask(ha.peer_address, applier.key(), "GET", "/v1/status",
+                                  netns=applier.netns, timeout=PEER_TIMEOUT)
     except peers.PeerError as error:
         return {"error": str(error)}
     if status != 200 or not isinstance(found, dict):
@@ -148,7 +146,7 @@ def snapshot(config):
     applier = applier_for(config)
     found = applier.status()
     found["stats"] = applier.stats()
-    key = peers.read_key(applier.store.state_dir)
+    key = applier.key()
     found["has_key"] = key is not None
     ha = pair_of(applier)
     found["listener_error"] = serve_peer(config, applier, ha)
@@ -201,13 +199,12 @@ def apply(run):
             reason = peers.key_problem(key)
             if reason:
                 raise JobFailed(f"key: {reason}")
-        elif peers.read_key(applier.store.state_dir) is None:
+        elif applier.key() is None:
             raise JobFailed("key: this box has no pair key yet: give the one both boxes "
                             "share")
         run.progress(30, f"starting {applier.daemons.describe()}")
-        revision = applier.apply(text, user=run.user, timeout=args.get("timeout"))
-        if key is not None:      # the channel's key, not part of the revision
-            peers.write_key(applier.store.state_dir, key)
+        # the key is part of the revision: Roll back and the deadline give the old one back
+        revision = applier.apply(text, user=run.user, timeout=args.get("timeout"), key=key)
     except HaError as error:
         _after(run)
         raise JobFailed(str(error), result=problems_result(error)) from None

@@ -104,12 +104,16 @@ class Agent:
 
     def serve(self):
         self.start()
+        # poll, not select: select() cannot wait on a descriptor past 1023, and the unit
+        # allows the agent more (LimitNOFILE)
+        poller = select.poll()
+        poller.register(self.listener, select.POLLIN)
         try:
             while not self.stopping.is_set():
                 self._dispatch()
                 # woken by NOTIFY; once a second anyway, for jobs that came while every
                 # worker was busy
-                ready, _, _ = select.select([self.listener], [], [], 1.0)
+                ready = poller.poll(1000)
                 if ready:
                     self.listener.poll()
                     self.listener.notifies.clear()

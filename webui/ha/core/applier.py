@@ -14,6 +14,14 @@ one back by itself, also when the applying process is killed.
 Only confirm() writes the confirmed file, so at boot (tusk-boot ha) what comes up is the
 last confirmed pair, and a change still pending at power loss is gone.
 
+The pair key is part of the revision (issue 34): each revision carries the key it applies
+(<revision>/ha.key: the one given, else the key in force), the key in force is the
+pending revision's while one is pending, else the confirmed one (<state_dir>/ha.key), and
+only confirm() writes that - so Roll back, the confirm deadline and a reboot give the
+previous key back with the previous ha.toml. A revision of a release before (no key of
+its own) leaves the confirmed key in force. Every key file is root's, 0600, in root's
+state directory.
+
 Fail over (maintenance): the master's keepalived is restarted. Stopping, it sends
 priority-0 advertisements, so the backup takes the addresses at once; started again,
 every instance begins as BACKUP and - preemption off - stays so. With preemption on, a
@@ -28,7 +36,7 @@ from policy.core.target import Target
 from tusklib.commit import CommitConfirm, Failure, RestoreFailed, current_user, timeout_problem
 from tusklib.files import write_atomically
 
-from . import render, status
+from . import peer, render, status
 from .config import (DEFAULT_PATH, PRIMARY, TEXT_MAX, Code, HaError, interfaces_problems, load,
                      parse, to_toml)
 
@@ -192,6 +200,16 @@ class HaApplier(CommitConfirm):
         except (OSError, UnicodeDecodeError):
             return ""
 
+    def key(self):
+        """The pair key in force (bytes), or None: the pending revision's while one is
+        pending and carries one, else the confirmed key."""
+        pending = self.store.pending()
+        if pending is not None:
+            found = peer.read_key(self.store.revision_dir(pending["revision"]))
+            if found is not None:
+                return found
+        return peer.read_key(self.store.state_dir)
+
     def pending_text(self):
         pending = self.store.pending()
         return self.store.get(pending["revision"]).read(CONFIG_NAME) if pending else ""
@@ -216,19 +234,29 @@ class HaApplier(CommitConfirm):
 
     # -- apply, confirm ------------------------------------------------------------------
 
-    def apply(self, text, user=None, timeout=None):
-        """Validate, put into effect and leave pending; returns the revision. A step
-        that fails puts the confirmed pair back, and HaError says why."""
+    def apply(self, text, user=None, timeout=None, key=None):
+        """Validate, put into effect and leave pending; returns the revision. key: the
+        pair key the revision brings (None: the key in force stays). A step that fails
+        puts the confirmed pair back, and HaError says why."""
         timeout = confirm_timeout(timeout)
+        if key is not None and peer.key_problem(key):
+            raise HaError(Code.VALUE, "key", peer.key_problem(key))
         config = self.check(text)
         user = user or current_user()
         text = to_toml(config)
         with self.locked():
             self.expire_overdue()
             previous = self.store.pending()
+            given = key is not None
+            if not given:
+                found = self.key()
+                key = found.decode() if found is not None else None
             revision = self.store.create(user, "apply", {CONFIG_NAME: text},
                                          base=self.store.confirmed_id(),
-                                         confirm_timeout=timeout)
+                                         confirm_timeout=timeout,
+                                         key="given" if given else "kept" if key else "none")
+            if key is not None:     # before it is pending: the key in force at once
+                peer.write_key(revision.path, key)
             self.begin(revision, self.store.confirmed_id(), timeout)
             lines = self.go_live(revision, previous, lambda: self.put(config))
             write_atomically(os.path.join(revision.path, APPLIED_NAME), "\n".join(lines) + "\n")
@@ -323,10 +351,15 @@ class HaApplier(CommitConfirm):
             raise RestoreFailed(str(error.problems[0])) from None
 
     def confirm(self, user=None):
+        """The pending pair, and the key it carries, made the confirmed ones."""
         def check(pending):
-            text = self.store.get(pending["revision"]).read(CONFIG_NAME)
+            revision = self.store.get(pending["revision"])
+            text = revision.read(CONFIG_NAME)
             os.makedirs(os.path.dirname(self.config_path), exist_ok=True)
             write_atomically(self.config_path, text, 0o644)
+            key = peer.read_key(revision.path)
+            if key is not None:
+                peer.write_key(self.store.state_dir, key.decode())
         return super().confirm(user, check)
 
     def fail_over(self):
