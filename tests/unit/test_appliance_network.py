@@ -102,8 +102,8 @@ T2 = "/etc/tusk/network.toml: [[traffic]] #2"
 
 BAD = [
     ("not-toml", "[management\n", [
-        "/etc/tusk/network.toml: not valid TOML: Expected ']' at the end of a table "
-        "declaration (at line 1, column 12)"]),
+        "/etc/tusk/network.toml: not valid TOML at line 1, column 12: Expected ']' at the end "
+        "of a table declaration"]),
     ("no-management", '[[traffic]]\ninterface = "eth1"\n', [
         "/etc/tusk/network.toml: [management]: missing (required: it names the interface "
         "the dashboard answers on)"]),

@@ -136,3 +136,37 @@ def test_shipped_example_prints(tmp_path):
     result = run_tusk("print", EXAMPLE)
     assert result.returncode == 0, result.stderr
     assert "table inet tusk {" in result.stdout
+
+
+# What a person can type that PyYAML's resolvers once turned into a traceback (issue 34):
+# a date is the text typed; a value that cannot be read is a SYNTAX error at its place.
+TYPED = [
+    ("long-number", "version: " + "9" * 5000 + "\n",
+     "error[SYNTAX]: not valid YAML at line 1, column 10: '9999999999999999999999999999999999"
+     "9999999999999999999999... is too long for a number: 5000 characters, at most 1000"),
+    ("impossible-date", "zones:\n  - {name: lan, interfaces: [eth1], comment: "
+     "!!timestamp 2026-13-45}\n",
+     "error[SYNTAX]: not valid YAML at line 2, column 46: the tag !!timestamp is not "
+     "accepted: a policy holds text, numbers, true/false, lists and mappings"),
+    ("not-a-number", "settings:\n  log_rate: !!int fifty\n",
+     "error[SYNTAX]: not valid YAML at line 2, column 13: 'fifty' is not a whole number"),
+    ("half-a-character", 'zones:\n  - {name: lan, interfaces: [eth1], comment: "\\udc80"}\n',
+     "error[SYNTAX]: not valid YAML at line 2, column 46: '\\udc80' holds half of a UTF-16 "
+     "surrogate pair (\\udc80), which is no character"),
+]
+
+
+@pytest.mark.parametrize("command", [["check", "--no-kernel"], ["print"]], ids=["check", "print"])
+@pytest.mark.parametrize("content, expected", [c[1:] for c in TYPED], ids=[c[0] for c in TYPED])
+def test_a_value_that_cannot_be_read_is_a_syntax_error_with_its_line_and_column(
+        tmp_path, command, content, expected):
+    result = run_tusk(*command, write(tmp_path, content))
+    assert (result.returncode, result.stderr, result.stdout) == (int(Code.SYNTAX),
+                                                                 expected + "\n", "")
+
+
+@pytest.mark.parametrize("date", ["2026-05-04", "2026-13-45", "2026-02-30"])
+def test_a_date_typed_as_a_comment_is_that_comment(tmp_path, date):
+    path = write(tmp_path, f"zones:\n  - {{name: lan, interfaces: [eth1], comment: {date}}}\n")
+    result = run_tusk("check", "--no-kernel", path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"{path}: valid\n", "")

@@ -270,6 +270,8 @@ BAD_ASSIGNMENTS = [
                    "enp0s3, enp0s10) or their numbers 1-3"),
     ("4", None, "Management interface '4': not one of the interfaces found (enp0s2, enp0s3, "
                 "enp0s10) or their numbers 1-3"),
+    ("²", None, "Management interface '²': not one of the interfaces found (enp0s2, enp0s3, "
+                "enp0s10) or their numbers 1-3"),   # "²".isdigit(), and int() refuses it
     ("", "veth0", "Traffic interface 'veth0': not one of the interfaces found (enp0s2, enp0s3, "
                   "enp0s10) or their numbers 1-3"),
     ("", "1", "Traffic interface enp0s2: it is the management interface; one interface cannot "

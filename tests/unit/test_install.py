@@ -130,3 +130,19 @@ def test_a_damaged_image_is_refused_and_an_intact_one_passes(medium):
     with pytest.raises(install.InstallError) as error:
         install.verify_medium(str(medium))
     assert "tusk/rootfs.ext4 does not match its SHA256SUMS line" in str(error.value)
+
+
+def test_the_disk_question_takes_only_ascii_numbers(monkeypatch, no_swap, capsys):
+    """A digit another script writes ("²", "٣") is a digit to str.isdigit() and no number to
+    int(): the installer said why and asked again instead of stopping with a traceback."""
+    disks = [node("sda", "disk"), node("sdb", "disk")]
+    monkeypatch.setattr(install, "lsblk", lambda: disks)
+    monkeypatch.setattr(install, "root_device", lambda: None)
+    monkeypatch.setattr(install, "candidates", lambda devices, medium, root: [
+        (disk, None) for disk in devices])
+    answers = iter(["²", "٣", "99999999999", "2"])
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
+    chosen = install.choose(type("Args", (), {"disk": None})(), None)
+    assert chosen["path"] == "/dev/sdb"
+    said = capsys.readouterr().out
+    assert "'²' is not one of the numbers 1-2" in said and "'٣' is not one of" in said

@@ -71,7 +71,7 @@ BAD = [
     ("malformed-bad-indent", "zones:\n- {name: a, interfaces: [e]}\n  bad: 1\n",
      Code.SYNTAX, "", "line 3"),
     ("python-tag-refused", "!!python/object/apply:os.system [true]\n", Code.SYNTAX, "",
-     "could not determine a constructor"),
+     "the tag !!python/object/apply:os.system is not accepted"),
     ("duplicate-key-top", "version: 1\nzones: []\nversion: 1\n", Code.SYNTAX, "",
      "line 3, column 1: duplicate key 'version'"),
     ("duplicate-key-class", with_class("action: accept, action: drop"), Code.SYNTAX, "",

@@ -445,14 +445,28 @@ def test_all_problems_are_reported_at_once(admin_client):
 
 
 @pytest.mark.parametrize("data,expected", [
-    (b"\x80\x81{}", "not UTF-8 text (byte 0)"),
+    (b"\x80\x81{}", "not UTF-8 text at line 1, column 1 (byte 0)"),
+    (b'{"format":\n "tusk\xe9"}', "not UTF-8 text at line 2, column 7 (byte 17)"),
     (b"{not json", "not valid JSON at line 1, column 2"),
     (pickle.dumps({"format": "tusk-backup"}), "not UTF-8 text"),
     (Path(__file__).read_bytes()[:200], "not valid JSON at line 1"),
-    (b'{"format": "tusk-backup", "format": "x"}', "not valid JSON: the key 'format' appears "
-                                                   "twice in one object"),
-    (b'{"format": "tusk-backup", "version": NaN}', "not valid JSON: NaN is not a JSON number"),
-    (b"[" * 200_000 + b"]" * 200_000, "not a Tusk backup: nested too deeply"),
+    (b'{"format": "tusk-backup", "format": "x"}', "not valid JSON at line 1, column 1: the key "
+                                                   "'format' appears twice in the object that "
+                                                   "starts here"),
+    (b'{"format": "tusk-backup",\n "users": [{"a": 1,\n  "a": 2}]}',
+     "not valid JSON at line 2, column 12: the key 'a' appears twice in the object that "
+     "starts here"),
+    (b'{"format": "tusk-backup", "version": NaN}', "not valid JSON at line 1, column 38: NaN "
+                                                   "is not a JSON number"),
+    (b'{"format": "tusk-backup",\n "version": 1' + b"0" * 5000 + b"}",
+     "not valid JSON at line 2, column 13: a number of 5001 digits is too long (at most "
+     "1000)"),
+    (b'{"format": "tusk-backup",\n "version": [1e999999]}',
+     "not valid JSON at line 2, column 14: '1e999999' is too large a number"),
+    (b'-1e999', "not valid JSON at line 1, column 1: '-1e999' is too large a number"),
+    (b'{"format": "tusk-backup", "hostname": "fw\\ud800"}',
+     "hostname: holds half of a UTF-16 surrogate pair (\\ud800), which is no character"),
+    (b"[" * 200_000 + b"]" * 200_000, "not valid JSON: nested too deeply"),
     (b"[]", "not a Tusk backup: expected a JSON object, got a list"),
     (b'{"format": "tusk-backup", "users": [{"username": "a\\u0000b"}]}',
      "users[0].username: holds a NUL character"),

@@ -513,7 +513,7 @@ class Console:
 def pick(answer, nics, what):
     """An interface by name or list number."""
     names = [nic.name for nic in nics]
-    if answer.isdigit() and 1 <= int(answer) <= len(names):
+    if answer.isascii() and answer.isdigit() and 1 <= int(answer) <= len(names):  # not "²"
         return names[int(answer) - 1]
     if answer in names:
         return answer

@@ -234,7 +234,9 @@ def choose(args, medium_device):
         answer = input("Install Tusk on disk number (empty: cancel): ").strip()
         if not answer:
             raise InstallError("cancelled, nothing was written")
-        if answer.isdigit() and 1 <= int(answer) <= len(disks):
+        # ASCII digits only: str.isdigit() takes other scripts' digits, int() does not
+        if answer.isascii() and answer.isdigit() and len(answer) < 4 and \
+                1 <= int(answer) <= len(disks):
             disk, reason = disks[int(answer) - 1]
             if reason is None:
                 return disk

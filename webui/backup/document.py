@@ -50,6 +50,7 @@ from policy.models import Revision, TargetState
 from tuning.core import profile as profiles
 from tuning.core.applier import NO_PROFILE, Tuner
 from tuning.core.errors import TuneError
+from tusklib import jsonread
 from tusklib.problems import Problem, Problems
 
 FORMAT = "tusk-backup"
@@ -193,54 +194,50 @@ def state_token():
 
 # -- reading one back ----------------------------------------------------------------------
 
-def _refuse_duplicates(pairs):
-    keys = [key for key, _ in pairs]
-    for key in keys:
-        if keys.count(key) > 1:
-            raise ValueError(f"the key {key!r} appears twice in one object")
-    return dict(pairs)
-
-
-def _refuse_constant(name):
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def parse(data):
-    """The bytes of an uploaded file -> the JSON document, or BackupError."""
+    """The bytes of an uploaded file -> the JSON document, or BackupError. What json
+    cannot read, or reads into what cannot be stored (a number of 5000 digits, 1e999999,
+    a key twice, bytes that are not UTF-8), is named with its line and column
+    (tusklib/jsonread.py)."""
     if len(data) > MAX_BYTES:
         raise BackupError(Code.FILE, "", f"the file has {len(data)} bytes: a backup is at "
                                          f"most {MAX_BYTES // (1024 * 1024)} MiB")
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise BackupError(Code.FILE, "", f"not UTF-8 text (byte {error.start})") from None
-    try:
-        document = json.loads(text, object_pairs_hook=_refuse_duplicates,
-                              parse_constant=_refuse_constant)
-    except RecursionError:
-        raise BackupError(Code.FILE, "", "not a Tusk backup: nested too deeply") from None
-    except json.JSONDecodeError as error:
-        raise BackupError(Code.FILE, "", f"not valid JSON at line {error.lineno}, column "
-                                         f"{error.colno}: {error.msg}") from None
-    except ValueError as error:
-        raise BackupError(Code.FILE, "", f"not valid JSON: {error}") from None
-    where = _nul_at(document)
-    if where is not None:  # PostgreSQL stores no NUL character in text or JSON
-        raise BackupError(Code.VALUE, where, "holds a NUL character (\\u0000)")
+        document = jsonread.load_bytes(data)
+    except jsonread.JsonError as error:
+        raise BackupError(Code.FILE, "", error.described()) from None
+    found = _unstorable_at(document)
+    if found is not None:
+        raise BackupError(Code.VALUE, *found)
     return document
 
 
-def _nul_at(document):
-    """The path of the first string (or key) with a NUL character in it, else None."""
+_HALF_PAIR = re.compile("[\ud800-\udfff]")
+
+
+def _unstorable(text):
+    """Why PostgreSQL (and UTF-8) cannot store text, else None."""
+    if "\x00" in text:
+        return "holds a NUL character (\\u0000)"
+    half = _HALF_PAIR.search(text)
+    if half is not None:   # "\ud800" in JSON: half of a pair, no character of its own
+        return f"holds half of a UTF-16 surrogate pair (\\u{ord(half.group()):04x}), which " \
+               "is no character"
+    return None
+
+
+def _unstorable_at(document):
+    """(path, why) of the first string (or key) that cannot be stored, else None."""
     stack = [("", document)]
     while stack:
         path, value = stack.pop()
         if isinstance(value, str):
-            if "\x00" in value:
-                return path
+            why = _unstorable(value)
+            if why is not None:
+                return path, why
         elif isinstance(value, dict):
             for key, item in value.items():
-                stack += [(_join(path, repr(key) if "\x00" in key else key), key),
+                stack += [(_join(path, ascii(key) if _unstorable(key) else key), key),
                           (_join(path, key), item)]
         elif isinstance(value, list):
             stack += [(f"{path}[{index}]", item) for index, item in enumerate(value)]

@@ -165,7 +165,8 @@ def download(request, pk):
         part = None
         if len(names) > 1 and fmt == "pcap":
             part = request.GET.get("part", "")
-            if not part.isdigit() or not 1 <= int(part) <= len(names):
+            if not (part.isascii() and part.isdigit() and len(part) < 10) \
+                    or not 1 <= int(part) <= len(names):
                 raise Http404("choose a part")
             names = [names[int(part) - 1]]
         try:

@@ -6,7 +6,7 @@ from datetime import UTC
 
 from django import forms
 
-from policy.core.constants import NAME_PATTERN
+from policy.core.constants import NAME_BODY
 from tusklib.problems import ProblemsFormMixin
 
 from .choices import PROTOCOLS, TRANSPORTS, VERDICTS
@@ -38,7 +38,7 @@ class FilterForm(forms.Form):
                                 widget=TimeInput(),
                                 help_text="empty: up to now, and the list follows new records")
     cls = forms.RegexField(required=False, label="Class", max_length=40,
-                           regex=rf"^(?:{NAME_PATTERN[1:-1]}|\(default\))$",
+                           regex=rf"^(?:{NAME_BODY}|\(default\))\Z",
                            error_messages={"invalid": "a class name (lower case letters, "
                                            "digits, - and _) or (default) for the default deny"},
                            widget=forms.TextInput(attrs={"list": "log-classes"}))
@@ -136,7 +136,8 @@ class StorageForm(_SettingsForm):
 
 def _port(text):
     text = text.strip()
-    return int(text) if text.isdigit() and len(text) < 10 else text
+    # ASCII digits only: "²".isdigit() is true too, and int() refuses it
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 10 else text
 
 
 class SyslogForm(_SettingsForm):

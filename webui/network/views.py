@@ -394,7 +394,7 @@ def _moving(request):
     address (its token is in the session), else None."""
     token = request.session.get(SESSION_TOKEN)
     pk = request.GET.get("job", "")
-    if not (token and pk.isdigit()):
+    if not (token and pk.isascii() and pk.isdigit() and len(pk) < 19):  # "²", 5000 digits
         return None
     job = Job.objects.filter(pk=int(pk), kind="network.apply",
                              created_by=request.user).first()

@@ -19,7 +19,10 @@ def _split(text):
 
 
 def _port(value):
-    return int(value) if value.isdigit() else value
+    """A port typed: its number, or the text for the engine to name what is wrong with it
+    (ASCII digits only: "²".isdigit() is true too, and int() refuses it; nine at most:
+    int() refuses 5000)."""
+    return int(value) if value.isascii() and value.isdigit() and len(value) < 10 else value
 
 
 class ItemForm(ProblemsFormMixin, forms.Form):

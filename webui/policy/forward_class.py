@@ -130,7 +130,7 @@ class ForwardClass:
 
 def _port_value(interval):
     text = port_text(interval)
-    return int(text) if text.isdigit() else text
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 10 else text
 
 
 def problem_labels(labels, problems):

@@ -11,9 +11,9 @@ from tusklib.problems import Problem, ProblemsFormMixin
 from .core import responder
 
 PARAMS = ("transactions", "pings", "bulk", "timeout")   # the LIMITS this form asks for
-HOSTNAME = re.compile(rf"^(?=.{{1,{responder.HOST_MAX}}}$)"
+HOSTNAME = re.compile(rf"^(?=.{{1,{responder.HOST_MAX}}}\Z)"    # \Z: "$" takes "name\n"
                       r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-                      r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+                      r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\Z")
 
 
 class Code(IntEnum):

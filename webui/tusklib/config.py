@@ -59,8 +59,9 @@ Every problem is reported with the file, the section and the key, and why.
 """
 import ipaddress
 import os
-import tomllib
 from dataclasses import dataclass
+
+from . import tomlread
 
 DEFAULT_PATH = "/etc/tusk/tusk.toml"
 
@@ -146,14 +147,14 @@ def load(path=None):
     path = path or os.environ.get("TUSK_CONFIG") or DEFAULT_PATH
     try:
         with open(path, "rb") as handle:
-            data = tomllib.load(handle)
+            data = tomlread.load_bytes(handle.read())
     except FileNotFoundError:
         raise ConfigError(f"{path}: the configuration file does not exist (set TUSK_CONFIG to "
                           "its path; `make run` writes one for the lab)") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except tomlread.TomlError as exc:
+        raise ConfigError(f"{path}: {exc.described()}") from None
     values = {}
     for section, keys in _SCHEMA.items():
         table = data.get(section, {})

@@ -29,7 +29,7 @@ from tusklib.problems import Problem, Problems
 
 DUMPCAP = "dumpcap"
 TCPDUMP = "tcpdump"
-IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")    # what Linux allows, minus '/' and spaces
+IFNAME = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")    # what Linux allows, minus '/' and spaces
 
 # field: (lowest, highest, default)
 LIMITS = {
@@ -119,7 +119,7 @@ def validate(spec, known_interfaces=None, quota_mb=None):
     if not spec.interfaces:
         fail(Code.INTERFACE, "interfaces", "choose at least one interface")
     for name in spec.interfaces:
-        if not IFNAME.match(name):
+        if not isinstance(name, str) or not IFNAME.fullmatch(name):
             fail(Code.INTERFACE, "interfaces", f"{name!r} is not an interface name")
         elif known_interfaces is not None and name not in known_interfaces:
             fail(Code.INTERFACE, "interfaces", f"no interface {name} on the firewall (it has "

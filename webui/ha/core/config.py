@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from network.core.checks import address_problem, interface_problem, ip_problem
-from tusklib import values
+from tusklib import tomlread, values
 from tusklib.formats import FormatRefused, conntrackd, keepalived
 from tusklib.problems import Problem, Problems, table_values, type_name
 from tusklib.tomlwrite import toml_value
@@ -180,9 +180,12 @@ def parse(text):
         raise HaError(Code.SYNTAX, "", f"{len(text)} characters: more than the "
                       f"{TEXT_MAX} an ha.toml may have")
     try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise HaError(Code.SYNTAX, "", f"not valid TOML: {error}") from None
+        # every way tomllib fails, with its line and column
+        document = tomlread.checked(tomllib.loads(text), text)
+    except tomlread.TomlError as error:
+        raise HaError(Code.SYNTAX, "", error.described()) from None
+    except (ValueError, RecursionError) as error:   # TOMLDecodeError is a ValueError
+        raise HaError(Code.SYNTAX, "", tomlread.error_of(error, text).described()) from None
     return from_document(document)
 
 

@@ -27,8 +27,8 @@ interfaces[1].addresses[0]. The file of releases before 2 ([management] and [[tr
 is read too and turned into this shape; it is written back in this one.
 """
 import re
-import tomllib
 
+from tusklib import tomlread
 from tusklib.problems import table_values, type_name
 from tusklib.tomlwrite import toml_value
 
@@ -189,9 +189,9 @@ def parse(text, path=DEFAULT_PATH, present=None, zones=None):
     if len(text) > TEXT_MAX:
         raise NetworkError(Code.SCHEMA, path, f"is over {TEXT_MAX >> 10} KiB; not read")
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise NetworkError(Code.SYNTAX, path, f"not valid TOML: {exc}") from None
+        data = tomlread.loads(text)
+    except tomlread.TomlError as exc:
+        raise NetworkError(Code.SYNTAX, path, exc.described()) from None
     legacy = is_legacy(data)
     try:
         return from_document(legacy_document(data) if legacy else data, present=present,

@@ -12,13 +12,17 @@ LOCKDOWN_TABLE = "tusk_lockdown"
 
 # Object names become parts of nft chain/set names: keep them short, lower case and
 # free of characters nft would need quoted. 'tusk' prefixes keep them off nft keywords.
+# The patterns match whole text only (\Z, not $: "$" also matches before a final line
+# break, and "inside\n" passed until nft -c refused it), with re.match, re.search and
+# re.fullmatch alike; NAME_BODY is the name without anchors, to build other patterns from.
 NAME_MAX = 32
-NAME_PATTERN = rf"^[a-z][a-z0-9_-]{{0,{NAME_MAX - 1}}}$"
+NAME_BODY = rf"[a-z][a-z0-9_-]{{0,{NAME_MAX - 1}}}"
+NAME_PATTERN = rf"^{NAME_BODY}\Z"
 
 # Linux IFNAMSIZ is 16 including the NUL.
 IFNAME_MAX = 15
 # Linux refuses "/", ":" and white space (dev_valid_name()); "." and ".." too.
-IFNAME_PATTERN = rf"^[A-Za-z0-9_.@+-]{{1,{IFNAME_MAX}}}$"
+IFNAME_PATTERN = rf"^[A-Za-z0-9_.@+-]{{1,{IFNAME_MAX}}}\Z"
 
 PORT_MIN = 1
 PORT_MAX = 65535

@@ -14,11 +14,16 @@ class ControlError(Exception):
     pass
 
 
+def _digits(text):
+    """A short run of ASCII digits: "²".isdigit() is true too, and int() refuses it."""
+    return text.isascii() and text.isdigit() and len(text) <= 18
+
+
 def split_host_port(text, field="path"):
     """"host:port" or "[v6]:port" -> (host, port)."""
     host, sep, port = text.rpartition(":")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not host or not _digits(port) or not 0 < int(port) < 65536:
         raise ParamError([(field, f"{text!r} is not HOST:PORT")])
     return host, int(port)
 
@@ -43,8 +48,8 @@ def request(client, paths, params, progress=None):
                 kind, _, rest = line.partition(" ")
                 if kind == "PROGRESS" and progress:
                     percent, _, text = rest.partition(" ")
-                    progress(int(percent) if percent.isdigit() else 0, text)
-                elif kind == "OK" and rest.isdigit():
+                    progress(int(percent) if _digits(percent) else 0, text)
+                elif kind == "OK" and _digits(rest):
                     return json.loads(reader.exactly(int(rest)))
                 elif kind == "ERR":
                     raise ControlError(f"the client host's responder refused: {rest}")

@@ -170,7 +170,8 @@ class Reader:
 
 
 def _number(text, what, high):
-    if not text.isdigit() or not 0 < int(text) <= high:
+    # ASCII digits only: "²".isdigit() is true too, and int() refuses it
+    if not (text.isascii() and text.isdigit() and len(text) <= 18) or not 0 < int(text) <= high:
         raise Refused(f"{what} must be 1..{high}, not {text[:20]!r}")
     return int(text)
 
