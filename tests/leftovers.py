@@ -3,7 +3,8 @@
 and fails when it names something. Only the tests' own things count (make run's lab,
 or a PostgreSQL of the machine's, may run beside): the web tier's cluster tusk-test, the
 browser tier's labs (e2e...), the tiers' namespaces, and agents, gunicorns and nginxes
-whose configuration lives in a test's directory."""
+whose configuration lives in a test's directory, and the watchdogs of changes a test
+left pending there."""
 import os
 import re
 import subprocess
@@ -18,7 +19,7 @@ TEST_NETNS = re.compile(r"^(tt\d+|tusk-agent-\d+|tusk-scratch-\d+|e2e\w*)(-|$)")
 TEST_PLACES = ("/tmp/pytest-of-", "/var/tmp/tusk-test", "/var/tmp/tusk-lab/e2e",
                "/var/tmp/tusk-edge-", "/run/tusk-nginx-e2e", "/run/tusk-e2e")
 PROGRAMS = ("tusk-agent", "tusk.wsgi", "nginx", "ulogd", "rsyslogd", "keepalived",
-            "conntrackd")
+            "conntrackd", "tusklib.commit")   # the last: a pending change's watchdog
 
 
 def leftovers():

@@ -46,6 +46,11 @@ class AppliedPair(Pair):
 
     def down(self):
         for applier in self.appliers.values():
+            if applier.store.pending():   # its watchdog would wait out the test's hour
+                try:
+                    applier.cancel()
+                except HaError:           # the daemons are stopped below either way
+                    pass
             applier.daemons.stop()
         super().down()
 

@@ -23,7 +23,7 @@ from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 from lab.ulogd import Ulogd
 from logs.constants import CURRENT
 from logs.core import forwarder, records, storage
-from logs.core.settings import Settings, Target
+from logs.core.settings import check
 from netns.pcaps import ns_socket, tcp_connect   # importable from the web tier too
 
 RATE, BURST = 50, 100      # the policy's default log rate, and twice it as the burst
@@ -230,7 +230,8 @@ def test_records_reach_syslog_receivers_over_udp_and_tcp_as_rfc5424(lab, rules, 
     udp_burst(lab, SERVER_V4, 7777, 1)       # logged before the forwarder: not sent
     wait_until(lambda: newest(log_dir), 10, "the first record")
     udp, tcp = receiver.ports()
-    settings = Settings(syslog=(Target("127.0.0.1", udp, "udp"), Target("127.0.0.1", tcp, "tcp")))
+    settings = check({"syslog": [{"host": "127.0.0.1", "port": udp, "transport": "udp"},
+                                 {"host": "127.0.0.1", "port": tcp, "transport": "tcp"}]})
     forwarder.write(settings, log_dir, syslog_dir)
     proc = forwarder.start(syslog_dir, netns=lab.fw)
     try:
