@@ -89,6 +89,9 @@ APPLIANCE_TESTS := vm/test_appliance.py vm/test_iso_live.py vm/test_iso_boot.py 
 test: deps vm-deps lint
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test needs root: the namespace tests create network namespaces"; exit 1; }
 	@mkdir -p tests/artifacts
+	@# /run/netns made a shared mount point once, before two sessions race to: each would
+	@# bind it over the other, and a namespace made under the lower mount could never go
+	@ip netns add tusk-init-$$$$ && ip netns del tusk-init-$$$$
 	warm=; second=; first_args='$(PYTEST_ARGS)'; if [ -z "$(PYTEST_ARGS)" ]; then \
 	  tools/warm-caches > tests/artifacts/warm-caches.log 2>&1 & warm=$$!; \
 	  (cd tests && exec ../$(PY) -m pytest -p no:cacheprovider $(APPLIANCE_TESTS) \

@@ -4,7 +4,10 @@ firewall's namespace, pending until confirmed - an unconfirmed change stops them
 by itself - and the maintenance fail over: the master hands the addresses to the
 backup, which keeps the connections (hapair.py's topology; the real daemons)."""
 import os
+import pathlib
 import shutil
+import subprocess
+import threading
 import time
 
 import pytest
@@ -145,3 +148,46 @@ def test_a_half_naming_interfaces_the_box_lacks_is_refused_with_nothing_started(
     assert "eth9: no such interface on this box" in str(refused.value)
     assert a.store.ids() == [] and a.daemons.running() == {"conntrackd": False,
                                                            "keepalived": False}
+
+
+def test_each_box_stops_its_own_conntrackd_whatever_started_beside_it(pair, tmp_path):
+    """conntrackd -d has no pid file: the applier once took the newest conntrackd for its
+    own, and with another box's starting beside it (the CI's leftover) stopped that one
+    and left its own running. Here a process named conntrackd starts every few ms while
+    fwA applies: fwA still records, and stops, the one it started."""
+    a = pair.appliers["a"]
+    impostor = tmp_path / "conntrackd"                 # its comm is conntrackd
+    shutil.copy("/bin/sleep", impostor)
+    stopping, started = threading.Event(), []
+
+    def spawn():
+        while not stopping.is_set():
+            started.append(subprocess.Popen([str(impostor), "60"]))
+            time.sleep(0.002)
+    spawner = threading.Thread(target=spawn)
+    spawner.start()
+    try:
+        for _ in range(3):
+            a.apply(pair.text("a"), user="alice", timeout=3600)
+            assert a.daemons.running() == {"conntrackd": True, "keepalived": True}
+            pid = int((pathlib.Path(a.run_dir) / "conntrackd.pid").read_text())
+            assert (cmdline(pid).split(b"\0")[:3]
+                    == [b"conntrackd", b"-C", os.path.join(a.run_dir, "conntrackd.conf").encode()])
+            a.cancel()
+    finally:
+        stopping.set()
+        spawner.join()
+        for process in started:
+            process.kill()
+            process.wait()
+    assert a.daemons.running() == {"conntrackd": False, "keepalived": False}
+    conf = os.path.join(a.run_dir, "conntrackd.conf").encode()
+    assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and conf in
+                cmdline(pid)], "fwA's conntrackd left running"
+
+
+def cmdline(pid):
+    try:
+        return pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:     # gone meanwhile
+        return b""

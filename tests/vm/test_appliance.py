@@ -50,6 +50,7 @@ import json
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.request
@@ -62,6 +63,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import vm
 from appliance_vm import Appliance, hidden
+from browserns import chromium_alone
 
 ROOT = vm.ROOT
 ARTIFACTS = ROOT / "tests" / "artifacts" / "vm"
@@ -96,7 +98,6 @@ classes:
     action: accept
     seqrand: both
 """
-CHROMIUM = "/usr/bin/chromium"
 BROWSER_MS, APPLY_MS = 120_000, 330_000    # a page, an agent job under TCG
 MENU = r"Enter an option"
 # waits for the boot's health check (run again if it failed), its log if it fails
@@ -369,21 +370,19 @@ def submit(page):
 
 @contextmanager
 def admin_page(appliance):
-    """A Chromium page over the box's HTTPS, signed in as admin on the Dashboard."""
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        try:
-            page = browser.new_context(ignore_https_errors=True).new_page()
-            page.set_default_timeout(BROWSER_MS)       # pages are slow under TCG
-            page.goto(f"{appliance.base_url()}/accounts/login/")
-            page.fill("#id_username", "admin")
-            page.fill("#id_password", PASSWORD)
-            page.click("button[type=submit]")
-            expect(page.locator("h1")).to_have_text("Dashboard")
-            yield page
-        finally:
-            browser.close()
+    """A Chromium page over the box's HTTPS, signed in as admin on the Dashboard. Chromium
+    runs in a namespace of its own (browserns): the host tiers beside this session change
+    the host's interfaces, which would abort its connections."""
+    with sync_playwright() as playwright, tempfile.TemporaryDirectory() as directory, \
+            chromium_alone(playwright, appliance.https_port, Path(directory)) as browser:
+        page = browser.new_context(ignore_https_errors=True).new_page()
+        page.set_default_timeout(BROWSER_MS)       # pages are slow under TCG
+        page.goto(f"{appliance.base_url()}/accounts/login/")
+        page.fill("#id_username", "admin")
+        page.fill("#id_password", PASSWORD)
+        page.click("button[type=submit]")
+        expect(page.locator("h1")).to_have_text("Dashboard")
+        yield page
 
 
 def network_in_chromium(appliance):

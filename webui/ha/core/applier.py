@@ -96,6 +96,20 @@ class SystemdDaemons:
         return {"conntrackd": states[:1] == ["active"], "keepalived": states[1:2] == ["active"]}
 
 
+def processes():
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def command_line(pid):
+    """pid's argv, or None when it is gone (or a kernel thread)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            raw = handle.read(65536)
+    except OSError:
+        return None
+    return [part.decode(errors="replace") for part in raw.split(b"\0")[:-1]] or None
+
+
 class NetnsDaemons:
     """The lab and the tests: both daemons in a namespace, as the units run them on the
     appliance, with their pid files in the (root's) run directory."""
@@ -107,18 +121,21 @@ class NetnsDaemons:
     def describe(self):
         return f"keepalived and conntrackd in namespace {self.target.netns}"
 
+    def _argv(self, name):
+        """The command line the daemon of pid file `name` runs with: the pid file is
+        believed only for a process with exactly that command line, so a stale file (or
+        another box's daemon in the lab) is never signalled."""
+        if name == "conntrackd.pid":
+            return ["conntrackd", "-C", os.path.join(self.run_dir, "conntrackd.conf"), "-d"]
+        return self.keepalived_argv()
+
     def _pid(self, name):
         try:
             with open(os.path.join(self.run_dir, name), encoding="ascii") as handle:
                 pid = int(handle.read(16).strip())
         except (OSError, ValueError):
             return None
-        try:
-            with open(f"/proc/{pid}/comm", encoding="ascii") as handle:
-                comm = handle.read().strip()
-        except OSError:
-            return None
-        return pid if comm in ("keepalived", "conntrackd") else None
+        return pid if command_line(pid) == self._argv(name) else None
 
     def _stop(self, name):
         pid = self._pid(name)
@@ -141,19 +158,28 @@ class NetnsDaemons:
         self._stop("keepalived.pid")
         self._stop("conntrackd.pid")
 
+    def keepalived_argv(self):
+        return ["keepalived", "--vrrp", "-f", os.path.join(self.run_dir, "keepalived.conf"),
+                "-p", os.path.join(self.run_dir, "keepalived.pid"),
+                "-r", os.path.join(self.run_dir, "vrrp.pid")]
+
     def start_keepalived(self):
-        self._start(["keepalived", "--vrrp", "-f", os.path.join(self.run_dir, "keepalived.conf"),
-                     "-p", os.path.join(self.run_dir, "keepalived.pid"),
-                     "-r", os.path.join(self.run_dir, "vrrp.pid")], "keepalived")
+        self._start(self.keepalived_argv(), "keepalived")
 
     def restart(self, config):
         self.stop()
         if config is None:
             return
-        conf = os.path.join(self.run_dir, "conntrackd.conf")
-        # conntrackd has no pid file option: -d forks, and its lock file holds no pid
-        self._start(["sh", "-c", 'conntrackd -C "$1" -d && pgrep -n -x conntrackd > "$2"', "sh",
-                     conf, os.path.join(self.run_dir, "conntrackd.pid")], "conntrackd")
+        # conntrackd has no pid file option: -d forks, and its lock file holds no pid. Its
+        # pid is the process running this box's command line (not the newest conntrackd:
+        # another box's, or another test's, may have started since)
+        argv = self._argv("conntrackd.pid")
+        self._start(argv, "conntrackd")
+        pids = [pid for pid in processes() if command_line(pid) == argv]
+        if len(pids) != 1:
+            raise HaError(Code.APPLY, "", f"conntrackd: {len(pids)} processes run "
+                          f"{' '.join(argv)} after it started")
+        write_atomically(os.path.join(self.run_dir, "conntrackd.pid"), f"{pids[0]}\n")
         self.start_keepalived()
 
     def restart_keepalived(self):
