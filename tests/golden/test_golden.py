@@ -74,7 +74,8 @@ def needs_vm_kernel(case):
     if case.startswith(f"{BOOT}/"):
         return False
     policy = load_policy_file(path(case, "policy.yaml"))
-    return any(c.seqrand != choices.SEQRAND_NONE or c.fastpath for c in policy.classes)
+    return any(c.seqrand != choices.SEQRAND_NONE or c.fastpath != choices.FASTPATH_NEVER
+               for c in policy.classes)
 
 
 def unified_diff(expected, actual, case):
@@ -179,3 +180,19 @@ def test_expected_passes_nft_check(case, nft_check):
     assert refused == vm_lines, (
         f"{case}: nft -c did not refuse every helper/flowtable line; not refused: "
         + ", ".join(f"{n}: {lines[n - 1].strip()}" for n in sorted(vm_lines - refused)))
+
+
+@pytest.mark.parametrize("case", [c for c in POLICY_CASES if needs_vm_kernel(c)])
+def test_without_flowtables_auto_classes_stay_on_a_slow_path_this_kernel_takes(case, nft_check):
+    """expected.nft is what Tusk's kernel loads; on a kernel without flowtables (this
+    host's) the applier renders the same policy with flowtable=False: no flowtable, no
+    promotion, and - unless the policy needs a helper or an always class - a ruleset this
+    kernel takes whole."""
+    policy = load_policy_file(path(case, "policy.yaml"))
+    slow = render(policy, flowtable=False)
+    assert "flow add @" not in slow or any(c.always_fast for c in policy.classes), case
+    if any(c.seqrand != choices.SEQRAND_NONE or c.always_fast for c in policy.classes):
+        return
+    assert "flowtable" not in slow
+    result = nft_check(slow)
+    assert result.returncode == 0, f"nft -c refused {case} without flowtables:\n{result.stderr}"

@@ -204,6 +204,32 @@ def test_fastpath_is_refused_without_flowtables(lab, fw, tmp_path):
     assert live(lab) is None
 
 
+def test_auto_classes_stay_on_the_slow_path_of_a_kernel_without_flowtables(lab, fw, tmp_path):
+    """The default (fastpath: auto) asks for nothing this kernel lacks: no flowtable, no
+    promotion rule; the revision and the CLI say so. Its hash is that of the ruleset for a
+    kernel with flowtables, so the dashboard compares a draft with it as on the box."""
+    import hashlib
+
+    from policy.core.normalise import load_policy_file
+    from policy.core.render import render
+    path = policy(tmp_path, "gamma")
+    result = fw("apply", path, "--timeout", TIMEOUT)
+    assert "fast path of the auto classes: off: the kernel has no flowtable" in result.stdout
+    listing = lab.ns(lab.fw, "nft", "list", "table", "inet", "tusk").stdout
+    assert "flowtable" not in listing and "flow add" not in listing
+    assert live(lab) == ["gamma"]
+    with open(fw.state / "revisions" / "000001" / "meta.json") as handle:
+        meta = json.load(handle)
+    canonical = render(load_policy_file(path))
+    assert "flow add @fastpath" in canonical
+    assert meta["canonical_sha256"] == hashlib.sha256(canonical.encode()).hexdigest()
+    assert meta["auto_fastpath"].startswith("off: ")
+    # never: nothing to say
+    fw("apply", policy(tmp_path, "delta", extra="    fastpath: never\n"), "--timeout", TIMEOUT)
+    with open(fw.state / "revisions" / "000002" / "meta.json") as handle:
+        assert "auto_fastpath" not in json.load(handle)
+
+
 def test_a_nonexistent_interface_is_refused_before_anything_is_applied(lab, fw, tmp_path):
     path = tmp_path / "eth9.yaml"
     path.write_text(policy(tmp_path, "alpha").read_text().replace("veth-s", "eth9"))

@@ -326,7 +326,7 @@ def check_policy(lab, policy, rng, limit, describe, **limits):
     """Loads the policy's ruleset (rendered with limits as compile_plan takes them) into
     fw, sends the probes and fails naming each probe counted by another class than the
     reference's. Returns the ruleset."""
-    ruleset = render(policy, **limits)
+    ruleset = render(policy, flowtable=False, **limits)     # this kernel has none
     loaded = Target(lab.fw).nft_load(ruleset)
     assert loaded.ok, f"nft refused the ruleset:\n{loaded.stderr}"
     classes = policy.classes

@@ -113,7 +113,22 @@ BAD = [
     ("wrong-type-class-item", PRELUDE + "  - [c3, accept]\n", Code.SCHEMA, "classes[3]",
      "must be a mapping, not a list"),
     ("wrong-type-fastpath", with_class("action: accept, fastpath: 'yes please'"), Code.SCHEMA,
-     "classes[3].fastpath", "must be true or false"),
+     "classes[3].fastpath", "'yes please' is not one of: auto, always, never"),
+    ("wrong-type-fastpath-number", with_class("action: accept, fastpath: 1"), Code.SCHEMA,
+     "classes[3].fastpath", "1 is not one of: auto, always, never"),
+    ("fastpath-after-words", with_class("action: accept, fastpath_after: lots"), Code.SCHEMA,
+     "classes[3].fastpath_after", "'lots' is not a size: a whole number of bytes, or one "
+     "with a unit"),
+    ("fastpath-after-unit", with_class("action: accept, fastpath_after: 3 mb"), Code.SCHEMA,
+     "classes[3].fastpath_after", "'3 mb' is not a size"),
+    ("fastpath-after-newline", with_class('action: accept, fastpath_after: "3\\nMB"'),
+     Code.SCHEMA, "classes[3].fastpath_after", "is not a size"),
+    ("fastpath-after-negative", with_class("action: accept, fastpath_after: -1"), Code.RANGE,
+     "classes[3].fastpath_after", "-1 is below 0"),
+    ("fastpath-after-huge", with_class("action: accept, fastpath_after: 2 TB"), Code.RANGE,
+     "classes[3].fastpath_after", "2000000000000 is above 1000000000000"),
+    ("fastpath-after-float", with_class("action: accept, fastpath_after: 1.5"), Code.SCHEMA,
+     "classes[3].fastpath_after", "must be a whole number, not 1.5"),
     ("wrong-type-notrack", with_class("action: accept, notrack: 1"), Code.SCHEMA,
      "classes[3].notrack", "must be true or false, not 1"),
     ("wrong-type-mss", with_class("action: accept, mss: 1400"), Code.SCHEMA, "classes[3].mss",
@@ -272,6 +287,21 @@ BAD = [
      Code.CONTRADICTION, "classes[3].seqrand", "needs connection tracking, which notrack turns off"),
     ("fastpath-with-notrack", with_class("action: accept, fastpath: true, notrack: true"),
      Code.CONTRADICTION, "classes[3].fastpath", "needs connection tracking, which notrack turns off"),
+    ("auto-with-drop", with_class("action: drop, fastpath: auto"), Code.CONTRADICTION,
+     "classes[3].fastpath", "the action is drop"),
+    ("auto-with-notrack", with_class("action: accept, fastpath: auto, notrack: true"),
+     Code.CONTRADICTION, "classes[3].fastpath", "notrack turns off"),
+    ("auto-without-tcp", with_class("action: accept, services: [dns], fastpath: auto"),
+     Code.CONTRADICTION, "classes[3].fastpath", "the class matches no TCP traffic"),
+    ("after-with-always", with_class("action: accept, fastpath: always, fastpath_after: 5 MB"),
+     Code.CONTRADICTION, "classes[3].fastpath_after", "only a class whose fast path is auto "
+     "promotes after a number of bytes (this one's is always)"),
+    ("after-of-a-drop-class", with_class("action: drop, fastpath_after: 5 MB"),
+     Code.CONTRADICTION, "classes[3].fastpath_after", "(this one's is never)"),
+    ("after-without-tcp", with_class("action: accept, services: [dns], fastpath_after: 5"),
+     Code.CONTRADICTION, "classes[3].fastpath_after", "(this one's is never)"),
+    ("auto-without-zones", "classes:\n  - {name: all, action: accept, fastpath: auto}\n",
+     Code.CONTRADICTION, "classes[0].fastpath", "the policy has no zones"),
     ("mss-without-tcp", with_class("action: accept, services: [dns], mss: {mode: fixed, value: 1400}"),
      Code.CONTRADICTION, "classes[3].mss", "the class matches no TCP traffic (services: dns)"),
     ("strip-without-tcp", with_class("action: accept, services: [dns, ping], "
@@ -471,15 +501,38 @@ def test_defaults_of_a_class():
         None, None, (), (), ())
     assert cls.mss == Mss(choices.MSS_NONE, None)
     assert cls.tcp_options == TcpOptions("keep", "keep", "keep")
-    assert (cls.seqrand, cls.fastpath, cls.notrack, cls.comment) == ("none", False, False, "")
+    # no zones: no flowtable to promote to
+    assert (cls.seqrand, cls.fastpath, cls.notrack, cls.comment) == ("none", "never", False, "")
     assert cls.tcp_profile() is None
+
+
+@pytest.mark.parametrize("fields, mode, after", [
+    ("action: accept", "auto", 1_000_000),                  # any traffic: TCP among it
+    ("action: accept, services: [ssh, dns]", "auto", 1_000_000),
+    ("action: accept, fastpath_after: 0", "auto", 0),
+    ("action: accept, fastpath_after: 2 MB", "auto", 2_000_000),
+    ("action: accept, fastpath_after: 512KiB", "auto", 524_288),
+    ("action: accept, fastpath_after: ' 1 GiB '", "auto", 1 << 30),
+    ("action: accept, fastpath: auto, fastpath_after: 1000000000000", "auto", 10 ** 12),
+    ("action: accept, fastpath: true", "always", 1_000_000),     # as policies before auto
+    ("action: accept, fastpath: false", "never", 1_000_000),
+    ("action: accept, fastpath: never", "never", 1_000_000),
+    ("action: accept, services: [dns]", "never", 1_000_000),    # no TCP: nothing to promote
+    ("action: accept, services: [dns], fastpath: always", "always", 1_000_000),
+    ("action: accept, notrack: true", "never", 1_000_000),
+    ("action: drop", "never", 1_000_000),
+    ("action: reject, fastpath: never", "never", 1_000_000),
+])
+def test_the_fast_path_of_a_class_is_auto_where_it_can_be(fields, mode, after):
+    cls = load_policy_text(with_class(fields)).classes[3]
+    assert (cls.fastpath, cls.fastpath_after) == (mode, after)
 
 
 def test_a_class_may_randomise_on_the_fast_path():
     # the kernel's flowtable translates seqadj connections (kernel-patches/0016); whether
     # the target's kernel does is a capability, checked at apply time
     cls = load_policy_text(with_class("action: accept, seqrand: both, fastpath: true")).classes[3]
-    assert (cls.seqrand, cls.fastpath) == ("both", True)
+    assert (cls.seqrand, cls.fastpath) == ("both", "always")
 
 
 def test_load_policy_takes_plain_data_as_the_web_ui_sends_it():

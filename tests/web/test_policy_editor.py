@@ -42,12 +42,46 @@ def test_an_address_set_and_a_class_with_an_mss_clamp(zones):
     assert "bulk" in page and "MSS fixed 1400" in page
 
 
+def test_a_class_says_how_it_takes_the_fast_path(zones):
+    client = zones
+    assert add(client, "services", name="rsync", protocol="tcp", ports="873").status_code == 302
+    response = add(client, "classes", name="bulk", from_zone="inside", to_zone="outside",
+                   services=["rsync"], action="accept", mss_mode="none", seqrand="none",
+                   fastpath="auto", fastpath_after="10 MB")
+    assert response.status_code == 302, errors_of(response)
+    response = add(client, "classes", name="chat", from_zone="outside", to_zone="inside",
+                   action="accept", mss_mode="none", seqrand="none", fastpath="never")
+    assert response.status_code == 302, errors_of(response)
+    response = add(client, "classes", name="quick", from_zone="inside", action="accept",
+                   mss_mode="none", seqrand="none", fastpath_after="0")
+    assert response.status_code == 302, errors_of(response)
+    classes = drafts.get().document["classes"]
+    assert classes[0] == {"name": "bulk", "from": "inside", "to": "outside",
+                          "services": ["rsync"], "action": "accept", "fastpath": "auto",
+                          "fastpath_after": "10 MB"}
+    assert classes[1]["fastpath"] == "never" and "fastpath_after" not in classes[1]
+    assert "fastpath" not in classes[2] and classes[2]["fastpath_after"] == 0
+    page = client.get("/policy/classes/").content.decode()
+    assert "fast path auto" in page and "promoted after 10 MB" in page
+    assert "fast path never" in page and "promoted after 0" in page
+    # the form shows them back; a policy of before auto's fastpath: true as always
+    form = client.get("/policy/classes/0/").content.decode()
+    assert 'value="10 MB"' in form
+
+
 @pytest.mark.parametrize("fields,field,message", [
     ({"mss_mode": "fixed", "mss_value": "70000"}, "mss_value", "70000 is above 65535"),
     ({"mss_mode": "fixed"}, "mss_value", "is required when mode is fixed"),
     ({"mss_mode": "pmtu", "mss_value": "1400"}, "mss_value", "only a fixed clamp takes a value"),
     ({"name": "Bad Name"}, "name", "not a valid name"),
     ({"from_zone": "nowhere"}, "from_zone", "Select a valid choice"),
+    ({"fastpath": "sometimes"}, "fastpath", "Select a valid choice"),
+    ({"fastpath_after": "lots"}, "fastpath_after", "lots&#x27; is not a size: a whole"),
+    ({"fastpath_after": "99999999999999"}, "fastpath_after", "is above 1000000000000"),
+    ({"fastpath": "always", "fastpath_after": "1 MB"}, "fastpath_after",
+     "only a class whose fast path is auto"),
+    ({"action": "drop", "fastpath": "auto"}, "fastpath", "the action is drop"),
+    ({"fastpath_after": "<b>9</b>"}, "fastpath_after", "is not a size"),
 ])
 def test_bad_class_input_names_the_field_and_saves_nothing(zones, fields, field, message):
     before = Draft.objects.get(pk=1)

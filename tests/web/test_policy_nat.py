@@ -130,7 +130,7 @@ def test_a_forward_that_creates_its_class_before_the_catch_all(editor):
                                                 "outside-rest"]
     assert policy.traffic_class["web"] == TrafficClass(
         name="web", action="accept", from_zone="outside", destination=("web",),
-        services=("web",), comment="admits port forward web")
+        services=("web",), comment="admits port forward web", fastpath="auto")
     assert policy.address_set["web"].entries == ("10.3.0.5",)
     assert (policy.service["web"].protocol, policy.service["web"].ports) == (
         "tcp", (Interval(8443, 8443),))

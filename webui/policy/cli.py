@@ -53,6 +53,8 @@ def cmd_apply(args):
     timeout = revision.meta["confirm_timeout"]
     print(f"revision {revision.id} applied to {applier.target}; it rolls back by itself in "
           f"{timeout} s unless confirmed with: tusk policy confirm")
+    if "auto_fastpath" in revision.meta:
+        print(f"fast path of the auto classes: {revision.meta['auto_fastpath']}")
     if args.wait:
         _wait_for_decision(applier, revision.id)
 

@@ -126,7 +126,15 @@ class ClassForm(ItemForm):
     seqrand = forms.ChoiceField(label="Sequence randomisation", choices=[
         (choices.SEQRAND_NONE, "off"), (choices.SEQRAND_INITIATOR, "initiator's direction"),
         (choices.SEQRAND_BOTH, "both directions")])
-    fastpath = forms.BooleanField(required=False, label="Flowtable fast path")
+    fastpath = forms.ChoiceField(required=False, label="Flowtable fast path", choices=[
+        ("", "default: auto for TCP the class accepts and tracks"),
+        (choices.FASTPATH_AUTO, "auto: elephants, once past the size below"),
+        (choices.FASTPATH_ALWAYS, "always: every connection, TCP and UDP"),
+        (choices.FASTPATH_NEVER, "never: the slow path only")])
+    fastpath_after = forms.CharField(required=False, max_length=32, label="Promote after",
+                                     help_text="bytes of a connection, both directions, "
+                                     "before auto promotes it: e.g. 1 MB (the default), "
+                                     "512 KiB, 0 for at once")
     notrack = forms.BooleanField(required=False, label="No connection tracking (stateless)")
     log = forms.BooleanField(required=False, label="Log", help_text=(
         "Log the class's packets before its verdict: the first packet of each connection "
@@ -139,7 +147,8 @@ class ClassForm(ItemForm):
         "tcp_options.window_scale": "strip_window_scale",
         "tcp_options.sack_permitted": "strip_sack_permitted",
         "tcp_options.timestamps": "strip_timestamps", "tcp_options": "strip_window_scale",
-        "seqrand": "seqrand", "fastpath": "fastpath", "notrack": "notrack", "log": "log"}
+        "seqrand": "seqrand", "fastpath": "fastpath", "fastpath_after": "fastpath_after",
+        "notrack": "notrack", "log": "log"}
 
     def __init__(self, *args, document=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -176,7 +185,10 @@ class ClassForm(ItemForm):
         if data["seqrand"] != choices.SEQRAND_NONE:
             item["seqrand"] = data["seqrand"]
         if data["fastpath"]:
-            item["fastpath"] = True
+            item["fastpath"] = data["fastpath"]
+        after = data["fastpath_after"].strip()
+        if after:     # the policy's own check says what is wrong with it
+            item["fastpath_after"] = int(after) if after.isascii() and after.isdigit() else after
         if data["notrack"]:
             item["notrack"] = True
         if data["log"]:
@@ -194,12 +206,22 @@ class ClassForm(ItemForm):
             "services": item.get("services") or [], "action": item.get("action", "accept"),
             "mss_mode": mss.get("mode", choices.MSS_NONE), "mss_value": mss.get("value"),
             "seqrand": item.get("seqrand", choices.SEQRAND_NONE),
-            "fastpath": bool(item.get("fastpath")), "notrack": bool(item.get("notrack")),
+            "fastpath": fastpath_text(item.get("fastpath")),
+            "fastpath_after": str(item.get("fastpath_after", "")),
+            "notrack": bool(item.get("notrack")),
             "log": bool(item.get("log")),
         }
         for key in choices.TCP_OPTIONS:
             initial[f"strip_{key}"] = options.get(key) == choices.OPTION_STRIP
         return initial
+
+
+def fastpath_text(value):
+    """A document's fastpath as the form shows it: true and false as always and never
+    (policies before auto), absent as the default."""
+    if isinstance(value, bool):
+        return choices.FASTPATH_ALWAYS if value else choices.FASTPATH_NEVER
+    return value if value in choices.FASTPATH_MODES else ""
 
 
 FORMS = {"zones": ZoneForm, "address_sets": AddressSetForm, "services": ServiceForm,

@@ -68,7 +68,9 @@ def _sync(config, record_listing_for, periodic):
             "outcome": revision.meta.get("outcome", ""),
             "policy_text": revision.policy_text,
             "ruleset": ruleset,
-            "ruleset_sha256": sha256(ruleset),
+            # the ruleset for a kernel with flowtables, as the draft's is hashed: the
+            # same policy compares the same where auto classes had no flowtable
+            "ruleset_sha256": revision.meta.get("canonical_sha256") or sha256(ruleset),
             "meta": revision.meta,
         })
     target = Target(config.netns or None)

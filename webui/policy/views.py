@@ -10,7 +10,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
@@ -24,7 +24,7 @@ from .agent_jobs import CAPABILITIES
 from .core.errors import PolicyError
 from .core.normalise import load_policy
 from .core.render import render as render_ruleset
-from .forms import FORMS, TITLES, ApplyForm, ImportForm
+from .forms import FORMS, TITLES, ApplyForm, ImportForm, fastpath_text
 from .models import Revision, TargetState
 
 
@@ -101,13 +101,16 @@ def _rows(section, items, base, admin, last, hits=None):
                 if mss else "",
                 " ".join(f"{v} {k}" for k, v in (item.get("tcp_options") or {}).items()),
                 f"seqrand {item['seqrand']}" if item.get("seqrand") else "") if part)
-            badges = "".join(f'<span class="badge">{b}</span>' for b, on in (
-                ("fast path", item.get("fastpath")), ("notrack", item.get("notrack")),
-                ("log", item.get("log"))) if on)
+            fastpath = fastpath_text(item.get("fastpath"))
+            after = item.get("fastpath_after")
+            badges = format_html_join("", '<span class="badge">{}</span>', ((b,) for b, on in (
+                (f"fast path {fastpath}", fastpath),
+                (f"promoted after {after}", after is not None),
+                ("notrack", item.get("notrack")), ("log", item.get("log"))) if on))
             cells = format_html(
                 "<td>{}</td><td>{}</td><td>{} → {}</td><td>{}</td><td>{} {}</td><td>{}</td>{}",
                 index, link, item.get("from") or "any", item.get("to") or "any", match,
-                item.get("action", ""), mark_safe(badges), tcp, hits.cell(item.get("name")))
+                item.get("action", ""), badges, tcp, hits.cell(item.get("name")))
             buttons = format_html(
                 '<button class="secondary" title="move up" formaction="{0}{1}/move/up/"{2}>↑'
                 '</button><button class="secondary" title="move down" '

@@ -75,6 +75,11 @@ def describe(message):
                 "offset_before": found.get_attr("CTA_NAT_SEQ_OFFSET_BEFORE"),
                 "offset_after": found.get_attr("CTA_NAT_SEQ_OFFSET_AFTER")}
 
+    def bytes_of(name):
+        """The direction's bytes (nf_conntrack_acct), None without accounting."""
+        found = message.get_attr(name)
+        return None if found is None else found.get_attr("CTA_COUNTERS_BYTES")
+
     protoinfo = message.get_attr("CTA_PROTOINFO")
     tcp = protoinfo.get_attr("CTA_PROTOINFO_TCP") if protoinfo else None
     helper = message.get_attr("CTA_HELP")
@@ -88,7 +93,8 @@ def describe(message):
                         tcp.get_attr("CTA_PROTOINFO_TCP_WSCALE_REPLY")] if tcp else None),
             "helper": helper.get_attr("CTA_HELP_NAME") if helper else None,
             "seqadj_orig": seqadj_of("CTA_SEQ_ADJ_ORIG"),
-            "seqadj_reply": seqadj_of("CTA_SEQ_ADJ_REPLY")}
+            "seqadj_reply": seqadj_of("CTA_SEQ_ADJ_REPLY"),
+            "bytes": [bytes_of("CTA_COUNTERS_ORIG"), bytes_of("CTA_COUNTERS_REPLY")]}
 
 
 def find(found, sport, dport, dst=None):

@@ -17,6 +17,9 @@ from pcaps import ns_socket
 
 PORT_BOTH, PORT_PLAIN, PORT_INITIATOR, PORT_FAST = 5201, 5202, 5203, 5204
 
+# The slow path's classes say never: these scenarios judge its translation packet by
+# packet, and auto would hand a connection to the flowtable after its first megabyte
+# (policy-auto-fastpath tests that).
 POLICY = f"""\
 version: 1
 zones:
@@ -30,10 +33,12 @@ services:
   - {{name: ping, protocol: icmp}}
   - {{name: ping6, protocol: icmpv6}}
 classes:
-  - {{name: both, from: inside, to: outside, services: [rand-both], action: accept, seqrand: both}}
-  - {{name: plain, from: inside, to: outside, services: [plain], action: accept}}
+  - {{name: both, from: inside, to: outside, services: [rand-both], action: accept, seqrand: both,
+     fastpath: never}}
+  - {{name: plain, from: inside, to: outside, services: [plain], action: accept,
+     fastpath: never}}
   - {{name: initiator, from: inside, to: outside, services: [rand-initiator], action: accept,
-     seqrand: initiator}}
+     seqrand: initiator, fastpath: never}}
   - {{name: fast, from: inside, to: outside, services: [rand-fast], action: accept, seqrand: both,
      fastpath: true}}
   - {{name: diagnostics, from: inside, services: [ping, ping6], action: accept}}

@@ -9,6 +9,7 @@ watchdog that died with the machine - is tusklib/commit.py, which the network sh
 this class supplies what a rollback restores: a ruleset.
 """
 import difflib
+import hashlib
 import re
 
 from tusklib.commit import CommitConfirm, RestoreFailed, current_user, timeout_problem
@@ -24,6 +25,11 @@ from .target import Target
 __all__ = ["Applier", "EMPTY_RULESET", "current_user"]
 
 EMPTY_RULESET = f"table {FAMILY} {TABLE}\ndelete table {FAMILY} {TABLE}\n"
+ACCT_SYSCTL = "net.netfilter.nf_conntrack_acct"
+# a revision's auto_fastpath: whether its fastpath: auto classes got the flowtable
+AUTO_ON = "on"
+AUTO_OFF = ("off: the kernel has no flowtable for these interfaces; auto classes stay on "
+            "the slow path")
 
 
 class Applier(CommitConfirm):
@@ -46,7 +52,7 @@ class Applier(CommitConfirm):
             raise PolicyError(Code.SCHEMA, "policy", "must be the text of a policy file of "
                               f"at most {POLICY_MAX_BYTES >> 20} MiB")
         policy = load_policy_text(policy_text)
-        ruleset = render(policy)
+        ruleset, extras = self.rendered(policy)
         timeout = _confirm_timeout(timeout, policy)
         user = user or current_user()
         with self.locked():
@@ -55,13 +61,15 @@ class Applier(CommitConfirm):
                 capabilities.check(policy, self.target)
                 self._check(ruleset)
             except PolicyError as error:
-                revision = self.store.create(user, action, policy_text, ruleset)
+                revision = self.store.create(user, action, policy_text, ruleset, **extras)
                 revision.update(outcome=f"refused: {error.problems[0]}")
                 raise
             previous = self.store.pending()
             base = self.store.confirmed_id()
             revision = self.store.create(user, action, policy_text, ruleset, base=base,
-                                         confirm_timeout=timeout)
+                                         confirm_timeout=timeout, **extras)
+            if extras.get("auto_fastpath") == AUTO_ON:
+                self.count_bytes()
             self.begin(revision, base, timeout)
             result = self.target.nft_load(ruleset)
             if not result.ok:
@@ -75,6 +83,28 @@ class Applier(CommitConfirm):
             if previous:
                 self.store.get(previous["revision"]).update(outcome=f"superseded by {revision.id}")
             return revision
+
+    def rendered(self, policy):
+        """(the ruleset for this target, the revision's extras): fastpath: auto classes
+        get the fast path where the kernel has flowtables (capabilities.auto_fastpath);
+        the revision records which, and the hash of the ruleset as rendered for a kernel
+        with flowtables - what a draft is compared with, on any kernel."""
+        canonical = render(policy)
+        extras = {"canonical_sha256": hashlib.sha256(canonical.encode()).hexdigest()}
+        if not any(cls.auto_fast for cls in policy.classes):
+            return canonical, extras
+        if capabilities.auto_fastpath(policy, self.target):
+            return canonical, {**extras, "auto_fastpath": AUTO_ON}
+        return render(policy, flowtable=False), {**extras, "auto_fastpath": AUTO_OFF}
+
+    def count_bytes(self):
+        """Promotion reads conntrack's byte count, which only connections made while
+        nf_conntrack_acct is on have (the image's sysctl.d sets it; a lab's namespace
+        starts without)."""
+        result = self.target.run(["sysctl", "-qw", f"{ACCT_SYSCTL}=1"])
+        if not result.ok:
+            raise PolicyError(Code.APPLY, "", f"{ACCT_SYSCTL}=1, which fastpath: auto needs: "
+                              f"{result.stderr.strip() or 'refused'}")
 
     def _check(self, ruleset):
         result = self.target.nft_check(ruleset)
@@ -96,7 +126,7 @@ class Applier(CommitConfirm):
     def check(self, policy_text):
         """Everything apply does before it changes anything."""
         policy = load_policy_text(policy_text)
-        ruleset = render(policy)
+        ruleset, _ = self.rendered(policy)
         capabilities.check(policy, self.target)
         self._check(ruleset)
         return ruleset

@@ -71,9 +71,9 @@ def check(policy, target):
                 f"class {cls.name!r} needs the kernel's {helper!r} conntrack helper "
                 f"(CONFIG_NF_CONNTRACK_SEQRAND, Tusk's kernel), which {target} lacks"))
 
-    fast = [(i, c) for i, c in enumerate(policy.classes) if c.fastpath]
+    fast = [(i, c) for i, c in enumerate(policy.classes) if c.always_fast]
     if fast:
-        devices = fastpath_devices(policy)
+        devices = fastpath_devices(policy, auto=False)
         refused = flowtable_refusals(target, [f'"{d}"' for d in devices])
         if refused:
             why = ("flowtables (CONFIG_NF_FLOW_TABLE), which the kernel of " f"{target} lacks"
@@ -93,6 +93,17 @@ def check(policy, target):
                     f"{FASTPATH_SEQADJ_LINE} in {SEQADJ_STATS}); {target} has none"))
     if problems:
         raise PolicyError(problems)
+
+
+def auto_fastpath(policy, target):
+    """Whether fastpath: auto classes get the flowtable on target: its kernel has
+    flowtables and they can carry every interface the fast path spans. Where not, those
+    classes stay on the slow path (render(flowtable=False)) - nothing is refused, and the
+    revision says so (applier.py)."""
+    if not any(c.auto_fast for c in policy.classes):
+        return True
+    devices = fastpath_devices(policy)
+    return flowtable_refusals(target, [f'"{d}"' for d in devices]) is None
 
 
 def report(target):

@@ -29,6 +29,16 @@ SEQRAND_BOTH = "both"
 SEQRAND_MODES = (SEQRAND_NONE, SEQRAND_INITIATOR, SEQRAND_BOTH)
 SEQRAND_HELPER_TYPES = {SEQRAND_INITIATOR: "seqrand", SEQRAND_BOTH: "seqrand-bi"}
 
+# The flowtable fast path: established packets skip the forward chain and conntrack's
+# per-packet work. always: a class's connections (TCP and UDP) from their first reply;
+# auto: its TCP connections once they prove to be elephants (FASTPATH_AFTER bytes, both
+# directions together); never: the slow path only. The default is auto for an accepting,
+# tracked class that matches TCP, never for any other (normalise.py).
+FASTPATH_ALWAYS = "always"
+FASTPATH_AUTO = "auto"
+FASTPATH_NEVER = "never"
+FASTPATH_MODES = (FASTPATH_AUTO, FASTPATH_ALWAYS, FASTPATH_NEVER)
+
 # Source NAT: the egress interface's own address (masquerade) or a given address/range.
 TRANSLATE_MASQUERADE = "masquerade"
 TRANSLATE_ADDRESS = "address"

@@ -39,6 +39,13 @@ POLICY_MAX_BYTES = 16 * 1024 * 1024
 
 COMMENT_MAX = 128
 
+# fastpath: auto promotes a TCP connection once it carried this many bytes (both
+# directions, conntrack's accounting): 1 MB, about 700 full segments. Below it, a flow is
+# a mouse the slow path serves as well; past it, every packet it skips the forward chain
+# for is a gain. Settable per class (fastpath_after), 0 (at once) up to 1 TB.
+FASTPATH_AFTER_DEFAULT = 1_000_000
+FASTPATH_AFTER_MAX = 10 ** 12
+
 # ct mark layout: Tusk owns all 32 bits, and a class writes them all at once when it
 # accepts a connection (ct mark set <value>). The low 16 bits carry the TCP profile of
 # the class (so the reply SYN/ACK gets the same treatment), bit 16 marks connections

@@ -8,7 +8,7 @@ from functools import cached_property
 
 from . import choices
 from .constants import (
-    CONFIRM_TIMEOUT_DEFAULT, LOG_DEFAULT_DENY_DEFAULT, LOG_RATE_DEFAULT,
+    CONFIRM_TIMEOUT_DEFAULT, FASTPATH_AFTER_DEFAULT, LOG_DEFAULT_DENY_DEFAULT, LOG_RATE_DEFAULT,
 )
 
 
@@ -88,10 +88,19 @@ class TrafficClass:
     mss: Mss = field(default_factory=Mss)
     tcp_options: TcpOptions = field(default_factory=TcpOptions)
     seqrand: str = choices.SEQRAND_NONE
-    fastpath: bool = False
+    fastpath: str = choices.FASTPATH_NEVER     # the mode in effect (normalise.py)
+    fastpath_after: int = FASTPATH_AFTER_DEFAULT
     notrack: bool = False
     log: bool = False
     comment: str = ""
+
+    @property
+    def always_fast(self):
+        return self.fastpath == choices.FASTPATH_ALWAYS
+
+    @property
+    def auto_fast(self):
+        return self.fastpath == choices.FASTPATH_AUTO
 
     def tcp_profile(self):
         """What this class does to SYN and SYN/ACK segments, or None if nothing."""

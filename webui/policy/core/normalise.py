@@ -5,6 +5,7 @@ same structure from the web UI) into the immutable model, reporting every
 problem with its code and the path of the offending field, e.g.
 ``classes[3].mss.value: 70000 is above 65535``.
 """
+import dataclasses
 import re
 import unicodedata
 
@@ -13,7 +14,8 @@ import yaml
 from . import choices
 from .constants import (
     COMMENT_MAX, CONFIRM_TIMEOUT_DEFAULT, CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN,
-    IFNAME_PATTERN, LOG_DEFAULT_DENY_DEFAULT, LOG_RATE_DEFAULT, LOG_RATE_MAX, LOG_RATE_MIN,
+    FASTPATH_AFTER_DEFAULT, FASTPATH_AFTER_MAX, IFNAME_PATTERN, LOG_DEFAULT_DENY_DEFAULT,
+    LOG_RATE_DEFAULT, LOG_RATE_MAX, LOG_RATE_MIN,
     MAX_CLASSES, MSS_MAX, MSS_MIN, NAME_PATTERN, POLICY_VERSION, PORT_PROTOCOLS,
     PORTLESS_PROTOCOLS,
 )
@@ -25,6 +27,12 @@ from .model import (
 from .nat import NatChecker
 
 _NAME = re.compile(NAME_PATTERN)
+# fastpath_after as text: a whole number and a unit, decimal (kB, MB, GB, TB) or binary
+# (KiB, MiB, GiB, TiB); B or none for bytes
+# (spaces only: no line break or other white space gets through)
+_SIZE = re.compile(r" *([0-9]{1,13}) *([kMGT]i?B|KiB|KB|B)? *\Z")
+_UNITS = {None: 1, "B": 1, "kB": 10 ** 3, "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9,
+          "TB": 10 ** 12, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 _IFNAME = re.compile(IFNAME_PATTERN)
 
 # A policy holds text, whole numbers, true/false, empty values, lists and mappings (and a
@@ -434,7 +442,7 @@ class _Checker:
             here = f"classes[{index}]"
             doc = self.mapping(item, here, required=("name", "action"), optional=(
                 "comment", "from", "to", "source", "destination", "services", "mss",
-                "tcp_options", "seqrand", "fastpath", "notrack", "log"))
+                "tcp_options", "seqrand", "fastpath", "fastpath_after", "notrack", "log"))
             if doc is None or name is None:
                 continue
             before = len(self.problems)
@@ -454,15 +462,47 @@ class _Checker:
                 tcp_options=self.tcp_options(doc.get("tcp_options"), f"{here}.tcp_options"),
                 seqrand=self.choice(doc.get("seqrand"), f"{here}.seqrand",
                                     choices.SEQRAND_MODES, choices.SEQRAND_NONE),
-                fastpath=self.boolean(doc.get("fastpath"), f"{here}.fastpath"),
+                fastpath=self.fastpath(doc.get("fastpath"), f"{here}.fastpath"),
+                fastpath_after=self.size(doc.get("fastpath_after"), f"{here}.fastpath_after",
+                                         FASTPATH_AFTER_DEFAULT, FASTPATH_AFTER_MAX),
                 notrack=self.boolean(doc.get("notrack"), f"{here}.notrack"),
                 log=self.boolean(doc.get("log"), f"{here}.log"),
                 comment=self.comment(doc.get("comment"), f"{here}.comment"),
             )
             if len(self.problems) == before:
                 self.class_semantics(cls, index, policy, first_with_match)
+                cls = dataclasses.replace(cls, fastpath=fastpath_in_effect(cls, policy))
+                if "fastpath_after" in doc and not cls.auto_fast:
+                    self.fail(Code.CONTRADICTION, f"{here}.fastpath_after", "only a class "
+                              "whose fast path is auto promotes after a number of bytes "
+                              f"(this one's is {cls.fastpath})")
+            elif cls.fastpath is None:
+                cls = dataclasses.replace(cls, fastpath=choices.FASTPATH_NEVER)
             result.append(cls)
         return result
+
+    def fastpath(self, value, path):
+        """The mode written (true and false: always and never, as policies before auto
+        said it), or None when the class leaves it to the default."""
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            return choices.FASTPATH_ALWAYS if value else choices.FASTPATH_NEVER
+        return self.choice(value, path, choices.FASTPATH_MODES, choices.FASTPATH_NEVER)
+
+    def size(self, value, path, default, high):
+        """A number of bytes: a whole number, or text such as "1 MB" or "512 KiB"."""
+        if value is None:
+            return default
+        if isinstance(value, str):
+            found = _SIZE.fullmatch(value)
+            if found is None:
+                self.fail(Code.SCHEMA, path, f"{quoted(value)} is not a size: a whole number "
+                          "of bytes, or one with a unit (kB, MB, GB, TB, KiB, MiB, GiB, TiB)")
+                return default
+            value = int(found[1]) * _UNITS[found[2]]
+        number = self.integer(value, path, 0, high)
+        return default if number is None else number
 
     def reference(self, value, path, table, kind):
         if value is None:
@@ -526,7 +566,8 @@ class _Checker:
             ("mss", cls.mss.mode != choices.MSS_NONE),
             ("tcp_options", bool(cls.tcp_options.stripped())),
             ("seqrand", cls.seqrand != choices.SEQRAND_NONE),
-            ("fastpath", cls.fastpath)) if active]
+            ("fastpath", cls.fastpath in (choices.FASTPATH_ALWAYS, choices.FASTPATH_AUTO)))
+            if active]
         if cls.action != "accept":
             for field in modifies:
                 self.fail(Code.CONTRADICTION, f"{here}.{field}",
@@ -536,12 +577,13 @@ class _Checker:
                 if field in modifies:
                     self.fail(Code.CONTRADICTION, f"{here}.{field}",
                               "needs connection tracking, which notrack turns off")
-        if cls.fastpath and not policy.zones:
+        if "fastpath" in modifies and not policy.zones:
             self.fail(Code.CONTRADICTION, f"{here}.fastpath", "the fast path is a flowtable over "
                       "zone interfaces, and the policy has no zones")
-        protocols = {policy.service[s].protocol for s in cls.services}
         tcp_fields = [f for f in modifies if f in ("mss", "tcp_options", "seqrand")]
-        if protocols and "tcp" not in protocols:
+        if cls.fastpath == choices.FASTPATH_AUTO:
+            tcp_fields.append("fastpath")       # auto promotes TCP connections only
+        if not _matches_tcp(cls, policy):
             for field in tcp_fields:
                 self.fail(Code.CONTRADICTION, f"{here}.{field}",
                           f"the class matches no TCP traffic (services: {', '.join(cls.services)})")
@@ -569,6 +611,20 @@ class _Checker:
                       "matches the same traffic first")
         else:
             first_with_match[key] = (index, cls.name)
+
+
+def fastpath_in_effect(cls, policy):
+    """The mode written, or the default: auto for a class that accepts TCP connections it
+    tracks between zones, never for any other."""
+    if cls.fastpath is not None:
+        return cls.fastpath
+    return (choices.FASTPATH_AUTO if cls.action == "accept" and not cls.notrack
+            and policy.zones and _matches_tcp(cls, policy) else choices.FASTPATH_NEVER)
+
+
+def _matches_tcp(cls, policy):
+    """Whether a class's services (none: any traffic) take in TCP."""
+    return not cls.services or any(policy.service[s].protocol == "tcp" for s in cls.services)
 
 
 def _family_names(names, policy):

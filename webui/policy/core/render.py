@@ -20,8 +20,8 @@ from importlib import resources
 
 from . import choices
 from .constants import (
-    CT_MARK_CLASS_SHIFT, CT_MARK_FASTPATH_BIT, CT_MARK_PROFILE_MASK, FAMILY, HOST_TABLE,
-    LOCKDOWN_TABLE, LOG_BURST_FACTOR, LOG_GROUP, LOG_LIMIT, LOG_PREFIX, TABLE,
+    CT_MARK_CLASS_MASK, CT_MARK_CLASS_SHIFT, CT_MARK_FASTPATH_BIT, CT_MARK_PROFILE_MASK, FAMILY,
+    HOST_TABLE, LOCKDOWN_TABLE, LOG_BURST_FACTOR, LOG_GROUP, LOG_LIMIT, LOG_PREFIX, TABLE,
 )
 from .dispatch import ANY_PORT, OTHER, PROTOCOL_NUMBERS, Match, compile_plan
 from .intervals import address_text, literal, merge, port_text
@@ -47,10 +47,12 @@ def skeleton(name):
 _SKELETON = skeleton("ruleset.nft.in")
 
 
-def render(policy, **limits):
-    """Policy -> the complete nft script that replaces table inet tusk. limits as
-    compile_plan takes them (the tests force each way of dispatch with them)."""
-    return _Renderer(policy).text(**limits)
+def render(policy, flowtable=True, **limits):
+    """Policy -> the complete nft script that replaces table inet tusk. flowtable: whether
+    the target's kernel has flowtables; without, fastpath: auto classes stay on the slow
+    path (always classes are refused before: capabilities.py). limits as compile_plan
+    takes them (the tests force each way of dispatch with them)."""
+    return _Renderer(policy, flowtable).text(**limits)
 
 
 def dispatch_plan(policy, **limits):
@@ -59,11 +61,12 @@ def dispatch_plan(policy, **limits):
     return _Renderer(policy).compile(**limits)
 
 
-def fastpath_devices(policy):
-    """Interfaces of the zones that fast-path classes connect (all zones for 'any')."""
+def fastpath_devices(policy, auto=True):
+    """Interfaces of the zones that fast-path classes connect (all zones for 'any'): the
+    always classes', and with auto the auto classes' too."""
     devices = set()
     for cls in policy.classes:
-        if not cls.fastpath:
+        if not (cls.always_fast or (auto and cls.auto_fast)):
             continue
         for zone in (cls.from_zone, cls.to_zone):
             for z in [policy.zone[zone]] if zone else policy.zones:
@@ -77,9 +80,10 @@ def class_comment(index, cls):
 
 def class_mark(index, cls, profile_number=0):
     """The ct mark an accepting, tracked class writes: its TCP profile, the fast-path bit
-    and its ordinal (index + 1), all 32 bits at once (constants.py: the layout)."""
+    (fastpath: always) and its ordinal (index + 1), all 32 bits at once (constants.py:
+    the layout). An auto class's connections are promoted by their ordinal."""
     mark = profile_number | ((index + 1) << CT_MARK_CLASS_SHIFT)
-    return mark | CT_MARK_FASTPATH_BIT if cls.fastpath else mark
+    return mark | CT_MARK_FASTPATH_BIT if cls.always_fast else mark
 
 
 def log_rule(verdict, class_name=""):
@@ -90,8 +94,9 @@ def log_rule(verdict, class_name=""):
 
 
 class _Renderer:
-    def __init__(self, policy):
+    def __init__(self, policy, flowtable=True):
         self.policy = policy
+        self.auto = flowtable       # whether auto classes get the fast path
         self.bodies = {}            # class index -> its body's rules, made once
         self.profiles = {}          # tcp profile -> number, in order of first use
         self.profile_users = {}     # tcp profile -> names of the classes that use it
@@ -128,12 +133,16 @@ class _Renderer:
         return lines
 
     def flowtable(self):
-        devices = fastpath_devices(self.policy)
+        """The fast path; counter: the flowtable adds the packets it forwards to
+        conntrack's accounting, so a promoted connection's bytes (the Flows page, a
+        class's totals through the ct mark) go on growing."""
+        devices = fastpath_devices(self.policy, self.auto)
         if not devices:
             return []
         return [f"\tflowtable {FLOWTABLE} {{",
                 "\t\thook ingress priority filter",
                 f"\t\tdevices = {{ {', '.join(f'{chr(34)}{d}{chr(34)}' for d in devices)} }}",
+                "\t\tcounter",
                 "\t}"]
 
     def limits(self):
@@ -454,10 +463,11 @@ class _Renderer:
 
     def forward(self):
         lines = []
-        if fastpath_devices(self.policy):
+        if fastpath_devices(self.policy, auto=False):
             bit = f"0x{CT_MARK_FASTPATH_BIT:08x}"
             lines.append(f"meta l4proto {{ tcp, udp }} ct mark and {bit} == {bit} "
                          f'flow add @{FLOWTABLE} comment "tusk: fast path of fastpath classes"')
+        lines += self.promotions()
         if self.profiles:
             # The reply SYN/ACK gets the TCP profile of the class that accepted the SYN.
             # In this chain rather than a mangle-priority one: a second base chain would
@@ -469,6 +479,31 @@ class _Renderer:
         lines += ['ct state established,related accept comment "tusk: established and related"',
                   'ct state invalid counter name "invalid" drop comment "tusk: invalid"']
         return lines + self.zone_dispatch()
+
+    def promotions(self):
+        """fastpath: auto - a class's TCP connections go to the flowtable once they carried
+        fastpath_after bytes (conntrack's accounting, both directions): one rule per
+        threshold, the classes that share it found by the ordinal in the ct mark. The
+        flowtable takes a connection once both directions were seen; until then, and for
+        every connection that stays small, these rules cost a compare or two."""
+        if not self.auto:
+            return []
+        after = {}
+        for index, cls in enumerate(self.policy.classes):
+            if cls.auto_fast:
+                after.setdefault(cls.fastpath_after, []).append((index, cls))
+        lines = []
+        for threshold, classes in sorted(after.items()):
+            marks = [f"0x{(index + 1) << CT_MARK_CLASS_SHIFT:08x}" for index, _ in classes]
+            match = f"== {marks[0]}" if len(marks) == 1 else f"{{ {', '.join(marks)} }}"
+            names = ", ".join(cls.name for _, cls in classes)
+            what = (f"classes[{classes[0][0]}] {names}" if len(classes) == 1 else
+                    names if len(names) <= 60 else f"{len(classes)} classes")
+            comment = _comment(f"tusk: elephants of {what} to the fast path after "
+                               f"{threshold} bytes")
+            lines.append(f"meta l4proto tcp ct mark and 0x{CT_MARK_CLASS_MASK:08x} {match} "
+                         f"ct bytes > {threshold} flow add @{FLOWTABLE} {comment}")
+        return lines
 
     def compile(self, **limits):
         return compile_plan([z.name for z in self.policy.zones], self.forward_matches(),

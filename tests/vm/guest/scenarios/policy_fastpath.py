@@ -27,7 +27,8 @@ services:
   - {{name: bulk, protocol: tcp, ports: [{seqrand.PORT_PLAIN}]}}
   - {{name: rand-fast, protocol: tcp, ports: [{seqrand.PORT_FAST}]}}
 classes:
-  - {{name: both, from: inside, to: outside, services: [rand-both], action: accept, seqrand: both}}
+  - {{name: both, from: inside, to: outside, services: [rand-both], action: accept, seqrand: both,
+     fastpath: never}}
   - {{name: bulk, from: inside, to: outside, services: [bulk], action: accept, fastpath: true}}
   - {{name: fast, from: inside, to: outside, services: [rand-fast], action: accept,
      seqrand: both, fastpath: true}}

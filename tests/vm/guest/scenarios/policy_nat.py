@@ -35,7 +35,7 @@ services:
   - {{name: bulk, protocol: tcp, ports: [{seqrand.PORT_PLAIN}]}}
 classes:
   - {{name: both, from: inside, to: outside, services: [rand-both], action: accept,
-     seqrand: both, mss: {{mode: fixed, value: 1400}}}}
+     seqrand: both, mss: {{mode: fixed, value: 1400}}, fastpath: never}}
   - {{name: bulk, from: inside, to: outside, services: [bulk], action: accept,
      fastpath: true}}
 nat:

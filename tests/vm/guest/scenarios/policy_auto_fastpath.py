@@ -1,0 +1,136 @@
+"""policy-auto-fastpath: elephants promoted to the flowtable by the ruleset, with nothing
+set (issue 35), live on Tusk's kernel (the host kernel has no flowtables).
+
+One TCP connection per class, its bytes sent in steps a test controls (a client that
+sends what it is told on stdin and holds the connection open between steps), so each
+reading of its conntrack entry is taken at a known count:
+  elephant - the default (auto, 1 MB)
+  stay     - fastpath: never
+  patient  - auto after 20 MB
+  rand     - the default with seqrand: both (promoted, translated on the fast path)
+After 300 kB, after 2 MB, after 8 MB and (patient) after 30 MB, the entry is saved,
+waiting first (up to WAIT s) for the offload where the class would promote by then.
+
+Saved: policy.yaml, acct.txt (nf_conntrack_acct after the apply), <class>-<step>.json
+(the connection's entry), <class>-received.txt (bytes the server read),
+after- state (nft counters, seqadj counters, the ruleset).
+"""
+import subprocess
+import sys
+import time
+
+import conntrack
+import seqrand
+from lab.namespaces import SERVER_V4
+from scenario import listening
+
+TIME_LIMIT = 420
+WAIT = 15
+PORTS = {"elephant": 5301, "stay": 5302, "patient": 5303, "rand": 5304}
+POLICY = f"""\
+version: 1
+zones:
+  - {{name: inside, interfaces: [veth-c]}}
+  - {{name: outside, interfaces: [veth-s]}}
+services:
+  - {{name: elephant, protocol: tcp, ports: [{PORTS["elephant"]}]}}
+  - {{name: stay, protocol: tcp, ports: [{PORTS["stay"]}]}}
+  - {{name: patient, protocol: tcp, ports: [{PORTS["patient"]}]}}
+  - {{name: rand, protocol: tcp, ports: [{PORTS["rand"]}]}}
+classes:
+  - {{name: elephant, from: inside, to: outside, services: [elephant], action: accept}}
+  - {{name: stay, from: inside, to: outside, services: [stay], action: accept,
+     fastpath: never}}
+  - {{name: patient, from: inside, to: outside, services: [patient], action: accept,
+     fastpath_after: 20 MB}}
+  - {{name: rand, from: inside, to: outside, services: [rand], action: accept,
+     seqrand: both}}
+"""
+# (step, bytes sent in total by then); patient's last step only for patient
+STEPS = (("small", 300_000), ("past", 2_000_000), ("more", 8_000_000), ("late", 30_000_000))
+PROMOTED_BY = {"elephant": 1_000_000, "rand": 1_000_000, "patient": 20_000_000}
+
+SERVER = """
+import socket, sys
+listener = socket.create_server(("0.0.0.0", int(sys.argv[1])))
+print("listening", flush=True)
+connection, _ = listener.accept()
+total = 0
+while data := connection.recv(1 << 16):
+    total += len(data)
+    print(total, flush=True)
+"""
+CLIENT = """
+import socket, sys
+connection = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+print(connection.getsockname()[1], flush=True)
+for line in sys.stdin:
+    count = int(line)
+    if not count:
+        break
+    connection.sendall(b"x" * count)
+    print("sent", flush=True)
+connection.close()
+"""
+
+
+def run(ctx):
+    lab = ctx.lab()
+    seqrand.apply_policy(ctx, lab, POLICY)
+    ctx.save_text("acct.txt", lab.ns(lab.fw, "sysctl", "-n",
+                                     "net.netfilter.nf_conntrack_acct").stdout)
+    for name, port in PORTS.items():
+        transfer(ctx, lab, name, port)
+    seqrand.save_state(ctx, lab, "after")
+    ctx.run("nft", "list", "ruleset", ns=lab.fw, save="ruleset.txt")
+
+
+def transfer(ctx, lab, name, port):
+    server = lab.popen(lab.server, sys.executable, "-c", SERVER, str(port), text=True,
+                       stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    client = None
+    received = [0]
+    try:
+        assert server.stdout.readline().strip() == "listening"
+        ctx.wait_until(lambda: listening(lab, port), 30, f"the server on {port}")
+        client = lab.popen(lab.client, sys.executable, "-c", CLIENT, SERVER_V4, str(port),
+                           text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        sport = int(client.stdout.readline())
+        sent = 0
+        for step, total in STEPS:
+            if step == "late" and name != "patient":
+                break
+            client.stdin.write(f"{total - sent}\n")
+            client.stdin.flush()
+            assert client.stdout.readline().strip() == "sent"
+            sent = total
+            while received[0] < total:                       # all of it through fw
+                received[0] = int(server.stdout.readline())
+            promoted = total > PROMOTED_BY.get(name, float("inf"))
+            deadline = time.monotonic() + (WAIT if promoted else 1)
+            entry = conntrack.find(conntrack.entries(lab.fw), sport, port)
+            while promoted and not entry["status"] & conntrack.IPS_OFFLOAD and \
+                    time.monotonic() < deadline:
+                # the flowtable takes it with a packet past the threshold: a keepalive
+                # of a byte makes one when the transfer ended before
+                client.stdin.write("1\n")
+                client.stdin.flush()
+                assert client.stdout.readline().strip() == "sent"
+                sent += 1
+                total += 1
+                time.sleep(0.2)
+                entry = conntrack.find(conntrack.entries(lab.fw), sport, port)
+            ctx.save_json(f"{name}-{step}.json", {"sent": sent, "entry": entry})
+        client.stdin.write("0\n")
+        client.stdin.flush()
+        client.wait(30)
+        for line in server.stdout:
+            received[0] = int(line)
+        server.wait(30)
+        ctx.save_text(f"{name}-received.txt", f"{received[0]} {sent}\n")
+    finally:
+        for process in (client, server):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+

@@ -1,0 +1,75 @@
+"""Automatic promotion of elephants to the flowtable fast path (issue 35), judged from
+the guest scenario policy-auto-fastpath (tests/vm/guest/scenarios/policy_auto_fastpath.py)
+on Tusk's kernel: a connection of a default class stays on the slow path for its first
+megabyte and is offloaded past it, its bytes still counted (the flowtable's counter);
+never never promotes; a class's own threshold holds; a randomised class is promoted
+with its translation. Applying a policy with auto classes turns conntrack's accounting
+on, without which no connection would ever reach the threshold."""
+import pytest
+
+from saved import load
+from test_seqrand import IPS_OFFLOAD
+
+CLASSES = {"elephant": 1, "stay": 2, "patient": 3, "rand": 4}   # ordinals (ct mark >> 17)
+CLASS_SHIFT = 17
+
+
+@pytest.fixture(scope="module")
+def folder(scenario):
+    return scenario("policy-auto-fastpath")
+
+
+def step(folder, name, which):
+    saved = load(folder, f"{name}-{which}.json")
+    entry = saved["entry"]
+    return saved["sent"], entry, bool(entry["status"] & IPS_OFFLOAD)
+
+
+def test_applying_auto_classes_turns_conntrack_accounting_on(folder):
+    assert (folder / "acct.txt").read_text().strip() == "1"
+
+
+@pytest.mark.parametrize("name", ["elephant", "rand"])
+def test_a_default_class_promotes_a_connection_past_its_first_megabyte(folder, name):
+    _, small, offloaded = step(folder, name, "small")
+    assert not offloaded, small
+    assert sum(small["bytes"]) < 1_000_000
+    sent, past, offloaded = step(folder, name, "past")
+    assert offloaded, past
+    assert past["mark"] >> CLASS_SHIFT == CLASSES[name]
+    # the flowtable's counter: 6 MB more, on the fast path, in conntrack's count
+    more_sent, more, offloaded = step(folder, name, "more")
+    assert offloaded, more
+    assert more["bytes"][0] - past["bytes"][0] >= more_sent - sent, (past, more)
+    received, sent = map(int, (folder / f"{name}-received.txt").read_text().split())
+    assert received == sent
+
+
+def test_a_randomised_class_is_promoted_with_its_translation(folder):
+    _, entry, _ = step(folder, "rand", "more")
+    assert entry["helper"] == "seqrand-bi" and entry["seqadj_orig"], entry
+    assert load(folder, "after-seqadj.json")["flowtable_packets_translated"] > 100
+
+
+def test_never_keeps_a_connection_on_the_slow_path(folder):
+    for which in ("small", "past", "more"):
+        _, entry, offloaded = step(folder, "stay", which)
+        assert not offloaded, (which, entry)
+    _, entry, _ = step(folder, "stay", "more")
+    assert sum(entry["bytes"]) > 8_000_000
+
+
+def test_a_class_threshold_of_its_own_holds(folder):
+    for which in ("small", "past", "more"):
+        _, entry, offloaded = step(folder, "patient", which)
+        assert not offloaded, (which, entry)
+    _, entry, offloaded = step(folder, "patient", "late")
+    assert offloaded, entry
+
+
+def test_the_ruleset_promotes_by_the_class_ordinal_and_counts_on_the_fast_path(folder):
+    ruleset = (folder / "ruleset.txt").read_text()
+    assert "ct bytes > 1000000 flow add @fastpath" in ruleset
+    assert "ct bytes > 20000000 flow add @fastpath" in ruleset
+    flowtable = ruleset.split("flowtable fastpath {")[1].split("\n\t}")[0]
+    assert "\n\t\tcounter" in flowtable, flowtable
