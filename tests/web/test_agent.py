@@ -128,6 +128,10 @@ def test_statistics_are_sampled_in_the_target_namespace(agent, netns):
     assert set(sample.interfaces) == {"eth1", "eth2"}
     assert sample.softirqs and all(len(v) == 2 for v in sample.softirqs.values())
     assert sample.seqadj is None  # the host kernel has no seqrand counters
+    # the loss path, of the namespace's interfaces (and none of the host's)
+    assert {key.partition("@")[2] for key in sample.loss} == {"", "eth1", "eth2"}
+    assert {"nic.rx_missed@eth1", "nic.tx_dropped@eth2", "softnet.dropped",
+            "conntrack.drop"} <= set(sample.loss)
 
 
 @pytest.fixture

@@ -259,7 +259,13 @@ def test_forged_rows_break_neither_the_exposition_nor_the_classes_list(admin_cli
                                              "rx_packets": None, "tx_packets": [1],
                                              "rx_dropped": True, "operstate": {"x": 1}},
                                       "eth2": "not a dict"},
-                          seqadj={"sack_blocks_translated": "1; rm -rf /"})
+                          seqadj={"sack_blocks_translated": "1; rm -rf /",
+                                  "icmp_quotes_translated": 10 ** 400},
+                          loss={"softnet.dropped": 7, f"nic.rx_crc@{evil}": 2,
+                                "nic.rx_missed@eth1": 10 ** 400, "conntrack.drop": -5,
+                                "conntrack.early_drop": True, "qdisc.drops": 3,
+                                "softnet.dropped@eth1": 4, "bogus@eth1": 1,
+                                "conntrack.invalid": "9"})
     reading({"class_web": ["<b>12</b>", 3400, "yesterday"],
              "class_idle": [1e300, 1e300, 1e300],
              'class_x"} 7\ntusk_injected': [1, 2, None],
@@ -275,6 +281,11 @@ def test_forged_rows_break_neither_the_exposition_nor_the_classes_list(admin_cli
     assert ("tusk_class_packets_total", frozenset({("class", "web")})) not in found
     assert not any(name.startswith("tusk_dropped") for name, _ in found)
     assert ("tusk_seqadj_sack_blocks_translated_total", frozenset()) not in found
+    assert ("tusk_seqadj_icmp_quotes_translated_total", frozenset()) not in found
+    # the loss path: a count only where stage, interface and number are what they must be
+    lost = {dict(labels)["stage"] + "@" + dict(labels)["interface"]: number
+            for (name, labels), number in found.items() if name == "tusk_loss_packets_total"}
+    assert lost == {"softnet.dropped@": 7, f"nic.rx_crc@{evil}": 2}, lost
 
     page = admin_client.get("/policy/classes/")
     assert page.status_code == 200

@@ -16,6 +16,9 @@ class Sample(models.Model):
     softirqs = models.JSONField(default=dict)
     # /proc/net/nf_conntrack_seqadj (Tusk's kernel) or null when the kernel has none
     seqadj = models.JSONField(null=True)
+    # the loss path's counters (loss.py): {"<stage>" or "<stage>@<interface>": count};
+    # null in samples taken before it was read
+    loss = models.JSONField(null=True)
 
     class Meta:
         ordering = ["-taken"]

@@ -1,7 +1,9 @@
 """Agent side: one statistics sample of the target (the system, or the lab's fw
-namespace). Interface counters from `ip -s -j link`, conntrack from /proc/sys, the
+namespace). Interface counters from `ip -s -s -j link`, conntrack from /proc/sys, the
 seqrand counters from /proc/net/nf_conntrack_seqadj - all read inside the target's
-network namespace. Softirqs are per CPU and not namespaced."""
+network namespace - and the loss path's counters (loss.py) from the same output, the
+root qdiscs (`tc -s -j qdisc`), softnet and conntrack's statistics. Softirqs and softnet
+are per CPU and not namespaced."""
 import json
 from datetime import timedelta
 
@@ -9,6 +11,7 @@ from django.utils import timezone
 
 from policy.core.target import Target
 
+from . import loss
 from .models import RETENTION, Sample
 
 _PRUNE_EVERY = 30
@@ -16,15 +19,22 @@ _count = 0
 
 _PROC = ("/proc/sys/net/netfilter/nf_conntrack_count",
          "/proc/sys/net/netfilter/nf_conntrack_max",
-         "/proc/net/nf_conntrack_seqadj")
+         "/proc/net/nf_conntrack_seqadj",
+         "/proc/net/softnet_stat",
+         "/proc/net/stat/nf_conntrack")
 
 
-def interfaces(target):
-    result = target.run(["ip", "-s", "-j", "link", "show"])
-    if not result.ok:
+def links(target):
+    """`ip -s -s -j link show` in the target: its text, "" when it failed."""
+    result = target.run(["ip", "-s", "-s", "-j", "link", "show"])
+    return result.stdout if result.ok else ""
+
+
+def interfaces(text):
+    if not text:
         return {}
     found = {}
-    for link in json.loads(result.stdout):
+    for link in json.loads(text):
         if link.get("link_type") == "loopback":
             continue
         stats = link.get("stats64") or link.get("stats") or {}
@@ -85,14 +95,32 @@ def softirqs(path="/proc/stat"):
     return found
 
 
+def losses(target, link_text, files, seqadj_counters):
+    """The loss path's counters of this sample (loss.py)."""
+    try:
+        qdiscs = target.run(["tc", "-s", "-j", "qdisc", "show"])
+        qdisc_text = qdiscs.stdout if qdiscs.ok else ""
+    except OSError:       # no tc here: the other stages still count
+        qdisc_text = ""
+    found = loss.from_links(link_text)
+    found.update(loss.from_qdiscs(qdisc_text))
+    found.update(loss.from_softnet(files[_PROC[3]]))
+    found.update(loss.from_conntrack(files[_PROC[4]]))
+    found.update(loss.from_seqadj(seqadj_counters))
+    return found
+
+
 def sample(config):
     global _count
     target = Target(config.netns or None)
     files = proc_files(target)
+    link_text = links(target)
+    counters = seqadj(files[_PROC[2]])
     taken = Sample.objects.create(
-        taken=timezone.now(), interfaces=interfaces(target),
+        taken=timezone.now(), interfaces=interfaces(link_text),
         conntrack_count=_int(files[_PROC[0]]), conntrack_max=_int(files[_PROC[1]]),
-        softirqs=softirqs(), seqadj=seqadj(files[_PROC[2]]))
+        softirqs=softirqs(), seqadj=counters,
+        loss=losses(target, link_text, files, counters))
     _count += 1
     if _count % _PRUNE_EVERY == 1:
         Sample.objects.filter(taken__lt=taken.taken - timedelta(seconds=RETENTION)).delete()

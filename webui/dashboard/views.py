@@ -11,7 +11,7 @@ from jobs.models import AgentHeartbeat, Job, PeriodicState
 from policy.models import TargetState
 from policy.views import seqrand_available
 
-from . import calculators, stats
+from . import calculators, loss, stats
 from .agent_jobs import WEB_CHECK
 from .forms import PcieForm, WindowForm
 
@@ -43,9 +43,12 @@ def live_context():
     cpus = [{"cpu": cpu, "values": values, "now": stats.latest(values)}
             for cpu, values in sorted(data["softirq"].items(), key=lambda i: int(i[0]))]
     newest = samples[-1] if samples else None
+    lost = loss.summary(stats.recent(loss.RECENT), timezone.now())
     return {"interfaces": rows, "cpus": cpus, "sample": newest, "conntrack": data["conntrack"],
             "seqadj": newest.seqadj if newest else None,
-            "seqrand_available": bool(seqrand_available())}
+            "seqrand_available": bool(seqrand_available()),
+            "loss": {"sampled": bool(lost), "alarms": [r for r in lost if r.alarm],
+                     "minutes": loss.RECENT // 60}}
 
 
 def _check(name, ok, detail):

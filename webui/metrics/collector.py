@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db.models import Count
 from prometheus_client.core import CollectorRegistry, CounterMetricFamily, GaugeMetricFamily
 
+from dashboard import loss
 from dashboard.models import Sample
 from diag.files import Directory, UnsafeFile
 from jobs import registry
@@ -100,6 +101,11 @@ _FAMILIES = [
     Family("tusk_seqadj_counters_available", GAUGE, "1 if the kernel has Tusk's seqadj and "
            "seqrand counters (/proc/net/nf_conntrack_seqadj)"),
     *(Family(name, COUNTER, text) for name, text in SEQADJ.values()),
+    Family("tusk_loss_packets", COUNTER, "Packets lost at a stage of the loss path (the "
+           "Loss page): the NIC's missed, FIFO, over and CRC counts, the kernel's receive "
+           "and transmit drops, softnet's backlog and flow-limit drops and budget squeezes, "
+           "conntrack's invalid, insert-failed and table-full drops, seqadj's, the root "
+           "qdisc's; interface empty for the box's", ("stage", "interface")),
     Family("tusk_statistics_sample_timestamp_seconds", GAUGE, "When the agent took the "
            "statistics sample the interface, conntrack and seqadj values come from"),
     Family("tusk_class_packets", COUNTER, "Packets the traffic class's rule matched: each "
@@ -175,6 +181,11 @@ def _statistics(out):
         out.add("tusk_interface_up", int(found.get("operstate") == "UP"), [interface])
     out.add("tusk_conntrack_entries", sample.conntrack_count)
     out.add("tusk_conntrack_entries_limit", sample.conntrack_max)
+    counted = sample.loss if isinstance(sample.loss, dict) else {}
+    for key, value in sorted(counted.items()):
+        where = loss.split(key)
+        if where is not None:
+            out.add("tusk_loss_packets", loss.whole(value), [where[0].key, where[1]])
     seqadj = sample.seqadj
     out.add("tusk_seqadj_counters_available", int(isinstance(seqadj, dict)))
     if isinstance(seqadj, dict):

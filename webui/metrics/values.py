@@ -5,9 +5,13 @@ from datetime import UTC, datetime
 
 
 def number(value):
-    """value if it is a finite number, else None."""
-    if type(value) in (int, float) and math.isfinite(value):
-        return value
+    """value if it is a finite number a float holds, else None (an int of 400 digits, which
+    a JSON row can carry, is none: math.isfinite() would raise on it)."""
+    try:
+        if type(value) in (int, float) and math.isfinite(value):
+            return value
+    except OverflowError:
+        pass
     return None
 
 

@@ -1,5 +1,7 @@
 """The scrape at /metrics (a scrape token, never a session) and the Metrics page, where an
 admin makes and revokes the tokens."""
+from datetime import timedelta
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.db import transaction
@@ -12,11 +14,15 @@ from prometheus_client.exposition import choose_encoder
 
 from accounts import audit
 from accounts.roles import is_admin
+from dashboard import loss
+from dashboard.models import RETENTION, Sample
 
 from . import tokens
-from .collector import FAMILIES, scrape_registry
+from .collector import DROP_COUNTERS, FAMILIES, scrape_registry
 from .forms import TokenForm
-from .models import ScrapeToken
+from .constants import READING_PK
+from .models import CounterReading, ScrapeToken
+from .values import number, utc_time
 
 _REALM = 'Bearer realm="tusk metrics"'
 
@@ -79,3 +85,25 @@ def revoke(request, pk):
             audit.record(request, "metrics token revoke", row.name, token=row.pk)
         messages.success(request, f"Token {row.name} revoked: scrapes with it are refused now.")
     return redirect("metrics")
+
+
+@require_safe
+def loss_page(request):
+    """The loss path: every stage where this box drops forwarded packets, with rates, totals
+    and the last increase (dashboard/loss.py), and the ruleset's own drops beside them."""
+    now = timezone.now()
+    samples = Sample.objects.filter(taken__gte=now - timedelta(seconds=RETENTION)).order_by(
+        "taken").only("taken", "loss")
+    rows = loss.summary(list(samples), now)
+    reading = CounterReading.objects.filter(pk=READING_PK).first()
+    policy = []
+    counters = reading.counters if reading is not None and isinstance(reading.counters,
+                                                                       dict) else {}
+    for name, reason in DROP_COUNTERS.items():
+        value = counters.get(name)
+        if isinstance(value, list) and len(value) == 3 and number(value[0]) is not None:
+            policy.append({"reason": reason, "packets": value[0],
+                           "last": utc_time(value[2])})
+    return render(request, "metrics/loss.html", {
+        "rows": rows, "alarms": [row for row in rows if row.alarm], "policy": policy,
+        "recent_minutes": loss.RECENT // 60, "sampled": bool(rows)})
