@@ -109,3 +109,13 @@ def test_the_summary_has_rate_total_last_increase_and_alarm():
     later = loss.summary(samples, T0 + timedelta(seconds=30 + loss.RECENT + 1))
     assert not any(row.alarm for row in later)
     assert loss.summary([], T0) == [] and loss.summary([Row(T0, ["x"])], T0) == []
+
+
+def test_grown_names_the_stages_that_should_stay_at_zero_and_did_not():
+    before = {"nic.rx_missed@eth1": 5, "softnet.time_squeeze": 1, "qdisc.drops@eth2": 0,
+              "conntrack.drop": 3}
+    after = {"nic.rx_missed@eth1": 9, "softnet.time_squeeze": 50, "qdisc.drops@eth2": 2,
+             "conntrack.drop": 3, "softnet.dropped": 4, "bogus@x": 9}
+    assert [(s.key, i, n) for s, i, n in loss.grown(before, after)] == [
+        ("nic.rx_missed", "eth1", 4), ("qdisc.drops", "eth2", 2)]
+    assert loss.grown(None, after) == [] and loss.grown(before, "x") == []

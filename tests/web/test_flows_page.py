@@ -133,6 +133,35 @@ def test_the_page_lists_the_flow_with_its_class_translation_and_rate(firewall, a
     assert entry.detail == {"elephant_mbps": 100, "rows": 10, "capture_seconds": 5}
 
 
+def test_an_elephant_shows_its_rate_over_its_life_and_the_stage_that_lost_its_packets(
+        firewall, admin_client):
+    """A token bucket on the way out (eth3) drops what the elephant sends past 50 Mbit/s:
+    the row charts its rate and names the qdisc as where packets were lost while it ran."""
+    admin_client.post("/flows/settings/", {"elephant_mbps": 10, "rows": 10,
+                                           "capture_seconds": 5})
+    sh("ip", "netns", "exec", AGENT_NETNS, "tc", "qdisc", "replace", "dev", "eth3", "root",
+       "tbf", "rate", "50mbit", "burst", "30000", "limit", "30000")
+    client = iperf3(firewall, 5202, 15, "300M")
+    try:
+        sampled_flow(5202)
+
+        def lost_row():
+            table = admin_client.get("/flows/table/").content.decode()
+            rows = [r.split("</tr>")[0] for r in table.split('class="flow elephant"')[1:]
+                    if 'data-dport="5202"' in r]
+            return rows[0] if rows and "lost while it ran" in rows[0] else None
+        row = wait_until(lost_row, 20, "the elephant's row naming where it lost packets")
+    finally:
+        stop(client)
+        sh("ip", "netns", "exec", AGENT_NETNS, "tc", "qdisc", "del", "dev", "eth3", "root",
+           check=False)
+    assert '<svg' in row.split('class="life"')[1]          # the rate over its life
+    lost = row.split("lost while it ran")[1]
+    assert "Queue (qdisc) drops on transmit on eth3</a>" in lost, lost
+    assert 'href="/loss/"' in lost
+    assert "on eth1" not in lost                                # nothing lost coming in
+
+
 def test_settings_name_each_bad_field_and_keep_the_old_ones(agent, admin_client):
     response = admin_client.post("/flows/settings/", {"elephant_mbps": 0, "rows": 500,
                                                       "capture_seconds": "ten"})

@@ -226,3 +226,19 @@ def summary(samples, now, recent=RECENT):
     order = {stage.key: index for index, stage in enumerate(STAGES)}
     rows.sort(key=lambda row: (order[row.stage.key], row.interface))
     return rows
+
+
+def grown(before, after):
+    """[(Stage, interface, packets)] of the stages that should stay at zero and grew from
+    the counters `before` to `after` (two samples' loss), in STAGES' order."""
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return []
+    found = []
+    for key, total in after.items():
+        where, old = split(key), whole(before.get(key))
+        if where is None or not where[0].zero or whole(total) is None or old is None:
+            continue
+        if total > old:
+            found.append((where[0], where[1], total - old))
+    order = {stage.key: index for index, stage in enumerate(STAGES)}
+    return sorted(found, key=lambda item: (order[item[0].key], item[1]))

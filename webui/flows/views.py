@@ -2,15 +2,20 @@
 agent's sampler last saw them (its periodic task's result: the web process never
 speaks netlink), with Capture this flow, Diagnose and, for admins, Drop - each a job
 the agent checks again."""
+import bisect
 import time
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from accounts import audit
+from dashboard import loss
+from dashboard.models import RETENTION, Sample
 from jobs import queue
 from jobs.models import Job, PeriodicState
 from policy.core.errors import PolicyError
@@ -23,6 +28,7 @@ from .models import FlowSettings
 
 STALE_SAMPLES = 3      # samples missed before the page says the list is old
 ACTIONS_SHOWN = 10
+MAX_AGE = 10 * 365 * 86400   # seconds: older is no age a connection has
 
 _class_names = {}      # (revision number, ruleset hash) -> {ordinal: class name}
 
@@ -62,6 +68,35 @@ def _age(seconds):
     return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
+def lost_while(flows, now):
+    """Each elephant's "lost": the loss path's stages that should stay at zero and grew
+    while it ran (dashboard/loss.py) - from the first statistics sample at or after its
+    start (or the oldest kept: "since"), to the newest. Which of its packets were the lost
+    ones no counter says: these are the stages that lost packets while it ran."""
+    wanted = [f for f in flows if f["elephant"] and type(f.get("age")) in (int, float)
+              and 0 <= f["age"] < MAX_AGE]      # a forged row's age is no timedelta
+    if not wanted:
+        return
+    kept = list(Sample.objects.filter(taken__gte=now - timedelta(seconds=RETENTION),
+                                      loss__isnull=False).order_by("taken")
+                .values_list("id", "taken"))
+    if len(kept) < 2:
+        return
+    times = [taken for _, taken in kept]
+    first = {}
+    for flow in wanted:
+        start = now - timedelta(seconds=flow["age"])
+        first[id(flow)] = kept[min(bisect.bisect_left(times, start), len(kept) - 1)]
+    rows = dict(Sample.objects.filter(id__in={ident for ident, _ in first.values()}
+                                      | {kept[-1][0]}).values_list("id", "loss"))
+    newest = rows.get(kept[-1][0])
+    for flow in wanted:
+        ident, taken = first[id(flow)]
+        flow["lost"] = loss.grown(rows.get(ident), newest)
+        flow["lost_since"] = taken if taken > now - timedelta(seconds=flow["age"]) + \
+            timedelta(seconds=settings.TUSK.sample_interval * 2) else None
+
+
 def _context(flow_settings=None, settings_form=None, refused=None):
     flow_settings = flow_settings or FlowSettings.current()
     state = PeriodicState.objects.filter(name=SAMPLE).first()
@@ -72,8 +107,10 @@ def _context(flow_settings=None, settings_form=None, refused=None):
     for flow in (snapshot or {}).get("flows", [])[:flow_settings.rows]:
         rate = sum(flow["bps"]) if flow["bps"] else None
         flows.append({**flow, "rate": rate, "age_text": _age(flow["age"]),
+                      "lost": None, "lost_since": None,
                       "elephant": (flow["estimate"] if rate is None else rate) >= threshold,
                       "class_name": names.get(flow["class"], "") if flow["class"] else ""})
+    lost_while(flows, timezone.now())
     interval = settings.TUSK.sample_interval
     age = time.time() - snapshot["at"] if snapshot else None
     return {

@@ -37,6 +37,33 @@ SCAN_SHARE = 0.035       # of one CPU: what a sample may spend scanning (goal: u
                          # with the refresh and the rest)
 FIRST_COST = 10e-6       # CPU seconds per scanned entry, until measured
 REMEMBERED = 65536       # byte counts kept from one pass to the next (about 100 bytes each)
+HISTORY = 60             # points of a tracked flow's rate over its life (see History)
+
+
+class History:
+    """A flow's rate (bit/s, both ways) over the whole time it was tracked, in at most
+    HISTORY points: each point the mean of `span` samples; when full, neighbouring points
+    are merged and the span doubles, so a flow of an hour costs what one of a minute
+    does."""
+
+    def __init__(self):
+        self.points, self.span, self.pending = [], 1, []
+
+    def add(self, bps):
+        self.pending.append(bps)
+        if len(self.pending) < self.span:
+            return
+        self.points.append(sum(self.pending) / len(self.pending))
+        self.pending = []
+        if len(self.points) > HISTORY:
+            pairs = zip(self.points[0::2], self.points[1::2])
+            merged = [(a + b) / 2 for a, b in pairs]
+            if len(self.points) % 2:
+                merged.append(self.points[-1])
+            self.points, self.span = merged, self.span * 2
+
+    def as_list(self):
+        return [round(p) for p in self.points]
 
 
 @dataclass
@@ -48,6 +75,7 @@ class Track:
     last: tuple = None           # (orig bytes, reply bytes, clock) of the last reading
     rate: tuple = None           # (orig, reply) bytes/s between the last two readings
     entry: nl.Entry = None
+    history: History = None      # the rate over the time tracked
 
     @property
     def strength(self):
@@ -158,6 +186,9 @@ class Sampler:
                 elapsed = now - track.last[2]
                 track.rate = (max(orig - track.last[0], 0) / elapsed,
                               max(reply - track.last[1], 0) / elapsed)
+                if track.history is None:
+                    track.history = History()
+                track.history.add(8 * sum(track.rate))
                 track.last = (orig, reply, now)
             track.entry = entry
         self._new_floor()
@@ -199,6 +230,7 @@ def as_flow(track, wall_ns):
         "fastpath": bool(entry.mark & CT_MARK_FASTPATH_BIT),
         "offloaded": bool(entry.status & (nl.IPS_OFFLOAD | nl.IPS_HW_OFFLOAD)),
         "bps": [round(8 * r) for r in track.rate] if track.rate is not None else None,
+        "history": track.history.as_list() if track.history is not None else [],
         "estimate": round(8 * track.score),
         "bytes": list(entry.bytes), "packets": list(entry.packets),
         "age": round((wall_ns - entry.start_ns) / 1e9, 1) if entry.start_ns else None,
