@@ -18,6 +18,7 @@ from lab.paths import ROOT, TUSK_LAB
 
 ARTIFACTS = ROOT / "tests" / "artifacts" / "browser"
 CHROMIUM = "/usr/bin/chromium"
+ELEPHANT_EVERY = 60     # s: test_elephant_demo.py waits for one, not for make run's five minutes
 from tuskweb import BROWSER_LAB as LAB_NAME  # noqa: E402
 
 
@@ -35,7 +36,8 @@ def tusk():
                         "which installs it")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log = open(ARTIFACTS / "tusk-lab.log", "w")
-    proc = subprocess.Popen([sys.executable, str(TUSK_LAB), "--name", LAB_NAME],
+    proc = subprocess.Popen([sys.executable, str(TUSK_LAB), "--name", LAB_NAME,
+                             "--elephant-every", str(ELEPHANT_EVERY)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     password, url = None, None
     deadline = time.monotonic() + 240
