@@ -171,6 +171,17 @@ def from_seqadj(counters):
     return found
 
 
+def counters(link_text, qdisc_text, softnet_text, conntrack_text, seqadj_counters):
+    """The loss path's counters of one sample, from the tools' and files' text (the
+    sampler's, and the benchmark's in the guest)."""
+    found = from_links(link_text)
+    found.update(from_qdiscs(qdisc_text))
+    found.update(from_softnet(softnet_text))
+    found.update(from_conntrack(conntrack_text))
+    found.update(from_seqadj(seqadj_counters))
+    return found
+
+
 def split(key):
     """'stage@interface' -> (Stage, interface or ""); None for a key no stage has."""
     stage_key, _, interface = key.partition("@")

@@ -102,12 +102,8 @@ def losses(target, link_text, files, seqadj_counters):
         qdisc_text = qdiscs.stdout if qdiscs.ok else ""
     except OSError:       # no tc here: the other stages still count
         qdisc_text = ""
-    found = loss.from_links(link_text)
-    found.update(loss.from_qdiscs(qdisc_text))
-    found.update(loss.from_softnet(files[_PROC[3]]))
-    found.update(loss.from_conntrack(files[_PROC[4]]))
-    found.update(loss.from_seqadj(seqadj_counters))
-    return found
+    return loss.counters(link_text, qdisc_text, files[_PROC[3]], files[_PROC[4]],
+                         seqadj_counters)
 
 
 def sample(config):
