@@ -120,6 +120,9 @@ def test_an_iperf3_flow_is_on_top_at_iperf3s_rate(tracked):
     # host - a cold make test saw 10 000 entries in one -, more on a loaded one)
     last = samples[-1]["pass"]["last"]
     assert last["entries"] >= IDLE, samples[-1]["pass"]
+    # per class (by the ct mark's ordinal): the connections past min_bytes and their bytes
+    elephants = last["classes"][str(top["class"])]
+    assert elephants[0] >= 1 and elephants[1] >= 1 << 20, last["classes"]
     assert samples[-1]["cpu"]["share"] < 0.05, samples[-1]["cpu"]
     assert samples[-1]["entries"] >= IDLE
 

@@ -336,3 +336,26 @@ def test_a_starting_agent_carries_over_only_well_formed_entries(db):
     row.observed_since = datetime.fromtimestamp(NOW + 60, UTC)
     assert carried_over(row, NOW) == (NOW, None)
     assert carried_over(None, NOW) == (NOW, None)
+
+
+def test_elephants_per_class_by_the_name_of_the_live_revision(admin_client):
+    """The Flows sampler's last whole pass counts, per class ordinal (the ct mark), the
+    connections past 1 MB and their bytes; /metrics names the class from the revision
+    loaded now. Forged parts of the row are left out."""
+    from flows.agent_jobs import SAMPLE
+    from policy.models import Revision, TargetState
+    token = make_token(admin_client)
+    Revision.objects.create(number=3, created=timezone.now(), user="t", action="apply",
+                            outcome="confirmed", policy_text=POLICY, ruleset="",
+                            ruleset_sha256="0" * 64, meta={})
+    TargetState.objects.update_or_create(pk=1, defaults={"confirmed": 3})
+    PeriodicState.objects.create(name=SAMPLE, result={"pass": {"last": {"classes": {
+        "1": [2, 5_000_000], "2": [1, 1 << 21], "0": [4, 9], "9": [1, 1], "x": [1, 1],
+        "1" * 5000: [1, 1], "3": "junk"}}}})
+    found = samples(scrape(token))
+    assert value(found, "tusk_class_elephant_connections", **{"class": "web"}) == 2
+    assert value(found, "tusk_class_elephant_bytes", **{"class": "web"}) == 5_000_000
+    assert value(found, "tusk_class_elephant_bytes", **{"class": "idle"}) == 1 << 21
+    labelled = {dict(labels)["class"] for name, labels in found
+                if name == "tusk_class_elephant_bytes"}
+    assert labelled == {"web", "idle"}, labelled

@@ -16,6 +16,8 @@ from prometheus_client.core import CollectorRegistry, CounterMetricFamily, Gauge
 
 from dashboard import loss
 from dashboard.models import Sample
+from flows.agent_jobs import SAMPLE as FLOWS_SAMPLE
+from flows.classes import class_names
 from diag.files import Directory, UnsafeFile
 from jobs import registry
 from jobs.models import AgentHeartbeat, Job, PeriodicState
@@ -116,6 +118,12 @@ _FAMILIES = [
     Family("tusk_class_last_hit_timestamp_seconds", GAUGE, "When the agent last saw the "
            "class's counter grow (absent: not seen since the agent started watching)",
            ("class",)),
+    Family("tusk_class_elephant_connections", GAUGE, "Connections of the class that moved "
+           "at least 1 MB (those fastpath auto promotes) and are still tracked, as the Flows "
+           "sampler's last whole pass of the conntrack table found them", ("class",)),
+    Family("tusk_class_elephant_bytes", GAUGE, "Their bytes so far, both directions "
+           "(conntrack's accounting, which the flowtable's counter keeps current on the "
+           "fast path)", ("class",)),
     Family("tusk_dropped_packets", COUNTER, "Packets the ruleset dropped: invalid conntrack "
            "state, or no class between zones (default deny)", ("reason",)),
     Family("tusk_dropped_bytes", COUNTER, "Bytes the ruleset dropped", ("reason",)),
@@ -217,6 +225,26 @@ def _ruleset(out):
             out.add("tusk_ruleset_unchanged", int(state.matches))
 
 
+def _elephants(out):
+    """Per class, the elephants of the Flows sampler's last whole pass (flows/core/
+    sampler.py): labelled by the class's name in the revision loaded now."""
+    state = PeriodicState.objects.filter(name=FLOWS_SAMPLE).only("result").first()
+    result = state.result if state is not None and isinstance(state.result, dict) else {}
+    last = (result.get("pass") or {}).get("last") if isinstance(result.get("pass"), dict) \
+        else None
+    classes = last.get("classes") if isinstance(last, dict) else None
+    if not isinstance(classes, dict):
+        return
+    names = class_names()
+    for ordinal, counted in sorted(classes.items()):
+        name = (names.get(int(ordinal)) if ordinal.isascii() and ordinal.isdigit()
+                and len(ordinal) < 7 else None)
+        if not name or not isinstance(counted, list) or len(counted) != 2:
+            continue
+        out.add("tusk_class_elephant_connections", counted[0], [name])
+        out.add("tusk_class_elephant_bytes", counted[1], [name])
+
+
 def _agent(out, now):
     heartbeat = AgentHeartbeat.objects.first()
     if heartbeat is not None:
@@ -261,6 +289,7 @@ class TuskCollector:
         out, now = _Families(), time.time()
         _statistics(out)
         _ruleset(out)
+        _elephants(out)
         _agent(out, now)
         _jobs(out, now)
         _captures(out)

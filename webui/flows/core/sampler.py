@@ -101,6 +101,7 @@ class Sampler:
         self.pass_started = self.next_pass = 0.0
         self.window = interval                # how long the last whole pass took
         self.last_pass = None
+        self.classes = {}                     # class ordinal -> [connections, bytes], this pass
         self.spent, self.began = 0.0, clock()
 
     def close(self):
@@ -115,6 +116,7 @@ class Sampler:
                 return
             self.passes += 1
             self.stats = Stats()
+            self.classes = {}
             self.dump = self.scanner.scan(self.min_bytes, self.stats)
             self.pass_started = now
         limit = max(1, int(self.share * self.interval / self.per_entry))
@@ -133,6 +135,12 @@ class Sampler:
 
     def _rank(self, brief, now):
         total = brief.orig_bytes + brief.reply_bytes
+        # the pass's per-class totals of what it ranks: the connections that moved at
+        # least min_bytes (1 MB: those fastpath auto has promoted), by the ct mark
+        counted = self.classes.setdefault((brief.mark & CT_MARK_CLASS_MASK)
+                                          >> CT_MARK_CLASS_SHIFT, [0, 0])
+        counted[0] += 1
+        counted[1] += total
         before = self.remembered.get(brief.id)
         if before is not None:
             moved, since = total - before[0], now - before[1]
@@ -166,7 +174,9 @@ class Sampler:
                            if seen[2] == self.passes}
         self.window = max(now - self.pass_started, self.interval)
         self.last_pass = {**self.stats.as_dict(), "seconds": round(now - self.pass_started, 3),
-                          "samples": round((now - self.pass_started) / self.interval) + 1}
+                          "samples": round((now - self.pass_started) / self.interval) + 1,
+                          "classes": {str(ordinal): counted
+                                      for ordinal, counted in sorted(self.classes.items())}}
         self.dump = None
         self.next_pass = self.pass_started + self.interval / 2
 

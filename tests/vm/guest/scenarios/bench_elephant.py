@@ -26,6 +26,7 @@ bytes_sent, loss: {stage key: packets lost during the flow}, extra}].
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -199,7 +200,7 @@ class Bench:
     def elephant(self, part, index, condition, config, extra=None, beside=None):
         before = self.counters()
         background = beside() if beside else None
-        name = f"{part}-r{index}-{condition}-{config}".replace(" ", "_").replace(",", "")
+        name = re.sub(r"[^A-Za-z0-9-]+", "_", f"{part}-r{index}-{condition}-{config}")
         try:
             report = self.ctx.iperf3(self.lab, name, ELEPHANT, "--time", str(SECONDS),
                                      "--affinity", "0,1", seconds=SECONDS)
