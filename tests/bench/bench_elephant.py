@@ -17,11 +17,15 @@ interval (tests/bench/paired.py):
     never (goal >= 0.98) and the time a new connection takes for its first megabyte.
 
   BENCH_ROUNDS (default 2), BENCH_SECONDS (default 8), BENCH_PARTS (esnet,mixed,cost),
-  BENCH_CLOCK  icount (default) or wall
+  BENCH_CLOCK  icount (default) or wall,
+  BENCH_OUT    where ELEPHANTS.md goes (default docs/; the tables, how they were made)
+  BENCH_RESULTS  a run's results.json: its tables again, without running anything
 """
+import datetime
 import json
 import math
 import os
+import platform
 import statistics
 import sys
 import tempfile
@@ -38,10 +42,38 @@ SECONDS = os.environ.get("BENCH_SECONDS", "8")
 PARTS = os.environ.get("BENCH_PARTS", "esnet,mixed,cost")
 CLOCK = os.environ.get("BENCH_CLOCK", "icount")
 ICOUNT = ("-icount", "shift=1,sleep=on")
+OUT = Path(os.environ.get("BENCH_OUT", HERE.parents[1] / "docs"))
+METHOD = """\
+## Method
+
+- `make bench-elephant` (`tests/bench/bench_elephant.py`, the guest's
+  `tests/vm/guest/scenarios/bench_elephant.py`): the lab's client - fw - server on Tusk's
+  kernel in QEMU TCG (2 vCPUs). With `-icount shift=1,sleep=on` the guest's clock counts
+  instructions: a CPU-bound flow's Mbit/s are bytes per instruction, what a set-up
+  costs, and the host's other load drops out.
+- "Tusk defaults" is the example policy as `make run` applies it (`tusk policy apply`):
+  the elephant (iperf3, port 5201) in class bulk-copy, which writes nothing about the
+  fast path - `fastpath: auto`, promoted past its first megabyte. "plain forwarding" has
+  no ruleset at all (no conntrack).
+- ESnet's method: netem on fw's interface towards the server adds the RTT (data
+  delayed, acknowledgements not) and, for the loss rows, 1 in 22 000 packets lost
+  (seeded per round, the same for both set-ups); the endpoints' TCP buffers go to 256 MB
+  (ESnet's host tuning); with loss the sender sends wire-sized segments (no TSO/GSO).
+  The Mathis bound is MSS / RTT x 1.22 / sqrt(p).
+- Mixed load: short connections (connect, 1 kB, close, 8 parallel clients) through
+  class admin; 100 parallel iperf3 streams through bulk-copy; a raw socket's SYNs from
+  the outside to the inside, which no class accepts (the default deny). The loss path
+  (docs/METRICS.md) is read in fw before and after each elephant.
+- Every ratio is paired per round (rounds interleave what is compared) and summarised by
+  the geometric mean with a 95 % bootstrap interval (`tests/bench/paired.py`).
+"""
 MIXED_GOALS = {"beside short connections": 0.95, "beside a SYN flood at the default deny": 0.95}
 
 
 def main():
+    if os.environ.get("BENCH_RESULTS"):
+        report(json.loads(Path(os.environ["BENCH_RESULTS"]).read_text()), "", None)
+        return
     kernel = os.environ.get("TUSK_KERNEL") or vm.kernel()
     rootfs = vm.rootfs()
     out = Path(tempfile.mkdtemp(prefix="bench-elephant-"))
@@ -53,14 +85,28 @@ def main():
     results_file = out / "out" / "bench-elephant" / "results.json"
     if not results_file.exists():
         sys.exit(f"the benchmark produced no results: {run.failure()}")
-    results = json.loads(results_file.read_text())
+    report(json.loads(results_file.read_text()), f" (results in {out})", run.failure())
+
+
+def report(results, where, failure):
     clock = "guest clock = instructions (-icount)" if CLOCK == "icount" else "wall clock"
-    print(f"bench-elephant: {ROUNDS} rounds, {SECONDS} s elephants, QEMU TCG, {clock} "
-          f"(results in {out})\n")
-    for line in esnet(results) + mixed(results) + cost(results):
+    print(f"bench-elephant: {ROUNDS} rounds, {SECONDS} s elephants, QEMU TCG, {clock}"
+          f"{where}\n")
+    lines = esnet(results) + mixed(results) + cost(results)
+    for line in lines:
         print(line)
-    if run.failure():
-        print(f"\nnote: the run did not finish cleanly: {run.failure()}")
+    if failure:
+        print(f"\nnote: the run did not finish cleanly: {failure}")
+        return
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "ELEPHANTS.md").write_text(
+        "# Elephants: ESnet's method, mixed load, promotion's cost\n\n"
+        f"Written by `make bench-elephant` on {datetime.date.today()}: {ROUNDS} rounds, "
+        f"{SECONDS} s elephants, QEMU TCG, {clock}; host "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Linux "
+        f"{platform.release()}.\n\n"
+        + "\n".join(lines) + "\n\n" + METHOD)
+    print(f"\nwrote {OUT / 'ELEPHANTS.md'}")
 
 
 def ratio_of(results, part, condition, config, base_condition, base_config,

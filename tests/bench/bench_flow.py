@@ -382,6 +382,9 @@ the median of the per-round ratios.
   settings. Rows 1-3 run untuned (the profile rolled back).
 - Each row's policy is applied and confirmed with `tusk policy apply` as an operator
   does; row 1 has no ruleset at all (no conntrack hooks).
+- One elephant at ESnet's RTTs, MTUs and loss, beside other traffic, and what promoting
+  it to the fast path costs: `make bench-elephant`, its last run in
+  [ELEPHANTS.md](ELEPHANTS.md).
 - Differences to the seed: FWSM was a line card between two hosts on 1 Gbit/s ports
   (its control, 817 Mbit/s, is the wire); here the control is what the same kernel
   forwards without a ruleset, and no wire limits it. The FWSM anchors' ratios and
