@@ -3,7 +3,8 @@ the guest scenario policy-auto-fastpath (tests/vm/guest/scenarios/policy_auto_fa
 on Tusk's kernel: a connection of a default class stays on the slow path for its first
 megabyte and is offloaded past it, its bytes still counted (the flowtable's counter);
 never never promotes; a class's own threshold holds; a randomised class is promoted
-with its translation. Applying a policy with auto classes turns conntrack's accounting
+with its translation; promoted connections are masqueraded ones, and one dropped as the
+Flows page drops it gets nothing more through. Applying a policy with auto classes turns conntrack's accounting
 on, without which no connection would ever reach the threshold."""
 import pytest
 
@@ -12,6 +13,9 @@ from test_seqrand import IPS_OFFLOAD
 
 CLASSES = {"elephant": 1, "stay": 2, "patient": 3, "rand": 4}   # ordinals (ct mark >> 17)
 CLASS_SHIFT = 17
+FW_S_V4 = "10.10.2.1"           # fw's outside address: the masquerade's
+IPS_SRC_NAT = 1 << 4
+DROPPED_AFTER = 2_000_000       # what the client sends after the drop
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +46,17 @@ def test_a_default_class_promotes_a_connection_past_its_first_megabyte(folder, n
     assert offloaded, more
     assert more["bytes"][0] - past["bytes"][0] >= more_sent - sent, (past, more)
     received, sent = map(int, (folder / f"{name}-received.txt").read_text().split())
-    assert received == sent
+    assert received == sent - (DROPPED_AFTER if name == "elephant" else 0)
+    # masqueraded towards outside: the promoted connection is a translated one
+    assert past["reply"]["dst"] == FW_S_V4 and past["status"] & IPS_SRC_NAT, past
+
+
+def test_a_promoted_connection_dropped_as_the_flows_page_does_stops(folder):
+    dropped = load(folder, "elephant-dropped.json")
+    assert dropped["entry"]["status"] & IPS_OFFLOAD, dropped
+    after = load(folder, "elephant-after-drop.json")
+    assert after["received_after"] == after["received_before"] == dropped["received"], after
+    assert after["entries"] == [], after["entries"]
 
 
 def test_a_randomised_class_is_promoted_with_its_translation(folder):

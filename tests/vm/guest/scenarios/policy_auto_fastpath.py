@@ -11,10 +11,16 @@ reading of its conntrack entry is taken at a known count:
 After 300 kB, after 2 MB, after 8 MB and (patient) after 30 MB, the entry is saved,
 waiting first (up to WAIT s) for the offload where the class would promote by then.
 
+The inside network is masqueraded towards outside: promoted connections are NATed ones.
+Last, the elephant's entry is deleted as the Flows page's Drop does (pick-up mid-stream
+off, as on an HA pair): 2 MB more must not reach the server.
+
 Saved: policy.yaml, acct.txt (nf_conntrack_acct after the apply), <class>-<step>.json
-(the connection's entry), <class>-received.txt (bytes the server read),
-after- state (nft counters, seqadj counters, the ruleset).
+(the connection's entry), <class>-received.txt (bytes the server read), elephant-dropped
+and elephant-after-drop.json, after- state (nft counters, seqadj counters, the ruleset).
 """
+import os
+import select
 import subprocess
 import sys
 import time
@@ -45,6 +51,11 @@ classes:
      fastpath_after: 20 MB}}
   - {{name: rand, from: inside, to: outside, services: [rand], action: accept,
      seqrand: both}}
+address_sets:
+  - {{name: inside-nets, entries: [10.10.1.0/24]}}
+nat:
+  source:
+    - {{name: inside-out, to: outside, source: [inside-nets], translate: masquerade}}
 """
 # (step, bytes sent in total by then); patient's last step only for patient
 STEPS = (("small", 300_000), ("past", 2_000_000), ("more", 8_000_000), ("late", 30_000_000))
@@ -121,6 +132,14 @@ def transfer(ctx, lab, name, port):
                 time.sleep(0.2)
                 entry = conntrack.find(conntrack.entries(lab.fw), sport, port)
             ctx.save_json(f"{name}-{step}.json", {"sent": sent, "entry": entry})
+        if name == "elephant":
+            sent += drop(ctx, lab, client, server, sport, port, received)
+            client.kill()
+            client.wait(30)
+            server.kill()
+            server.wait(30)
+            ctx.save_text(f"{name}-received.txt", f"{received[0]} {sent}\n")
+            return
         client.stdin.write("0\n")
         client.stdin.flush()
         client.wait(30)
@@ -133,4 +152,34 @@ def transfer(ctx, lab, name, port):
             if process is not None and process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+def drop(ctx, lab, client, server, sport, port, received):
+    """What the Flows page's Drop does to a promoted connection (flows.drop: the entry
+    deleted over ctnetlink), with pick-up mid-stream off as on an HA pair: the flowtable
+    lets go of it and nothing more gets through. Returns the bytes sent after."""
+    lab.ns(lab.fw, "sysctl", "-qw", "net.netfilter.nf_conntrack_tcp_loose=0")
+    entry = conntrack.find(conntrack.entries(lab.fw), sport, port)
+    ctx.save_json("elephant-dropped.json", {"entry": entry, "received": received[0]})
+    conntrack.delete(lab.fw, entry)
+    time.sleep(2)           # the flowtable's garbage collector runs every second
+    before = received[0]
+    client.stdin.write("2000000\n")
+    client.stdin.flush()
+    got, pending, deadline = [before], b"", time.monotonic() + 5
+    descriptor = server.stdout.fileno()
+    os.set_blocking(descriptor, False)
+    while time.monotonic() < deadline:          # what the server reads meanwhile
+        if select.select([descriptor], [], [], 0.2)[0]:
+            chunk = os.read(descriptor, 65536)
+            if not chunk:
+                break
+            *lines, pending = (pending + chunk).split(b"\n")
+            got += [int(line) for line in lines if line.strip().isdigit()]
+    lab.ns(lab.fw, "sysctl", "-qw", "net.netfilter.nf_conntrack_tcp_loose=1")
+    ctx.save_json("elephant-after-drop.json", {
+        "received_before": before, "entries": [e for e in conntrack.entries(lab.fw)
+                                               if e["orig"]["dport"] == port],
+        "server_alive": server.poll() is None, "received_after": max(got)})
+    return 2000000
 
