@@ -4,8 +4,8 @@ on Tusk's kernel: a connection of a default class stays on the slow path for its
 megabyte and is offloaded past it, its bytes still counted (the flowtable's counter);
 never never promotes; a class's own threshold holds; a randomised class is promoted
 with its translation; promoted connections are masqueraded ones, and one dropped as the
-Flows page drops it gets nothing more through. Applying a policy with auto classes turns conntrack's accounting
-on, without which no connection would ever reach the threshold."""
+Flows page drops it gets nothing more through. Applying a policy with auto classes turns
+conntrack's accounting on, without which no connection would ever reach the threshold."""
 import pytest
 
 from saved import load
