@@ -81,6 +81,20 @@ def test_a_class_threshold_of_its_own_holds(folder):
     assert offloaded, entry
 
 
+def test_a_policy_change_decides_again_and_the_first_policy_promotes_once_more(folder):
+    """Applied while the connection is on the fast path, a policy whose class promotes only
+    past 50 MB: the table's replacement ends the fast path and the new rule keeps the
+    30 MB connection off it; the first policy again puts it back."""
+    changed = load(folder, "patient-changed.json")["entry"]
+    assert not changed["status"] & IPS_OFFLOAD, changed
+    assert sum(changed["bytes"]) > 30_000_000
+    restored = load(folder, "patient-restored.json")["entry"]
+    assert restored["status"] & IPS_OFFLOAD, restored
+    assert restored["mark"] >> CLASS_SHIFT == CLASSES["patient"]
+    received, sent = map(int, (folder / "patient-received.txt").read_text().split())
+    assert received == sent
+
+
 def test_the_ruleset_promotes_by_the_class_ordinal_and_counts_on_the_fast_path(folder):
     ruleset = (folder / "ruleset.txt").read_text()
     assert "ct bytes > 1000000 flow add @fastpath" in ruleset

@@ -107,31 +107,39 @@ def transfer(ctx, lab, name, port):
         client = lab.popen(lab.client, sys.executable, "-c", CLIENT, SERVER_V4, str(port),
                            text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         sport = int(client.stdout.readline())
-        sent = 0
-        for step, total in STEPS:
-            if step == "late" and name != "patient":
-                break
-            client.stdin.write(f"{total - sent}\n")
+        state = {"sent": 0}
+
+        def push(count, promoted):
+            """count bytes more, all of them through fw; then, where the class promotes by
+            now, up to WAIT s for the offload (a byte at a time: the flowtable takes a
+            connection with a packet past the threshold). -> the entry."""
+            client.stdin.write(f"{count}\n")
             client.stdin.flush()
             assert client.stdout.readline().strip() == "sent"
-            sent = total
-            while received[0] < total:                       # all of it through fw
+            state["sent"] += count
+            while received[0] < state["sent"]:
                 received[0] = int(server.stdout.readline())
-            promoted = total > PROMOTED_BY.get(name, float("inf"))
             deadline = time.monotonic() + (WAIT if promoted else 1)
             entry = conntrack.find(conntrack.entries(lab.fw), sport, port)
             while promoted and not entry["status"] & conntrack.IPS_OFFLOAD and \
                     time.monotonic() < deadline:
-                # the flowtable takes it with a packet past the threshold: a keepalive
-                # of a byte makes one when the transfer ended before
                 client.stdin.write("1\n")
                 client.stdin.flush()
                 assert client.stdout.readline().strip() == "sent"
-                sent += 1
-                total += 1
+                state["sent"] += 1
                 time.sleep(0.2)
                 entry = conntrack.find(conntrack.entries(lab.fw), sport, port)
-            ctx.save_json(f"{name}-{step}.json", {"sent": sent, "entry": entry})
+            return entry
+
+        for step, total in STEPS:
+            if step == "late" and name != "patient":
+                break
+            entry = push(max(total - state["sent"], 1),
+                         total > PROMOTED_BY.get(name, float("inf")))
+            ctx.save_json(f"{name}-{step}.json", {"sent": state["sent"], "entry": entry})
+        if name == "patient":
+            policy_change(ctx, lab, push)
+        sent = state["sent"]
         if name == "elephant":
             sent += drop(ctx, lab, client, server, sport, port, received)
             client.kill()
@@ -152,6 +160,22 @@ def transfer(ctx, lab, name, port):
             if process is not None and process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+def policy_change(ctx, lab, push):
+    """A policy applied while the patient's connection (30 MB) is on the fast path: its
+    class now promotes only past 50 MB. Replacing the table ends every fast path, and the
+    new rules decide again, as for any established connection on the slow path: 1 MB more
+    and it stays there. Then the first policy again (a rollback's effect): promoted once
+    more."""
+    changed = ctx.dir / "policy-50mb.yaml"
+    changed.write_text(POLICY.replace("fastpath_after: 20 MB", "fastpath_after: 50 MB"))
+    for path, step, promoted in ((changed, "changed", False),
+                                 (ctx.dir / "policy.yaml", "restored", True)):
+        ctx.tusk(lab, "apply", path)
+        ctx.tusk(lab, "confirm")
+        entry = push(1_000_000, promoted)
+        ctx.save_json(f"patient-{step}.json", {"entry": entry})
 
 
 def drop(ctx, lab, client, server, sport, port, received):
