@@ -60,6 +60,8 @@ class Applier(CommitConfirm):
             try:
                 capabilities.check(policy, self.target)
                 self._check(ruleset)
+                if extras.get("auto_fastpath") == AUTO_ON:
+                    self.count_bytes()
             except PolicyError as error:
                 revision = self.store.create(user, action, policy_text, ruleset, **extras)
                 revision.update(outcome=f"refused: {error.problems[0]}")
@@ -68,8 +70,6 @@ class Applier(CommitConfirm):
             base = self.store.confirmed_id()
             revision = self.store.create(user, action, policy_text, ruleset, base=base,
                                          confirm_timeout=timeout, **extras)
-            if extras.get("auto_fastpath") == AUTO_ON:
-                self.count_bytes()
             self.begin(revision, base, timeout)
             result = self.target.nft_load(ruleset)
             if not result.ok:
