@@ -1,4 +1,5 @@
 import time
+from datetime import timedelta
 
 from django.contrib.auth.decorators import login_not_required
 from django.db import connection
@@ -14,6 +15,7 @@ from policy.views import seqrand_available
 from . import calculators, loss, stats
 from .agent_jobs import WEB_CHECK
 from .forms import PcieForm, WindowForm
+from .models import Sample
 
 JOB_PATIENCE = 5     # seconds a job may wait to be claimed before the agent counts as stuck
 AGENT_STALE = 15     # seconds without a heartbeat
@@ -43,7 +45,10 @@ def live_context():
     cpus = [{"cpu": cpu, "values": values, "now": stats.latest(values)}
             for cpu, values in sorted(data["softirq"].items(), key=lambda i: int(i[0]))]
     newest = samples[-1] if samples else None
-    lost = loss.summary(stats.recent(loss.RECENT), timezone.now())
+    now = timezone.now()
+    lost = loss.summary(Sample.objects.filter(
+        taken__gte=now - timedelta(seconds=loss.RECENT)).order_by("taken").only("taken", "loss"),
+        now)
     return {"interfaces": rows, "cpus": cpus, "sample": newest, "conntrack": data["conntrack"],
             "seqadj": newest.seqadj if newest else None,
             "seqrand_available": bool(seqrand_available()),
