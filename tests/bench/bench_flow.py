@@ -21,6 +21,10 @@ loss and with 1 % loss at 20 ms RTT (netem on fw), in interleaved rounds:
   BENCH_OUT          where PERFORMANCE.md and performance.svg go (default docs/)
   BENCH_SMOKE=1      1 round of 1 s each, for make test's check of the tables
   BENCH_PARTS        any of vm,fwsm,host (default all three)
+  BENCH_RESULTS      a run's work directory: its report again (the goals and text of
+                     now), without running anything (give the run's BENCH_ROUNDS and
+                     BENCH_LOSS_ROUNDS too; BENCH_COMMIT: its commit, for a run before
+                     machine.json was kept)
 """
 import concurrent.futures
 import datetime
@@ -64,13 +68,18 @@ ANCHORS = {1: ("FWSM control", 817), 2: ("FWSM default", 458), 3: ("FWSM optimis
 # ../shared/seeds/bsd-linux-firewall-network-tuning.txt: OpenBSD, one CPU, tuned,
 # pf=YES 845 vs pf=NO 868 Mbit/s
 PF = ("OpenBSD pf, tuned", 845, 868)
-GOALS = {NO_LOSS: 0.98, LOSS: 0.95}   # rows 4 and 5, Tusk's kernel, x control
+# rows 4 and 5, Tusk's kernel, x control (issue 35: the defaults, which promote an
+# elephant to the fast path, >= 0.99 without loss and >= 0.97 with; seqrand >= 0.98)
+GOALS = {4: {NO_LOSS: 0.99, LOSS: 0.97}, 5: {NO_LOSS: 0.98, LOSS: 0.95}}
 # row 8 (seqrand on the fast path, issue 21): x control, and x row 7 without loss
 FAST_GOALS = {NO_LOSS: 0.97, LOSS: 0.95}
 FAST_OVER_ROW7 = 0.98
 
 
 def main():
+    if os.environ.get("BENCH_RESULTS"):
+        rerender(Path(os.environ["BENCH_RESULTS"]))
+        return
     work = Path(tempfile.mkdtemp(prefix="bench-flow-"))
     print(f"make bench: {ROUNDS} rounds without loss, {LOSS_ROUNDS} with loss, "
           f"{SECONDS} s flows; raw results in {work}", flush=True)
@@ -96,6 +105,31 @@ def main():
         results += host_run(work / "host", machine)
     machine.update(describe_machine())
     (work / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    (work / "machine.json").write_text(json.dumps(machine, indent=1) + "\n")
+    write(results, machine)
+
+
+def rerender(work):
+    """The report of a run again, from its work directory (BENCH_RESULTS): results.json,
+    and machine.json or, for a run before it was kept, what the guests said and this
+    host now."""
+    results = json.loads((work / "results.json").read_text())
+    if (work / "machine.json").exists():
+        machine = json.loads((work / "machine.json").read_text())
+    else:
+        machine = {"guests": {part: json.loads((work / part / "out" / "guest.json").read_text())
+                              for part in ("vm", "fwsm") if (work / part).exists()},
+                   "host_netem": any(r.get("platform") == "host" and r["condition"] == LOSS
+                                     for r in results)}
+        machine.update(describe_machine())
+        # the run's time, and its commit where BENCH_COMMIT says it, not the re-render's
+        ran = datetime.datetime.fromtimestamp((work / "results.json").stat().st_mtime)
+        machine["date"] = ran.astimezone().strftime("%Y-%m-%d %H:%M %Z")
+        machine["commit"] = os.environ.get("BENCH_COMMIT", machine["commit"])
+    write(results, machine)
+
+
+def write(results, machine):
     table = summarise(results)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "PERFORMANCE.md").write_text(report(table, machine))
@@ -214,7 +248,7 @@ def goals(table):
         return f"{label}: x{value:.2f} (goal >= {goal}): {'met' if value >= goal else 'NOT met'}"
 
     lines = []
-    for goals_of, rows in ((GOALS, (4, 5)), (FAST_GOALS, (8,))):
+    for goals_of, rows in ((GOALS[4], (4,)), (GOALS[5], (5,)), (FAST_GOALS, (8,))):
         for condition, goal in goals_of.items():
             for row in rows:
                 cell = table.get(("vm", condition, row))
@@ -227,7 +261,7 @@ def goals(table):
     if cell and fast and cell["ratio"] and fast["ratio"]:
         lines.append(verdict(f"row 8 over row 7 ({ROWS[7].name}), {NO_LOSS}",
                              cell["ratio"] / fast["ratio"], FAST_OVER_ROW7))
-    for condition in GOALS:
+    for condition in CONDITIONS:
         cell = table.get(("vm", condition, 7))
         if cell and cell["ratio"] is not None:
             lines.append(f"for comparison, row 7 ({ROWS[7].name}), {condition}: "
@@ -328,9 +362,11 @@ Goals (rows 4, 5 and 8 against control, Tusk's kernel; row 8 also against row 7)
 How to read it: the control has no ruleset, so no connection tracking at all. A
 stateful firewall's rows pay conntrack on every packet (in this lab about 7 % of
 the path's instructions, see `make bench-policy`), whatever the ruleset; sequence
-randomisation adds its translation on top. Row 7 shows the way out: the flowtable
-fast path skips the forward chain and conntrack for established packets. Row 8 takes
-it with sequence randomisation: Tusk's kernel translates sequence numbers and SACK
+randomisation adds its translation on top. The flowtable fast path skips the forward
+chain and conntrack for established packets: rows 4 to 6 take it by default
+(`fastpath: auto` promotes the flow past its first megabyte), rows 7 and 8 from the
+first packet (`fastpath: always`); rows 2 and 3, FWSM's settings, never. Rows 5 and 8
+take it with sequence randomisation: Tusk's kernel translates sequence numbers and SACK
 blocks on the fast path too (kernel-patches/0016), where upstream Linux leaves every
 connection with sequence adjustment on the slow path.
 
@@ -422,7 +458,7 @@ def plot(table):
                      f'y2="{y(tick):.1f}" stroke="#ddd"/>')
         parts.append(f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">'
                      f'{tick:.1f}</text>')
-    for goal in GOALS.values():
+    for goal in sorted({g for row in GOALS.values() for g in row.values()}):
         parts.append(f'<line x1="{left}" x2="{width - 20}" y1="{y(goal):.1f}" '
                      f'y2="{y(goal):.1f}" stroke="#a40000" stroke-dasharray="4 3"/>')
     for i, row in enumerate(rows):
