@@ -17,6 +17,7 @@ interval (tests/bench/paired.py):
     never (goal >= 0.98) and the time a new connection takes for its first megabyte.
 
   BENCH_ROUNDS (default 2), BENCH_SECONDS (default 8), BENCH_PARTS (esnet,mixed,cost),
+  BENCH_RTTS and BENCH_MTUS (the ESnet part's: default 10,50,90 and 1500,9000),
   BENCH_CLOCK  icount (default) or wall,
   BENCH_OUT    where ELEPHANTS.md goes (default docs/; the tables, how they were made)
   BENCH_RESULTS  a run's results.json: its tables again, without running anything
@@ -85,8 +86,10 @@ def main():
     rootfs = vm.rootfs()
     out = Path(tempfile.mkdtemp(prefix="bench-elephant-"))
     flows = int(ROUNDS) * (24 + 4 + 2) * (int(SECONDS) * 4 + 40)
+    chosen = [f"{name}={os.environ[name]}" for name in ("BENCH_RTTS", "BENCH_MTUS")
+              if name in os.environ]
     run = vm.run_guest(["env", f"BENCH_ROUNDS={ROUNDS}", f"BENCH_SECONDS={SECONDS}",
-                        f"BENCH_PARTS={PARTS}", "python3", "/tusk/tests/vm/guest/run.py",
+                        f"BENCH_PARTS={PARTS}", *chosen, "python3", "/tusk/tests/vm/guest/run.py",
                         "bench-elephant"], kernel, rootfs, out / "out", timeout=flows + 900,
                        qemu_args=ICOUNT if CLOCK == "icount" else ())
     results_file = out / "out" / "bench-elephant" / "results.json"

@@ -20,6 +20,7 @@ interleave what is compared, so each ratio is paired within a round
 
   BENCH_ROUNDS   rounds (default 2)      BENCH_SECONDS  an elephant's flow (default 8)
   BENCH_PARTS    any of esnet,mixed,cost (default all)
+  BENCH_RTTS, BENCH_MTUS  the ESnet part's (default 10,50,90 and 1500,9000)
 
 Saved: results.json [{part, round, condition, config, bits_per_second, retransmits,
 bytes_sent, loss: {stage key: packets lost during the flow}, extra}].
@@ -45,7 +46,8 @@ SECONDS = int(os.environ.get("BENCH_SECONDS", "8"))
 PARTS = os.environ.get("BENCH_PARTS", "esnet,mixed,cost").split(",")
 EXAMPLE = ROOT / "webui" / "policy" / "examples" / "tusk.yaml"
 ELEPHANT, BULK, SHORT, FLOODED = 5201, 8003, 22, 9    # bulk-copy, bulk-copy, admin, none
-RTTS, MTUS = (10, 50, 90), (1500, 9000)
+RTTS = tuple(int(n) for n in os.environ.get("BENCH_RTTS", "10,50,90").split(","))
+MTUS = tuple(int(n) for n in os.environ.get("BENCH_MTUS", "1500,9000").split(","))
 ESNET_LOSS = 100 / 22000          # per cent: ESnet's 1 in 22 000
 TCP_BUFFERS = "4096 131072 268435456"
 SHORT_CLIENTS = 8
