@@ -66,3 +66,18 @@ def test_nothing_lost_says_so(viewer_client):
     live = viewer_client.get("/dashboard/live/").content.decode()
     assert "No loss at any stage that should stay at zero" in live
     assert 'id="loss-alarms"' not in viewer_client.get("/loss/").content.decode()
+
+
+def test_the_health_panel_says_when_packets_are_lost(viewer_client):
+    def check():
+        page = viewer_client.get("/dashboard/health/").content.decode()
+        return page.split('data-check="packet loss"')[1].split("</tr>")[0]
+    assert "no samples of the loss path yet" in check()
+    sample(20, {"softnet.dropped": 3, f"nic.rx_crc@{EVIL}": 0})
+    sample(10, {"softnet.dropped": 3, f"nic.rx_crc@{EVIL}": 0})
+    assert "no stage that should stay at zero grew" in check()
+    sample(5, {"softnet.dropped": 9, f"nic.rx_crc@{EVIL}": 2})
+    row = check()
+    assert '<span class="badge bad">failing</span>' in row, row
+    assert "Softnet: backlog full (9): see the Loss page" in row, row
+    assert "losing at NIC: frames with a bad CRC on &lt;script&gt;" in row and EVIL not in row

@@ -45,15 +45,34 @@ def live_context():
     cpus = [{"cpu": cpu, "values": values, "now": stats.latest(values)}
             for cpu, values in sorted(data["softirq"].items(), key=lambda i: int(i[0]))]
     newest = samples[-1] if samples else None
-    now = timezone.now()
-    lost = loss.summary(Sample.objects.filter(
-        taken__gte=now - timedelta(seconds=loss.RECENT)).order_by("taken").only("taken", "loss"),
-        now)
+    lost = recent_loss()
     return {"interfaces": rows, "cpus": cpus, "sample": newest, "conntrack": data["conntrack"],
             "seqadj": newest.seqadj if newest else None,
             "seqrand_available": bool(seqrand_available()),
             "loss": {"sampled": bool(lost), "alarms": [r for r in lost if r.alarm],
                      "minutes": loss.RECENT // 60}}
+
+
+def recent_loss():
+    """The loss path's rows over the last loss.RECENT seconds of samples."""
+    now = timezone.now()
+    return loss.summary(Sample.objects.filter(
+        taken__gte=now - timedelta(seconds=loss.RECENT)).order_by("taken").only("taken", "loss"),
+        now)
+
+
+def _loss_check():
+    """Packet loss: failing while a stage that should stay at zero grows (the Loss page)."""
+    rows = recent_loss()
+    if not rows:
+        return _check("packet loss", None, "no samples of the loss path yet")
+    alarms = [row for row in rows if row.alarm]
+    if not alarms:
+        return _check("packet loss", True, f"no stage that should stay at zero grew in the "
+                      f"last {loss.RECENT // 60} minutes")
+    return _check("packet loss", False, "losing at " + ", ".join(
+        f"{row.stage.label}{' on ' + row.interface if row.interface else ''} ({row.total})"
+        for row in alarms) + ": see the Loss page")
 
 
 def _check(name, ok, detail):
@@ -84,6 +103,7 @@ def health_checks():
         checks.append(_check("database", False, f"query failed: {exc}"))
     checks.append(_agent_check())
     checks.append(_nft_check())
+    checks.append(_loss_check())
     checks += _ha_checks()
     return checks
 
