@@ -160,6 +160,19 @@ def from_conntrack(text):
     return found
 
 
+def seqadj_counters(text):
+    """/proc/net/nf_conntrack_seqadj (Tusk's kernel: `name value` lines) -> {name: value};
+    None without the file."""
+    if text is None:
+        return None
+    counters = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if value.strip().isdigit():
+            counters[name] = int(value)
+    return counters
+
+
 def from_seqadj(counters):
     """The sample's seqadj counters (/proc/net/nf_conntrack_seqadj, Tusk's kernel)."""
     found = {}

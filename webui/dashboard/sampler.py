@@ -70,15 +70,7 @@ def _int(text):
         return None
 
 
-def seqadj(text):
-    if text is None:
-        return None
-    counters = {}
-    for line in text.splitlines():
-        name, _, value = line.partition(" ")
-        if value.strip().isdigit():
-            counters[name] = int(value)
-    return counters
+seqadj = loss.seqadj_counters
 
 
 def softirqs(path="/proc/stat"):

@@ -28,6 +28,7 @@ STALE_SAMPLES = 3      # samples missed before the page says the list is old
 ACTIONS_SHOWN = 10
 MAX_AGE = 10 * 365 * 86400   # seconds: older is no age a connection has
 
+
 def _age(seconds):
     if seconds is None:
         return "-"
@@ -57,15 +58,14 @@ def lost_while(flows, now):
     first = {}
     for flow in wanted:
         start = now - timedelta(seconds=flow["age"])
-        first[id(flow)] = kept[min(bisect.bisect_left(times, start), len(kept) - 1)]
-    rows = dict(Sample.objects.filter(id__in={ident for ident, _ in first.values()}
-                                      | {kept[-1][0]}).values_list("id", "loss"))
+        first[id(flow)] = kept[min(bisect.bisect_left(times, start), len(kept) - 1)][0]
+        # started before the oldest sample kept: what it lost is known since that one
+        flow["lost_since"] = times[0] if start < times[0] else None
+    rows = dict(Sample.objects.filter(id__in={*first.values(), kept[-1][0]})
+                .values_list("id", "loss"))
     newest = rows.get(kept[-1][0])
     for flow in wanted:
-        ident, taken = first[id(flow)]
-        flow["lost"] = loss.grown(rows.get(ident), newest)
-        flow["lost_since"] = taken if taken > now - timedelta(seconds=flow["age"]) + \
-            timedelta(seconds=settings.TUSK.sample_interval * 2) else None
+        flow["lost"] = loss.grown(rows.get(first[id(flow)]), newest)
 
 
 def _context(flow_settings=None, settings_form=None, refused=None):

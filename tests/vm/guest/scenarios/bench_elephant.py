@@ -33,18 +33,17 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[4]
 sys.path.insert(0, str(ROOT / "webui"))
 from dashboard import loss as loss_path  # noqa: E402  (plain Python: no Django here)
 from lab.namespaces import CLIENT_V4, SERVER_V4  # noqa: E402
 from scenario import listening  # noqa: E402
+from scenarios import bench_flow  # noqa: E402
+from scenarios.bench_flow import example_policy  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
 SECONDS = int(os.environ.get("BENCH_SECONDS", "8"))
 PARTS = os.environ.get("BENCH_PARTS", "esnet,mixed,cost").split(",")
-EXAMPLE = ROOT / "webui" / "policy" / "examples" / "tusk.yaml"
 ELEPHANT, BULK, SHORT, FLOODED = 5201, 8003, 22, 9    # bulk-copy, bulk-copy, admin, none
 RTTS = tuple(int(n) for n in os.environ.get("BENCH_RTTS", "10,50,90").split(","))
 MTUS = tuple(int(n) for n in os.environ.get("BENCH_MTUS", "1500,9000").split(","))
@@ -53,14 +52,6 @@ TCP_BUFFERS = "4096 131072 268435456"
 SHORT_CLIENTS = 8
 FIRST_MB_CONNECTIONS = 20
 TIME_LIMIT = 4 * 3600
-
-
-def example_policy(**bulk_copy):
-    document = yaml.safe_load(EXAMPLE.read_text())
-    for cls in document["classes"]:
-        if cls["name"] == "bulk-copy":
-            cls.update(bulk_copy)
-    return yaml.safe_dump(document, sort_keys=False)
 
 
 DEFAULTS, NEVER = example_policy(), example_policy(fastpath="never")
@@ -137,37 +128,15 @@ print(sent)
 """
 
 
-class Bench:
+class Bench(bench_flow.Bench):
+    """bench_flow's set-up (policy, MTU, the sender's offloads: changed only where they
+    differ), and this benchmark's parts."""
+
     def __init__(self, ctx, lab):
-        self.ctx, self.lab = ctx, lab
-        self.policy = self.mtu = None
-        self.results = []
+        super().__init__(ctx, lab, tune_args=())
 
     def save(self):
         self.ctx.save_json("results.json", self.results)
-
-    # -- the set-up, changed only where it differs ---------------------------------------
-
-    def set_policy(self, policy):
-        if policy == self.policy:
-            return
-        if policy is None:
-            self.ctx.run("nft", "flush", "ruleset", ns=self.lab.fw)
-        else:
-            path = self.ctx.dir / "policy.yaml"
-            path.write_text(policy)
-            self.ctx.tusk(self.lab, "apply", path)
-            self.ctx.tusk(self.lab, "confirm")
-        self.policy = policy
-
-    def set_mtu(self, mtu):
-        if mtu == self.mtu:
-            return
-        lab = self.lab
-        for ns, interface in ((lab.client, "eth0"), (lab.fw, "veth-c"), (lab.fw, "veth-s"),
-                              (lab.server, "eth0")):
-            self.ctx.run("ip", "link", "set", interface, "mtu", str(mtu), ns=ns)
-        self.mtu = mtu
 
     def impair(self, rtt_ms=0, loss=0.0, seed=0):
         """netem on fw's way to the server: delay (the RTT: replies are not delayed) and
@@ -179,19 +148,13 @@ class Bench:
             self.ctx.run("tc", "qdisc", "add", "dev", "veth-s", "root", "netem", *args,
                          "limit", "200000", "seed", str(1000 + seed), ns=self.lab.fw)
         # with loss, wire-sized segments: netem drops single segments, not 64 kB bursts
-        segmentation = "off" if loss else "on"
-        self.ctx.run("ethtool", "-K", "eth0", "tso", segmentation, "gso", segmentation,
-                     ns=self.lab.client)
+        self.set_offloads(not loss)
 
     def counters(self):
         """The loss path's counters in fw now, read as the agent's sampler reads them."""
         def text(*argv):
             return self.lab.ns(self.lab.fw, *argv, check=False).stdout
-        seqadj = {}
-        for line in text("cat", "/proc/net/nf_conntrack_seqadj").splitlines():
-            name, _, value = line.partition(" ")
-            if value.strip().isdigit():
-                seqadj[name] = int(value)
+        seqadj = loss_path.seqadj_counters(text("cat", "/proc/net/nf_conntrack_seqadj"))
         return loss_path.counters(text("ip", "-s", "-s", "-j", "link", "show"),
                                   text("tc", "-s", "-j", "qdisc", "show"),
                                   text("cat", "/proc/net/softnet_stat"),
@@ -229,7 +192,7 @@ class Bench:
                     condition = f"rtt {rtt} ms, mtu {mtu}, " + (
                         "1/22000 loss" if loss else "no loss")
                     self.set_mtu(mtu)
-                    for config, policy in (("plain forwarding", None),
+                    for config, policy in (("plain forwarding", ""),
                                            ("Tusk defaults", DEFAULTS)):
                         self.set_policy(policy)
                         self.impair(rtt, loss, seed=index * 100 + rtt)
@@ -361,5 +324,5 @@ def run(ctx):
     for index in range(ROUNDS):
         for part in PARTS:
             getattr(bench, part)(index)
-    bench.set_policy(None)
+    bench.set_policy("")
     ctx.save_json("loss-stages.json", [s.key for s in loss_path.STAGES])
