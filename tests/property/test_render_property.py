@@ -21,7 +21,10 @@ from hypothesis import strategies as st
 from policy.core.intervals import merge
 from policy.core.model import Interval
 from policy.core.normalise import load_policy
-from policy.core.render import FLOWTABLE, render
+from policy.core.render import (
+    FLOWTABLE, fastpath_addition, fastpath_devices, render, ruleset_fastpath_devices,
+    with_fastpath_devices,
+)
 
 # "zz" starts the names of the forwards' own classes and sets: never a generated name
 NAMES = st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True).filter(
@@ -230,7 +233,21 @@ def test_valid_policies_render_to_rulesets_nft_accepts(document, nft_check):
     assert render(load_policy(document), flowtable=False) == ruleset, "not deterministic"
     assert without_fast_path(render(policy)) == ruleset
     promoted = {c.name for c in policy.classes if c.auto_fast}
-    assert (f"\tflowtable {FLOWTABLE} {{" in render(policy)) == bool(promoted)
+    full = render(policy)
+    assert (f"\tflowtable {FLOWTABLE} {{" in full) == bool(promoted)
+    # what the boot step loads while some of the fast path's devices do not exist yet:
+    # the flowtable over the others, and nothing else changed (applier.loadable)
+    wanted = fastpath_devices(policy)
+    assert ruleset_fastpath_devices(full) == wanted
+    assert with_fastpath_devices(full, wanted) == full
+    for fewer in (wanted[1:], []):
+        loadable = with_fastpath_devices(full, fewer)
+        assert ruleset_fastpath_devices(loadable) == fewer
+        assert without_fast_path(loadable) == ruleset
+    if wanted:
+        assert fastpath_addition(wanted[:1]) == (
+            f'add flowtable inet tusk {FLOWTABLE} {{\n\thook ingress priority filter\n'
+            f'\tdevices = {{ "{wanted[0]}" }}\n\tcounter\n}}\n')
     names = {f"class_{c.name}": (i, c.name) for i, c in enumerate(policy.classes)}
     for line in ruleset.splitlines():
         # a rule that takes a class's packets goes to class_<name> or carries its counted

@@ -706,6 +706,13 @@ def installed_boot(step, work, name, firmware=None, slot="A"):
         and "pending" not in status, status
     ok(step.vm, PEERS)
     network_is_up(step.vm)
+    # the fast path's VLAN and bond, which networkd made after the policy was loaded
+    # (the kernel refuses a flowtable over a missing device), joined by the agent
+    assert f"the fast path takes {BOND}, {VLAN} when they appear" in journal, journal
+    listed = ok(step.vm, "for i in $(seq 60); do nft list flowtable inet tusk fastpath | "
+                         f"grep -q 'devices = .*{BOND}.*{VLAN}' && break; sleep 1; done; "
+                         "nft list flowtable inet tusk fastpath", 90)
+    assert re.search(rf'devices = \{{ "?{BOND}"?, "?{re.escape(VLAN)}"? \}}', listed), listed
     flow(step.vm)
     close_shell(step.vm)
     return client

@@ -101,3 +101,31 @@ def test_the_ruleset_promotes_by_the_class_ordinal_and_counts_on_the_fast_path(f
     assert "ct bytes > 20000000 flow add @fastpath" in ruleset
     flowtable = ruleset.split("flowtable fastpath {")[1].split("\n\t}")[0]
     assert "\n\t\tcounter" in flowtable, flowtable
+
+
+def test_an_interface_made_after_the_policy_loaded_joins_the_fast_path(folder):
+    """At boot the firewall loads the confirmed policy before networkd makes the VLANs and
+    bonds its zones name, and the kernel refuses a flowtable over a device that does not
+    exist: the boot step loads the policy with the flowtable over the devices there are,
+    and the agent adds the others when they appear (the appliance failed its boot with a
+    policy on a VLAN and a bond before)."""
+    said = load(folder, "late-boot.json")
+    assert said["applied"] == ["late7", "veth-c", "veth-s"], said
+    assert said["deleted"] == ["veth-c", "veth-s"], said       # the kernel let it go
+    assert said["boot"]["exit"] == 0 and said["boot"]["out"].strip().endswith("[false, true]"), \
+        said["boot"]
+    assert "policy revision" in said["boot"]["out"] and "late7 when it appears" in \
+        said["boot"]["out"], said["boot"]
+    assert said["booted"] == ["veth-c", "veth-s"], said
+    assert said["attach"]["exit"] == 0 and said["attach"]["out"].strip() == '[["late7"], []]', \
+        said["attach"]
+    assert said["attached"] == ["late7", "veth-c", "veth-s"], said
+    assert said["attach_again"]["out"].strip() == "[[], []]", said["attach_again"]
+    _, more, offloaded = step(folder, "late", "more")
+    assert offloaded, more
+    received, sent = map(int, (folder / "late-received.txt").read_text().split())
+    assert received == sent
+    # what the client sent past 1.5 MB took the fast path, not the forward hook
+    probe = (folder / "late-probe.txt").read_text()
+    slow = int(probe.split("counter packets ")[1].split()[0])
+    assert slow < 10, probe

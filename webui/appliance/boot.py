@@ -229,8 +229,17 @@ def load_forward_ruleset(applier):
                           render_boot.failsafe())
     if revision is None:
         log("no confirmed policy yet: nothing is forwarded (fail-closed ruleset)")
+        return False, True
+    log(f"policy revision {revision.id} loaded")
+    try:
+        _, missing = applier.attach_fastpath_devices()
+    except PolicyError as error:
+        log(f"the fast path's interfaces: {error}")
     else:
-        log(f"policy revision {revision.id} loaded")
+        if missing:
+            when = "when it appears" if len(missing) == 1 else "when they appear"
+            log(f"the fast path takes {', '.join(missing)} {when} (the agent adds it; "
+                "until then its connections take the slow path)")
     return False, True
 
 

@@ -1,7 +1,9 @@
 """The agent's policy jobs: apply, confirm, cancel (roll back now), roll back to a
 revision. Each runs the policy engine's applier on the configured target and then
 mirrors the revision store into the database - as the periodic policy.sync does, for
-what changes without a job (a watchdog's rollback, the CLI, a table changed by hand).
+what changes without a job (a watchdog's rollback, the CLI, a table changed by hand);
+the periodic policy.fastpath_devices adds interfaces made after the policy was loaded to
+the fast path.
 Apply and roll back first check the policy's zones against the box's network
 configuration (the network jobs check the other way round).
 At start, the target kernel's capabilities, for the pages (views.seqrand_available)."""
@@ -29,6 +31,15 @@ def capabilities(agent):
 @periodic("policy.sync", lambda config: config.sample_interval)
 def sync_store(agent):
     sync.sync(agent.config, periodic=True)
+
+
+@periodic("policy.fastpath_devices", lambda config: max(config.sample_interval, 5))
+def fastpath_devices(agent):
+    """The fast path's interfaces that appeared after the policy was loaded (at boot,
+    networkd makes VLANs and bonds after the firewall loaded it) join its flowtable."""
+    added, missing = Applier(agent.config.state_dir, agent.config.netns or None) \
+        .attach_fastpath_devices()
+    return {"added": added, "missing": missing}
 
 
 def _applier(run):

@@ -18,7 +18,8 @@ from . import capabilities
 from .constants import CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN, FAMILY, POLICY_MAX_BYTES, TABLE
 from .errors import Code, PolicyError
 from .normalise import load_policy_text
-from .render import render
+from .render import FLOWTABLE, fastpath_addition, render, ruleset_fastpath_devices, \
+    with_fastpath_devices
 from .revisions import FAILURE_CODES, Store
 from .target import Target
 
@@ -144,7 +145,7 @@ class Applier(CommitConfirm):
         base = pending["base"]
         ruleset = (self.store.get(base).ruleset if base is not None
                    else self.store.no_policy_ruleset(EMPTY_RULESET))
-        result = self.target.nft_load(ruleset)
+        result = self.target.nft_load(self.loadable(ruleset))
         if not result.ok:
             raise RestoreFailed(_first_error(result.stderr))
 
@@ -159,12 +160,50 @@ class Applier(CommitConfirm):
             rev_id = self.store.confirmed_id()
             revision = self.store.get(rev_id) if rev_id is not None else None
             ruleset = revision.ruleset if revision else self.store.no_policy_ruleset(EMPTY_RULESET)
-            result = self.target.nft_load(ruleset)
+            result = self.target.nft_load(self.loadable(ruleset))
             if not result.ok:
                 what = f"revision {rev_id}" if revision else "the no-policy ruleset"
                 raise PolicyError(Code.APPLY, "", f"loading {what} failed: "
                                   f"{_first_error(result.stderr)}")
             return revision
+
+    # -- the fast path's devices ---------------------------------------------------------
+
+    def loadable(self, ruleset):
+        """A stored ruleset as it can be loaded now: its flowtable over the devices that
+        exist (the kernel refuses a flowtable over one that does not). At boot the
+        firewall loads the policy before networkd makes the VLANs and bonds its zones
+        name; a rollback may meet an interface the network no longer has. The others
+        join the fast path when they appear (attach_fastpath_devices); until then their
+        connections take the slow path through the same rules."""
+        wanted = ruleset_fastpath_devices(ruleset)
+        if not wanted:
+            return ruleset
+        present = self.target.interfaces()
+        if all(device in present for device in wanted):
+            return ruleset
+        return with_fastpath_devices(ruleset, [d for d in wanted if d in present])
+
+    def attach_fastpath_devices(self):
+        """Adds to the live flowtable the devices of the loaded revision that exist now
+        and it lacks (made after the policy was loaded, or deleted and made again: the
+        kernel drops a device from the flowtable when it goes). Returns (the devices
+        added, the devices still missing)."""
+        with self.locked():
+            ruleset, _ = self.live_ruleset()
+            wanted = ruleset_fastpath_devices(ruleset)
+            live = self.target.flowtable_devices(FLOWTABLE) if wanted else None
+            if live is None:
+                return [], []
+            present = self.target.interfaces()
+            added = [d for d in wanted if d in present and d not in live]
+            missing = [d for d in wanted if d not in present]
+            if added:
+                result = self.target.nft_load(fastpath_addition(added))
+                if not result.ok:
+                    raise PolicyError(Code.APPLY, "", f"adding {', '.join(added)} to the "
+                                      f"fast path failed: {_first_error(result.stderr)}")
+            return added, missing
 
     # -- history -------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ Address sets and port lists of more than one element become named interval sets
 because the kernel finds named sets by walking a list, which makes thousands of
 tiny sets cost seconds per apply.
 """
+import re
 from importlib import resources
 
 from . import choices
@@ -72,6 +73,51 @@ def fastpath_devices(policy, auto=True):
             for z in [policy.zone[zone]] if zone else policy.zones:
                 devices.update(z.interfaces)
     return sorted(devices)
+
+
+def _flowtable_block(head, devices):
+    """The fast path's flowtable: the one writer of its lines, in a ruleset and when
+    devices are added to the live one (attach_fastpath_devices). counter: the flowtable
+    adds the packets it forwards to conntrack's accounting, so a promoted connection's
+    bytes (the Flows page, a class's totals through the ct mark) go on growing. The
+    kernel takes a flowtable without devices (they are added when they appear)."""
+    lines = [f"{head} {{", "\thook ingress priority filter"]
+    if devices:
+        lines.append(f"\tdevices = {{ {', '.join(f'{chr(34)}{d}{chr(34)}' for d in devices)} }}")
+    return lines + ["\tcounter", "}"]
+
+
+_FLOWTABLE_RE = re.compile(rf"^\tflowtable {FLOWTABLE} {{\n(?:\t\t[^\n]*\n)*?\t}}\n",
+                           re.MULTILINE)
+_DEVICES_RE = re.compile(r'^\t\tdevices = \{ ((?:"[^"\n]+"(?:, )?)+) \}$', re.MULTILINE)
+
+
+def ruleset_fastpath_devices(ruleset):
+    """The devices of the fast path's flowtable in a ruleset render() made (a stored
+    revision's, of this release or one before), in its order; [] without a flowtable."""
+    block = _FLOWTABLE_RE.search(ruleset)
+    found = _DEVICES_RE.search(block.group(0)) if block else None
+    return re.findall(r'"([^"]+)"', found.group(1)) if found else []
+
+
+def with_fastpath_devices(ruleset, devices):
+    """ruleset with its flowtable over devices only: what can be loaded while some of
+    its interfaces do not exist yet (a VLAN or a bond networkd makes after the firewall
+    loaded the policy at boot). The kernel refuses a flowtable over a missing device;
+    the agent adds each once it appears (fastpath_addition)."""
+    block = _FLOWTABLE_RE.search(ruleset)
+    if block is None:
+        return ruleset
+    lines = "".join(f"\t{line}\n" for line in _flowtable_block(f"flowtable {FLOWTABLE}",
+                                                                 devices))
+    return ruleset[:block.start()] + lines + ruleset[block.end():]
+
+
+def fastpath_addition(devices):
+    """The nft script that adds devices to the live fast path's flowtable (the same hook,
+    priority and flags: the kernel refuses an update that changes them)."""
+    return "\n".join(_flowtable_block(f"add flowtable {FAMILY} {TABLE} {FLOWTABLE}",
+                                       devices)) + "\n"
 
 
 def class_comment(index, cls):
@@ -133,17 +179,11 @@ class _Renderer:
         return lines
 
     def flowtable(self):
-        """The fast path; counter: the flowtable adds the packets it forwards to
-        conntrack's accounting, so a promoted connection's bytes (the Flows page, a
-        class's totals through the ct mark) go on growing."""
+        """The fast path over the interfaces of the zones its classes connect."""
         devices = fastpath_devices(self.policy, self.auto)
         if not devices:
             return []
-        return [f"\tflowtable {FLOWTABLE} {{",
-                "\t\thook ingress priority filter",
-                f"\t\tdevices = {{ {', '.join(f'{chr(34)}{d}{chr(34)}' for d in devices)} }}",
-                "\t\tcounter",
-                "\t}"]
+        return [f"\t{line}" for line in _flowtable_block(f"flowtable {FLOWTABLE}", devices)]
 
     def limits(self):
         if not self.policy.logs():

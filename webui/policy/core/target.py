@@ -71,6 +71,18 @@ class Target:
                 found[counter["name"]] = (counter["packets"], counter["bytes"])
         return found
 
+    def flowtable_devices(self, name):
+        """The devices of the live flowtable name of table inet tusk, or None when there
+        is no such flowtable."""
+        result = self.run(["nft", "-j", "list", "flowtable", FAMILY, TABLE, name])
+        if not result.ok:
+            return None
+        for item in json.loads(result.stdout).get("nftables", []):
+            if "flowtable" in item:
+                dev = item["flowtable"].get("dev", [])
+                return [dev] if isinstance(dev, str) else list(dev)
+        return None
+
     def interfaces(self):
         result = self.run(["ip", "-o", "link", "show"])
         if not result.ok:

@@ -15,20 +15,33 @@ The inside network is masqueraded towards outside: promoted connections are NATe
 Last, the elephant's entry is deleted as the Flows page's Drop does (pick-up mid-stream
 off, as on an HA pair): 2 MB more must not reach the server.
 
+Then an interface made after the policy was loaded, as at boot (the firewall loads the
+policy before networkd makes the VLANs and bonds its zones name): a second link late7
+joins the client (routing it to the server) and the inside zone, the policy is applied
+and confirmed, then the box "boots": late7 goes, the table too, the boot step loads the
+confirmed revision (appliance/boot.py load_forward_ruleset), late7 comes back and the
+agent's periodic task (Applier.attach_fastpath_devices) adds it to the flowtable. A
+connection over late7 is then promoted, and its packets from the client take the fast
+path: a table of the test's counts them in the forward hook, which the fast path skips.
+
 Saved: policy.yaml, acct.txt (nf_conntrack_acct after the apply), <class>-<step>.json
 (the connection's entry), <class>-received.txt (bytes the server read), elephant-dropped
-and elephant-after-drop.json, after- state (nft counters, seqadj counters, the ruleset).
+and elephant-after-drop.json, after- state (nft counters, seqadj counters, the ruleset);
+late-boot.json (the boot step's exit, log and the flowtable's devices after it, with
+late7 gone and back, after the agent's task), late-<step>.json, late-received.txt.
 """
+import json
 import os
 import select
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import conntrack
 import seqrand
 from lab.namespaces import SERVER_V4
-from scenario import listening
+from scenario import TUSK, listening
 
 TIME_LIMIT = 420
 WAIT = 15
@@ -59,7 +72,21 @@ nat:
 """
 # (step, bytes sent in total by then); patient's last step only for patient
 STEPS = (("small", 300_000), ("past", 2_000_000), ("more", 8_000_000), ("late", 30_000_000))
-PROMOTED_BY = {"elephant": 1_000_000, "rand": 1_000_000, "patient": 20_000_000}
+PROMOTED_BY = {"elephant": 1_000_000, "rand": 1_000_000, "patient": 20_000_000,
+               "late": 1_000_000}
+LATE, LATE_CLIENT, LATE_FW = "late7", "10.10.7.2", "10.10.7.1"
+LATE_POLICY = POLICY.replace("interfaces: [veth-c]", f"interfaces: [veth-c, {LATE}]")
+BOOT = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from appliance.boot import load_forward_ruleset
+from policy.core.applier import Applier
+applier = Applier(sys.argv[2], sys.argv[3])
+if sys.argv[4] == "boot":
+    print(json.dumps(load_forward_ruleset(applier)))
+else:
+    print(json.dumps(applier.attach_fastpath_devices()))
+"""
 
 SERVER = """
 import socket, sys
@@ -94,6 +121,56 @@ def run(ctx):
         transfer(ctx, lab, name, port)
     seqrand.save_state(ctx, lab, "after")
     ctx.run("nft", "list", "ruleset", ns=lab.fw, save="ruleset.txt")
+    late_interface(ctx, lab)
+
+
+def flowtable_devices(lab):
+    listed = json.loads(lab.ns(lab.fw, "nft", "-j", "list", "flowtable", "inet", "tusk",
+                               "fastpath").stdout)["nftables"]
+    dev = next(item["flowtable"] for item in listed if "flowtable" in item).get("dev", [])
+    return sorted([dev] if isinstance(dev, str) else dev)
+
+
+def boot_step(ctx, lab, what):
+    """load_forward_ruleset (boot) or attach_fastpath_devices (attach), as the boot
+    step and the agent run them, on fw with this scenario's revisions."""
+    done = lab.ns(lab.fw, sys.executable, "-c", BOOT, str(Path(TUSK).parents[1]),
+                  str(ctx.dir / "tusk-state"), lab.fw, what, check=False)
+    return {"exit": done.returncode, "out": done.stdout, "err": done.stderr[-2000:]}
+
+
+def wire_late(lab):
+    lab.wire(lab.client, "eth1", lab.fw, LATE)
+    lab.address(lab.client, "eth1", f"{LATE_CLIENT}/24")
+    lab.address(lab.fw, LATE, f"{LATE_FW}/24")
+    lab.ns(lab.client, "ip", "route", "add", f"{SERVER_V4}/32", "via", LATE_FW)
+
+
+def late_interface(ctx, lab):
+    wire_late(lab)
+    policy = ctx.dir / "policy-late.yaml"
+    policy.write_text(LATE_POLICY)
+    ctx.tusk(lab, "apply", policy)
+    ctx.tusk(lab, "confirm")
+    said = {"applied": flowtable_devices(lab)}
+    lab.ns(lab.fw, "ip", "link", "del", LATE)
+    said["deleted"] = flowtable_devices(lab)
+    lab.ns(lab.fw, "nft", "delete", "table", "inet", "tusk")
+    said["boot"] = boot_step(ctx, lab, "boot")
+    said["booted"] = flowtable_devices(lab)
+    wire_late(lab)
+    said["attach"] = boot_step(ctx, lab, "attach")
+    said["attached"] = flowtable_devices(lab)
+    said["attach_again"] = boot_step(ctx, lab, "attach")
+    ctx.save_json("late-boot.json", said)
+    # what the client sends over late7 passes the forward hook only on the slow path:
+    # past 1.5 MB (promoted at 1 MB), next to nothing should
+    lab.ns(lab.fw, "nft", "-f", "-", input=(
+        "table inet probe {\n chain forward {\n  type filter hook forward priority -10\n"
+        f'  iifname "{LATE}" tcp dport {PORTS["elephant"]} ct bytes > 1500000 counter\n'
+        " }\n}\n"))
+    transfer(ctx, lab, "late", PORTS["elephant"])
+    ctx.run("nft", "list", "table", "inet", "probe", ns=lab.fw, save="late-probe.txt")
 
 
 def transfer(ctx, lab, name, port):
