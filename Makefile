@@ -24,7 +24,7 @@ KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-de
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils ovmf debootstrap xorriso mtools dosfstools \
 	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd squashfs-tools
 
-.PHONY: help run test check lint deps apt vm-deps venv vm-test bench bench-elephant bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox bench-flows bench-ha kernel check-kernel-series iso bundle image check-image clean
+.PHONY: help run test check lint deps apt vm-deps venv vm-test bench bench-elephant bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox bench-flows bench-ha kernel check-kernel-series check-kernel-debug iso bundle image check-image clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
@@ -44,6 +44,7 @@ help:
 	@echo "make bench-ha      an HA pair's failover: gap, retransmissions, resets; plain, fast path, seqrand"
 	@echo "make kernel        Linux 6.12 + kernel-patches/ + the config fragments, cached by input hash"
 	@echo "make check-kernel-series  every kernel patch builds on the ones before it; checkpatch"
+	@echo "make check-kernel-debug   the series' netfilter objects under lockdep + KASAN, no IPv6, no NAT"
 	@echo "make iso           the appliance ISO built here from Debian's programs and Tusk's test kernel"
 	@echo "make bundle        a signed RAUC update bundle of that system (BUNDLE=out.raucb)"
 	@echo "make image         the appliance ISO with Buildroot 2026.02.3 (needs internet; BUILDROOT=dir)"
@@ -135,6 +136,12 @@ kernel:
 check-kernel-series:
 	@tools/ensure-apt $(KERNEL_APT_PACKAGES)
 	@tools/check-kernel-series
+
+# The series' netfilter objects as a debug kernel is configured (make test runs it too,
+# tests/vm/test_kernel_debug_build.py; ~9 min once per change of the series).
+check-kernel-debug:
+	@tools/ensure-apt $(KERNEL_APT_PACKAGES)
+	@tools/check-kernel-debug
 
 bench: deps vm-deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench needs root (namespaces, QEMU's 9p shares)"; exit 1; }
