@@ -650,3 +650,21 @@ def test_connections_translated_on_both_cpus_under_offset_rewrites(scenario):
     delta = counters_delta(folder)
     assert delta["flowtable_packets_translated"] > 0 and delta["seqrand_skipped_midstream"] == 0
     assert invalid_drops(folder) == 0
+
+
+
+def test_a_malformed_offsets_update_changes_neither_direction(scenario):
+    """An update whose reply offsets lack offset_after is refused whole: the original
+    direction's offsets, well-formed, are not applied either (ctnetlink wrote them and
+    half of the reply's before it refused - kernel-patches/0021)."""
+    update = load(scenario("seqrand-ctnetlink"), "results.json")["restored"]["half_update"]
+    assert update["refused"] == errno.EINVAL, update
+    assert update["after"] == update["before"] and None not in update["before"], update
+
+
+def test_offsets_for_a_udp_entry_are_refused(scenario):
+    """Sequence adjustment is TCP's: a UDP entry created with offsets is refused, where
+    it was created with the status bit that made nf_confirm() rewrite its packets as
+    TCP segments (kernel-patches/0021)."""
+    udp = load(scenario("seqrand-ctnetlink"), "results.json")["udp"]
+    assert udp["refused"] == errno.EOPNOTSUPP and udp["entries"] == [], udp

@@ -134,19 +134,37 @@ def delete(ns, entry):
 
 
 def _seqadj(data):
-    return {"attrs": [["CTA_NAT_SEQ_CORRECTION_POS", data["correction_pos"]],
-                      ["CTA_NAT_SEQ_OFFSET_BEFORE", data["offset_before"]],
-                      ["CTA_NAT_SEQ_OFFSET_AFTER", data["offset_after"]]]}
+    return {"attrs": [[f"CTA_NAT_SEQ_{key.upper()}", data[key]]
+                      for key in ("correction_pos", "offset_before", "offset_after")
+                      if key in data]}
 
 
-def update_seqadj(ns, entry, seqadj_orig):
-    """Changes the original direction's sequence adjustment of the IPv4 entry in ns to
-    seqadj_orig ({correction_pos, offset_before, offset_after}), as conntrackd updates
-    an entry it already committed."""
+def update_seqadj(ns, entry, seqadj_orig, seqadj_reply=None):
+    """Changes the sequence adjustment of the IPv4 entry in ns: the original direction's
+    to seqadj_orig ({correction_pos, offset_before, offset_after}), and the reply's to
+    seqadj_reply if given, as conntrackd updates an entry it already committed. A key
+    left out of a direction is left out of the message (a malformed update)."""
+    attrs = {"tuple_orig": _tuple(entry["orig"]), "seq_adj_orig": _seqadj(seqadj_orig)}
+    if seqadj_reply is not None:
+        attrs["seq_adj_reply"] = _seqadj(seqadj_reply)
     with open_in(ns) as sock:
-        sock.request(ct_msg.create_from(tuple_orig=_tuple(entry["orig"]),
-                                        seq_adj_orig=_seqadj(seqadj_orig)),
+        sock.request(ct_msg.create_from(**attrs),
                      IPCTNL_MSG_CT_NEW, msg_flags=NLM_F_REQUEST | NLM_F_ACK,
+                     terminate=terminate_error_msg)
+
+
+def create_udp(ns, orig, seqadj_orig, timeout=60):
+    """Creates a UDP entry (orig: {src, dst, sport, dport}, its reply the reverse) in ns
+    with sequence adjustment, which only TCP has: what a confused or hostile
+    ctnetlink client may send."""
+    reply = {"src": orig["dst"], "dst": orig["src"], "proto": 17,
+             "sport": orig["dport"], "dport": orig["sport"]}
+    attrs = {"tuple_orig": _tuple(dict(orig, proto=17)), "tuple_reply": _tuple(reply),
+             "status": IPS_CONFIRMED, "timeout": timeout,
+             "seq_adj_orig": _seqadj(seqadj_orig)}
+    with open_in(ns) as sock:
+        sock.request(ct_msg.create_from(**attrs), IPCTNL_MSG_CT_NEW,
+                     msg_flags=NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
                      terminate=terminate_error_msg)
 
 

@@ -12,7 +12,8 @@ off).
 Saved: events.jsonl, traffic-events.json (the events of each connection before its
 entry was deleted), entries.json (the entries as read before deletion),
 results.json (each connection's fate; the fast one's entry after the restore; what
-ctnetlink answered to the lost one's offsets for its midstream entry),
+ctnetlink answered to the lost one's offsets for its midstream entry, to a malformed
+update of the restored one's offsets (half_update) and to a UDP entry with offsets),
 after- state (seqrand_skipped_midstream).
 """
 
@@ -20,6 +21,7 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 import conntrack
 import seqrand
+from lab.namespaces import CLIENT_V4, SERVER_V4
 
 TIME_LIMIT = 120
 ESTABLISHED = 3
@@ -58,12 +60,15 @@ def run(ctx):
             except OSError as exc:
                 results[name] = {"continued": False, "error": repr(exc)}
             results[name]["client_port"] = connection.client_port
+            if name == "restored":
+                results[name]["half_update"] = half_update(lab, connection, port)
             if not restore:
                 results[name]["offsets_update"] = offsets_update(lab, connection, port,
                                                                  entry)
             connection.close()
     finally:
         seqrand.save_json_lines(ctx, "events.jsonl", events.close())
+    results["udp"] = udp_offsets(lab)
     ctx.save_json("entries.json", read)
     ctx.save_json("traffic-events.json", traffic)
     ctx.save_json("results.json", results)
@@ -83,6 +88,41 @@ def offsets_update(lab, connection, port, entry):
         return {"refused": error.code, "before": found["seqadj_orig"]}
     after = conntrack.find(conntrack.entries(lab.fw), connection.client_port, port)
     return {"refused": 0, "before": found["seqadj_orig"], "after": after["seqadj_orig"]}
+
+
+def half_update(lab, connection, port):
+    """An update of the restored connection's offsets whose reply direction lacks
+    offset_after, the original's being whole: refused, and neither direction changed
+    (ctnetlink parses both before it writes; it wrote the original direction and half
+    of the reply's, then refused)."""
+    found = conntrack.find(conntrack.entries(lab.fw), connection.client_port, port)
+    orig, reply = found["seqadj_orig"], found["seqadj_reply"]
+    shifted = {key: (value + 7) & 0xffffffff for key, value in orig.items()}
+    half = {key: (value + 7) & 0xffffffff for key, value in reply.items()
+            if key != "offset_after"}
+    try:
+        conntrack.update_seqadj(lab.fw, found, shifted, half)
+        refused = 0
+    except NetlinkError as error:
+        refused = error.code
+    after = conntrack.find(conntrack.entries(lab.fw), connection.client_port, port)
+    return {"refused": refused, "before": [orig, reply],
+            "after": [after["seqadj_orig"], after["seqadj_reply"]]}
+
+
+def udp_offsets(lab):
+    """A UDP entry created with offsets: refused (their rewrite would treat its packets
+    as TCP), or created, with the status bit that runs the TCP rewrite on them."""
+    orig = {"src": CLIENT_V4, "dst": SERVER_V4, "sport": 40123, "dport": 40124}
+    try:
+        conntrack.create_udp(lab.fw, orig, {"correction_pos": 1, "offset_before": 1000,
+                                            "offset_after": 1000})
+        refused = 0
+    except NetlinkError as error:
+        refused = error.code
+    found = [e for e in conntrack.entries(lab.fw)
+             if e["orig"]["proto"] == 17 and e["orig"]["sport"] == orig["sport"]]
+    return {"refused": refused, "entries": found}
 
 
 def offloaded_again(lab, connection, port):
