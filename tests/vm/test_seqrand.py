@@ -605,6 +605,28 @@ def test_an_offset_changed_over_ctnetlink_applies_to_the_next_offloaded_segment(
     assert shifts[0] == 0x10000000 and shifts[-1] == 0, shifts
 
 
+# -- which connections with offsets the flowtable takes ---------------------------------------
+
+def test_only_a_helper_that_opts_in_brings_offsets_to_the_flowtable(scenario):
+    """kernel-patches/0017: the seqrand helper's connections are offloaded with their
+    offsets; synproxy's (no timestamp shift) and offsets set over ctnetlink without
+    such a helper keep the slow path, as in Linux 6.12 - 0016 as first written took
+    both. Every connection's data came back whole either way."""
+    folder = scenario("flowtable-optin")
+    results = load(folder, "results.json")
+    assert all(r["intact"] for r in results.values()), results
+    plain, rand = results["plain"], results["seqrand"]
+    assert plain["status"] & IPS_OFFLOAD and not plain["status"] & IPS_SEQ_ADJUST, plain
+    assert rand["helper"] == "seqrand-bi" and offset(rand["seqadj_orig"]), rand
+    assert rand["status"] & IPS_OFFLOAD and rand["status"] & IPS_SEQ_ADJUST, rand
+    for name in ("synproxy", "restored"):
+        entry = results[name]
+        assert entry["status"] & IPS_SEQ_ADJUST and not entry["helper"], (name, entry)
+        assert not entry["status"] & IPS_OFFLOAD, f"the {name} connection took the fast path"
+    assert counters_delta(folder)["flowtable_packets_translated"] > 0
+    assert "ct state invalid counter packets 0 " in (folder / "ruleset.txt").read_text()
+
+
 # -- hardware flowtable offload (netdevsim) ----------------------------------------------------
 
 def test_the_hardware_flowtable_takes_plain_fast_path_connections(scenario):
@@ -630,13 +652,17 @@ def test_hardware_never_gets_a_randomised_connection(scenario):
     assert invalid_drops(folder) == 0
 
 
-def test_hardware_drops_a_connection_that_gains_sequence_adjustment(scenario):
+def test_offsets_for_a_connection_in_hardware_are_refused(scenario):
+    """No NIC translates sequence numbers: ctnetlink refuses offsets for an entry in
+    hardware (EBUSY, kernel-patches/0023) and nothing of them is applied; the flow stays
+    in the NIC and goes on. Before, they were taken and the NIC forwarded the flow
+    untranslated until the flowtable's garbage collector took it back."""
     gains = load(scenario("seqrand-hardware"), "results.json")["gains-seqadj"]
     assert gains["restored_in_hardware"], "the restored entry never reached the NIC"
-    assert gains["updated_status"] & IPS_SEQ_ADJUST, gains
-    assert gains["left_hardware"], "the connection stayed in hardware with sequence adjustment"
-    assert not gains["status_after"] & (IPS_OFFLOAD | IPS_HW_OFFLOAD), gains
-    assert gains["rules_added_after"] == 0, "the connection was given back to the NIC"
+    assert gains["refused"] == errno.EBUSY, gains
+    assert not gains["updated_status"] & IPS_SEQ_ADJUST and gains["seqadj_orig"] is None, gains
+    assert gains["status_after"] & IPS_HW_OFFLOAD and gains["rules_held"] == 4, gains
+    assert gains["rules_added_after"] == 0, gains
     assert gains["continued"], gains
 
 

@@ -20,7 +20,8 @@ def has_helper(target, helper_type):
 
 
 # The line Tusk's kernel (kernel-patches/0016) adds to /proc/net/nf_conntrack_seqadj
-# where the flowtable's fast path translates sequence numbers: no nft object shows it.
+# where the flowtable's fast path translates sequence numbers (0017 lets the seqrand
+# helper's connections in, with the whole series): no nft object shows it.
 SEQADJ_STATS = "/proc/net/nf_conntrack_seqadj"
 FASTPATH_SEQADJ_LINE = "flowtable_packets_translated"
 
