@@ -172,6 +172,30 @@ def test_rollback_to_an_earlier_revision_is_a_new_confirmable_apply(lab, fw, tmp
     assert '-\tcounter class_beta {' in diff and '+\tcounter class_alpha {' in diff
 
 
+def test_a_rollback_to_a_revision_from_before_the_hardware_table_removes_it(lab, fw,
+                                                                           tmp_path):
+    """Every ruleset deletes and makes again table tusk_offload, the hardware fast path
+    (empty here: no class has hardware: true). A revision stored by a release before it
+    does not name that table: rolling back to one must still remove the table a later
+    revision left, whose rules would promote connections by another policy's ordinals."""
+    fw("apply", policy(tmp_path, "alpha"))
+    fw("confirm")
+    stored = fw.state / "revisions" / "000001" / "ruleset.nft"
+    assert stored.read_text().endswith(
+        "table inet tusk_offload\ndelete table inet tusk_offload\n")
+    stored.write_text(stored.read_text().replace(
+        "table inet tusk_offload\ndelete table inet tusk_offload\n", ""))
+    fw("apply", policy(tmp_path, "beta"))
+    # what a pending revision with hardware classes leaves in place
+    lab.ns(lab.fw, "nft", "-f", "-", input="table inet tusk_offload {\n chain forward {\n"
+           "  type filter hook forward priority filter + 1; policy accept;\n"
+           '  counter comment "a later revision\'s"\n }\n}\n')
+    fw("rollback")          # restores revision 1's stored ruleset
+    assert live(lab) == ["alpha"]
+    assert lab.ns(lab.fw, "nft", "list", "table", "inet", "tusk_offload",
+                  check=False).returncode != 0
+
+
 def test_applying_over_a_pending_apply_supersedes_it(lab, fw, tmp_path):
     fw("apply", policy(tmp_path, "alpha"))
     fw("confirm")

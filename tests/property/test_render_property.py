@@ -1,7 +1,8 @@
 """Any valid policy renders deterministically to a ruleset the real kernel accepts.
 
 The generator builds documents that satisfy every rule in docs/POLICY.md; a
-PolicyError on a generated document is therefore a failure too. seqrand and
+PolicyError on a generated document is therefore a failure too (hardware: true on
+auto classes included: their table is Tusk's kernel's, like the flowtable). seqrand and
 fastpath: always are left out: this kernel refuses them by design (tested elsewhere);
 fastpath: auto, the default, is what most classes get: this kernel has no flowtables,
 so what nft -c checks is the ruleset the applier renders here (flowtable=False), and
@@ -21,10 +22,11 @@ from hypothesis import strategies as st
 from policy.core.intervals import merge
 from policy.core.model import Interval
 from policy.core.normalise import load_policy
-from policy.core.render import (
-    FLOWTABLE, fastpath_addition, fastpath_devices, render, ruleset_fastpath_devices,
+from policy.core.fastpath import (
+    FLOWTABLE, HW_FLOWTABLE, fastpath_addition, fastpath_devices, ruleset_fastpath_devices,
     with_fastpath_devices,
 )
+from policy.core.render import render
 
 # "zz" starts the names of the forwards' own classes and sets: never a generated name
 NAMES = st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True).filter(
@@ -132,6 +134,8 @@ def policies(draw, max_classes=6, dense=False):
             if mode != "never" and draw(st.booleans()):
                 cls["fastpath_after"] = draw(st.one_of(
                     st.integers(0, 10 ** 12), st.sampled_from(["1 MB", "64KiB", "2 GB", "0"])))
+            if mode != "never" and draw(st.booleans()):
+                cls["hardware"] = True
         key = (cls.get("from"), cls.get("to"), frozenset(cls.get("source", [])),
                frozenset(cls.get("destination", [])), frozenset(cls.get("services", [])))
         if key not in seen:   # an identical earlier match would shadow it: an error
@@ -232,9 +236,21 @@ def test_valid_policies_render_to_rulesets_nft_accepts(document, nft_check):
     ruleset = render(policy, flowtable=False)
     assert render(load_policy(document), flowtable=False) == ruleset, "not deterministic"
     assert without_fast_path(render(policy)) == ruleset
-    promoted = {c.name for c in policy.classes if c.auto_fast}
+    promoted = {c.name for c in policy.classes if c.auto_fast and not c.in_hardware}
     full = render(policy)
     assert (f"\tflowtable {FLOWTABLE} {{" in full) == bool(promoted)
+    # the hardware classes' flowtable: over their interfaces, "flags offload" kept when
+    # the boot step loads it over fewer
+    in_hardware = fastpath_devices(policy, hardware=True)
+    assert (f"\tflowtable {HW_FLOWTABLE} {{" in full) == bool(in_hardware)
+    assert ruleset_fastpath_devices(full, HW_FLOWTABLE) == in_hardware
+    assert with_fastpath_devices(full, in_hardware, HW_FLOWTABLE) == full
+    if in_hardware:
+        fewer = with_fastpath_devices(full, in_hardware[1:], HW_FLOWTABLE)
+        assert ruleset_fastpath_devices(fewer, HW_FLOWTABLE) == in_hardware[1:]
+        assert fewer.count("\t\tflags offload\n") == 1
+        assert fastpath_addition(in_hardware[:1], HW_FLOWTABLE).startswith(
+            f"add flowtable inet tusk_offload {HW_FLOWTABLE} {{")
     # what the boot step loads while some of the fast path's devices do not exist yet:
     # the flowtable over the others, and nothing else changed (applier.loadable)
     wanted = fastpath_devices(policy)
@@ -271,8 +287,11 @@ def test_valid_policies_render_to_rulesets_nft_accepts(document, nft_check):
 
 
 def without_fast_path(ruleset):
-    """The ruleset less its flowtable object and its promotion rules."""
+    """The ruleset less its flowtable object, its promotion rules and the hardware fast
+    path's table (but for the lines that delete the one before)."""
     ruleset = re.sub(rf"\tflowtable {FLOWTABLE} {{\n(\t\t[^\n]*\n)*\t}}\n", "", ruleset)
+    ruleset = re.sub(r"^table inet tusk_offload \{\n(?:[\t][^\n]*\n)*\}\n", "", ruleset,
+                     flags=re.MULTILINE)
     return "".join(line for line in ruleset.splitlines(keepends=True)
                    if not line.startswith("\t\tmeta l4proto tcp ct mark and 0xfffe0000 ")
                    or " flow add @" not in line)

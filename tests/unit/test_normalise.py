@@ -300,6 +300,16 @@ BAD = [
      Code.CONTRADICTION, "classes[3].fastpath_after", "(this one's is never)"),
     ("after-without-tcp", with_class("action: accept, services: [dns], fastpath_after: 5"),
      Code.CONTRADICTION, "classes[3].fastpath_after", "(this one's is never)"),
+    ("hardware-with-never", with_class("action: accept, fastpath: never, hardware: true"),
+     Code.CONTRADICTION, "classes[3].hardware", "hardware carries fast-path connections, and "
+     "this class's fast path is never"),
+    ("hardware-of-a-drop-class", with_class("action: drop, hardware: true"),
+     Code.CONTRADICTION, "classes[3].hardware", "this class's fast path is never"),
+    ("hardware-with-seqrand", with_class("action: accept, seqrand: both, hardware: true"),
+     Code.CONTRADICTION, "classes[3].hardware", "no NIC rewrites the sequence numbers and "
+     "SACK blocks seqrand shifts"),
+    ("hardware-not-boolean", with_class("action: accept, hardware: yes please"),
+     Code.SCHEMA, "classes[3].hardware", "must be true or false, not 'yes please'"),
     ("auto-without-zones", "classes:\n  - {name: all, action: accept, fastpath: auto}\n",
      Code.CONTRADICTION, "classes[0].fastpath", "the policy has no zones"),
     ("mss-without-tcp", with_class("action: accept, services: [dns], mss: {mode: fixed, value: 1400}"),

@@ -135,6 +135,9 @@ class ClassForm(ItemForm):
                                      help_text="bytes of a connection, both directions, "
                                      "before auto promotes it: e.g. 1 MB (the default), "
                                      "512 KiB, 0 for at once")
+    hardware = forms.BooleanField(required=False, label="Hardware may carry it", help_text=(
+        "Its fast-path connections go to the NIC where every interface of its zones can "
+        "offload flows (checked at apply); never with sequence randomisation."))
     notrack = forms.BooleanField(required=False, label="No connection tracking (stateless)")
     log = forms.BooleanField(required=False, label="Log", help_text=(
         "Log the class's packets before its verdict: the first packet of each connection "
@@ -148,7 +151,7 @@ class ClassForm(ItemForm):
         "tcp_options.sack_permitted": "strip_sack_permitted",
         "tcp_options.timestamps": "strip_timestamps", "tcp_options": "strip_window_scale",
         "seqrand": "seqrand", "fastpath": "fastpath", "fastpath_after": "fastpath_after",
-        "notrack": "notrack", "log": "log"}
+        "hardware": "hardware", "notrack": "notrack", "log": "log"}
 
     def __init__(self, *args, document=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -189,10 +192,9 @@ class ClassForm(ItemForm):
         after = data["fastpath_after"].strip()
         if after:     # the policy's own check says what is wrong with it
             item["fastpath_after"] = int(after) if after.isascii() and after.isdigit() else after
-        if data["notrack"]:
-            item["notrack"] = True
-        if data["log"]:
-            item["log"] = True
+        for key in ("hardware", "notrack", "log"):
+            if data[key]:
+                item[key] = True
         return item
 
     @staticmethod
@@ -208,6 +210,7 @@ class ClassForm(ItemForm):
             "seqrand": item.get("seqrand", choices.SEQRAND_NONE),
             "fastpath": fastpath_text(item.get("fastpath")),
             "fastpath_after": str(item.get("fastpath_after", "")),
+            "hardware": item.get("hardware") is True,
             "notrack": bool(item.get("notrack")),
             "log": bool(item.get("log")),
         }

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 from django.db import transaction
 
-from .core.constants import FAMILY, TABLE
+from .core.constants import FAMILY, OFFLOAD_TABLE, TABLE
 from .core.revisions import PENDING, Store
 from .core.target import Target
 from .models import Revision, TargetState
@@ -19,9 +19,14 @@ def sha256(text):
 
 
 def listing(target):
-    """The live tusk table without counter values, or None when it is not loaded."""
+    """The live tusk table without counter values, and the hardware fast path's table
+    after it where there is one (a release before it had none), or None when table tusk
+    is not loaded."""
     result = target.run(["nft", "-s", "list", "table", FAMILY, TABLE])
-    return result.stdout if result.ok else None
+    if not result.ok:
+        return None
+    offload = target.run(["nft", "-s", "list", "table", FAMILY, OFFLOAD_TABLE])
+    return result.stdout + (offload.stdout if offload.ok else "")
 
 
 # Listing a large table costs nft real CPU (a 1 000-class table: ~0.1 s), so the live

@@ -106,6 +106,7 @@ def _rows(section, items, base, admin, last, hits=None):
             badges = format_html_join("", '<span class="badge">{}</span>', ((b,) for b, on in (
                 (f"fast path {fastpath}", fastpath),
                 (f"promoted after {after}", after is not None),
+                ("hardware", item.get("hardware") is True),
                 ("notrack", item.get("notrack")), ("log", item.get("log"))) if on))
             cells = format_html(
                 "<td>{}</td><td>{}</td><td>{} → {}</td><td>{}</td><td>{} {}</td><td>{}</td>{}",

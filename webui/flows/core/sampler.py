@@ -239,6 +239,7 @@ def as_flow(track, wall_ns):
         "class": (entry.mark & CT_MARK_CLASS_MASK) >> CT_MARK_CLASS_SHIFT,
         "fastpath": bool(entry.mark & CT_MARK_FASTPATH_BIT),
         "offloaded": bool(entry.status & (nl.IPS_OFFLOAD | nl.IPS_HW_OFFLOAD)),
+        "in_hardware": bool(entry.status & nl.IPS_HW_OFFLOAD),
         "bps": [round(8 * r) for r in track.rate] if track.rate is not None else None,
         "history": track.history.as_list() if track.history is not None else [],
         "estimate": round(8 * track.score),

@@ -15,17 +15,20 @@ import re
 from tusklib.commit import CommitConfirm, RestoreFailed, current_user, timeout_problem
 
 from . import capabilities
-from .constants import CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN, FAMILY, POLICY_MAX_BYTES, TABLE
+from .constants import (
+    CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN, FAMILY, OFFLOAD_TABLE, POLICY_MAX_BYTES, TABLE,
+)
 from .errors import Code, PolicyError
+from .fastpath import TABLE_OF, fastpath_addition, ruleset_fastpath_devices, with_fastpath_devices
 from .normalise import load_policy_text
-from .render import FLOWTABLE, fastpath_addition, render, ruleset_fastpath_devices, \
-    with_fastpath_devices
+from .render import render
 from .revisions import FAILURE_CODES, Store
 from .target import Target
 
 __all__ = ["Applier", "EMPTY_RULESET", "current_user"]
 
-EMPTY_RULESET = f"table {FAMILY} {TABLE}\ndelete table {FAMILY} {TABLE}\n"
+EMPTY_RULESET = "".join(f"table {FAMILY} {table}\ndelete table {FAMILY} {table}\n"
+                        for table in (TABLE, OFFLOAD_TABLE))
 ACCT_SYSCTL = "net.netfilter.nf_conntrack_acct"
 # a revision's auto_fastpath: whether its fastpath: auto classes got the flowtable
 AUTO_ON = "on"
@@ -170,40 +173,52 @@ class Applier(CommitConfirm):
     # -- the fast path's devices ---------------------------------------------------------
 
     def loadable(self, ruleset):
-        """A stored ruleset as it can be loaded now: its flowtable over the devices that
-        exist (the kernel refuses a flowtable over one that does not). At boot the
-        firewall loads the policy before networkd makes the VLANs and bonds its zones
-        name; a rollback may meet an interface the network no longer has. The others
-        join the fast path when they appear (attach_fastpath_devices); until then their
-        connections take the slow path through the same rules."""
-        wanted = ruleset_fastpath_devices(ruleset)
-        if not wanted:
-            return ruleset
-        present = self.target.interfaces()
-        if all(device in present for device in wanted):
-            return ruleset
-        return with_fastpath_devices(ruleset, [d for d in wanted if d in present])
+        """A stored ruleset as it can be loaded now: its flowtables over the devices that
+        exist (the kernel refuses a flowtable over one that does not), and one rendered
+        before table tusk_offload existed deleting that too. At boot the firewall loads
+        the policy before networkd makes the VLANs and bonds its zones name; a rollback
+        may meet an interface the network no longer has. The others join the fast path
+        when they appear (attach_fastpath_devices); until then their connections take
+        the slow path through the same rules."""
+        if f"table {FAMILY} {OFFLOAD_TABLE}\n" not in ruleset:
+            # rendered before the hardware fast path had a table: a later revision's
+            # must not outlive the rollback to it
+            ruleset += f"table {FAMILY} {OFFLOAD_TABLE}\ndelete table {FAMILY} {OFFLOAD_TABLE}\n"
+        present = None
+        for name in TABLE_OF:
+            wanted = ruleset_fastpath_devices(ruleset, name)
+            if not wanted:
+                continue
+            present = self.target.interfaces() if present is None else present
+            if any(device not in present for device in wanted):
+                ruleset = with_fastpath_devices(ruleset, [d for d in wanted if d in present],
+                                                name)
+        return ruleset
 
     def attach_fastpath_devices(self):
         """Adds to the live flowtable the devices of the loaded revision that exist now
         and it lacks (made after the policy was loaded, or deleted and made again: the
         kernel drops a device from the flowtable when it goes). Returns (the devices
         added, the devices still missing)."""
+        added_all, missing_all, present = [], [], None
         with self.locked():
             ruleset, _ = self.live_ruleset()
-            wanted = ruleset_fastpath_devices(ruleset)
-            live = self.target.flowtable_devices(FLOWTABLE) if wanted else None
-            if live is None:
-                return [], []
-            present = self.target.interfaces()
-            added = [d for d in wanted if d in present and d not in live]
-            missing = [d for d in wanted if d not in present]
-            if added:
-                result = self.target.nft_load(fastpath_addition(added))
-                if not result.ok:
-                    raise PolicyError(Code.APPLY, "", f"adding {', '.join(added)} to the "
-                                      f"fast path failed: {_first_error(result.stderr)}")
-            return added, missing
+            for name, table in TABLE_OF.items():
+                wanted = ruleset_fastpath_devices(ruleset, name)
+                live = self.target.flowtable_devices(name, table) if wanted else None
+                if live is None:
+                    continue
+                present = self.target.interfaces() if present is None else present
+                added = [d for d in wanted if d in present and d not in live]
+                missing_all += [d for d in wanted if d not in present and d not in missing_all]
+                if added:
+                    result = self.target.nft_load(fastpath_addition(added, name))
+                    if not result.ok:
+                        raise PolicyError(Code.APPLY, "", f"adding {', '.join(added)} to the "
+                                          f"{name} flowtable failed: "
+                                          f"{_first_error(result.stderr)}")
+                    added_all += [d for d in added if d not in added_all]
+            return added_all, missing_all
 
     # -- history -------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ ENOENT. Each probe is a throw-away table checked, never loaded.
 """
 from . import choices
 from .errors import Code, PolicyError, Problem
-from .render import fastpath_devices
+from .fastpath import class_devices, fastpath_devices
 
 _PROBE_TABLE = "tusk_probe"
 
@@ -45,6 +45,15 @@ def flowtable_refusals(target, devices):
     if not works([]):
         return ["*"]
     return [d for d in devices if not works([d])]
+
+
+def hardware_refusals(target, devices):
+    """The devices (quoted) whose driver takes no flowtable offload: the kernel asks the
+    driver when a flowtable with "flags offload" is made over a device (nft -c too), and
+    one that cannot (no hw-tc-offload, or a driver without flowtable offload) refuses."""
+    return [d for d in devices if not _probe(
+        target, f"flowtable f {{\n hook ingress priority filter\n devices = {{ {d} }}\n"
+                " flags offload\n}")]
 
 
 def check(policy, target):
@@ -92,6 +101,19 @@ def check(policy, target):
                     f"class {cls.name!r} randomises sequence numbers on the fast path, which "
                     f"needs a kernel whose flowtable translates them (Tusk's kernel: "
                     f"{FASTPATH_SEQADJ_LINE} in {SEQADJ_STATS}); {target} has none"))
+    hardware = [(i, c) for i, c in enumerate(policy.classes)
+                if c.in_hardware and (c.always_fast or c.auto_fast)]
+    if hardware and flowtable_refusals(target, []) is None:
+        for index, cls in hardware:
+            refused = hardware_refusals(target, [f'"{d}"' for d in
+                                                 sorted(class_devices(policy, cls))])
+            if refused:
+                names = ", ".join(r.strip('"') for r in refused)
+                problems.append(Problem(
+                    Code.CAPABILITY, f"classes[{index}].hardware",
+                    f"class {cls.name!r} lets hardware carry its connections, and the driver "
+                    f"of {names} on {target} offers no flowtable offload (ethtool -k: "
+                    "hw-tc-offload)"))
     if problems:
         raise PolicyError(problems)
 
@@ -112,4 +134,8 @@ def report(target):
     found = {f"{h} helper": has_helper(target, h) for h in choices.SEQRAND_HELPER_TYPES.values()}
     found["flowtable"] = flowtable_refusals(target, []) is None
     found["seqrand on the fast path"] = has_fastpath_seqadj(target)
+    for device in sorted(target.interfaces()):
+        if device != "lo":
+            found[f"hardware offload on {device}"] = not hardware_refusals(target,
+                                                                           [f'"{device}"'])
     return found

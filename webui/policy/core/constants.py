@@ -9,6 +9,11 @@ FAMILY = "inet"
 TABLE = "tusk"
 HOST_TABLE = "tusk_host"
 LOCKDOWN_TABLE = "tusk_lockdown"
+# The hardware fast path's table (render.py): a flowtable with "flags offload" over
+# the interfaces of the classes that let hardware carry their connections. A table of
+# its own because the kernel lets an interface be in one flowtable per table, and the
+# other fast-path classes keep the software flowtable of table tusk over the same ones.
+OFFLOAD_TABLE = "tusk_offload"
 
 # Object names become parts of nft chain/set names: keep them short, lower case and
 # free of characters nft would need quoted. 'tusk' prefixes keep them off nft keywords.

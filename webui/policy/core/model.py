@@ -90,6 +90,7 @@ class TrafficClass:
     seqrand: str = choices.SEQRAND_NONE
     fastpath: str = choices.FASTPATH_NEVER     # the mode in effect (normalise.py)
     fastpath_after: int = FASTPATH_AFTER_DEFAULT
+    hardware: bool = False                     # the NIC may carry its fast-path flows
     notrack: bool = False
     log: bool = False
     comment: str = ""
@@ -101,6 +102,11 @@ class TrafficClass:
     @property
     def auto_fast(self):
         return self.fastpath == choices.FASTPATH_AUTO
+
+    @property
+    def in_hardware(self):
+        """Whether its fast-path connections go to the hardware flowtable."""
+        return self.hardware and self.fastpath != choices.FASTPATH_NEVER
 
     def tcp_profile(self):
         """What this class does to SYN and SYN/ACK segments, or None if nothing."""

@@ -442,7 +442,8 @@ class _Checker:
             here = f"classes[{index}]"
             doc = self.mapping(item, here, required=("name", "action"), optional=(
                 "comment", "from", "to", "source", "destination", "services", "mss",
-                "tcp_options", "seqrand", "fastpath", "fastpath_after", "notrack", "log"))
+                "tcp_options", "seqrand", "fastpath", "fastpath_after", "hardware", "notrack",
+                "log"))
             if doc is None or name is None:
                 continue
             before = len(self.problems)
@@ -465,6 +466,7 @@ class _Checker:
                 fastpath=self.fastpath(doc.get("fastpath"), f"{here}.fastpath"),
                 fastpath_after=self.size(doc.get("fastpath_after"), f"{here}.fastpath_after",
                                          FASTPATH_AFTER_DEFAULT, FASTPATH_AFTER_MAX),
+                hardware=self.boolean(doc.get("hardware"), f"{here}.hardware"),
                 notrack=self.boolean(doc.get("notrack"), f"{here}.notrack"),
                 log=self.boolean(doc.get("log"), f"{here}.log"),
                 comment=self.comment(doc.get("comment"), f"{here}.comment"),
@@ -476,10 +478,23 @@ class _Checker:
                     self.fail(Code.CONTRADICTION, f"{here}.fastpath_after", "only a class "
                               "whose fast path is auto promotes after a number of bytes "
                               f"(this one's is {cls.fastpath})")
+                if cls.hardware:
+                    self.hardware_semantics(cls, here)
             elif cls.fastpath is None:
                 cls = dataclasses.replace(cls, fastpath=choices.FASTPATH_NEVER)
             result.append(cls)
         return result
+
+    def hardware_semantics(self, cls, here):
+        """hardware: true needs a fast path in effect, and connections a NIC can carry
+        as they are: no NIC rewrites sequence numbers and SACK blocks."""
+        if cls.fastpath == choices.FASTPATH_NEVER:
+            self.fail(Code.CONTRADICTION, f"{here}.hardware", "hardware carries fast-path "
+                      "connections, and this class's fast path is never")
+        if cls.seqrand != choices.SEQRAND_NONE:
+            self.fail(Code.CONTRADICTION, f"{here}.hardware", "no NIC rewrites the sequence "
+                      "numbers and SACK blocks seqrand shifts: a seqrand class's fast path "
+                      "stays in software")
 
     def fastpath(self, value, path):
         """The mode written (true and false: always and never, as policies before auto

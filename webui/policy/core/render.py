@@ -16,7 +16,6 @@ Address sets and port lists of more than one element become named interval sets
 because the kernel finds named sets by walking a list, which makes thousands of
 tiny sets cost seconds per apply.
 """
-import re
 from importlib import resources
 
 from . import choices
@@ -25,10 +24,10 @@ from .constants import (
     HOST_TABLE, LOCKDOWN_TABLE, LOG_BURST_FACTOR, LOG_GROUP, LOG_LIMIT, LOG_PREFIX, TABLE,
 )
 from .dispatch import ANY_PORT, OTHER, PROTOCOL_NUMBERS, Match, compile_plan
+from .fastpath import FLOWTABLE, fastpath_devices, flowtable_block, offload_table
 from .intervals import address_text, literal, merge, port_text
 from .render_nat import NatRenderer
 
-FLOWTABLE = "fastpath"
 _FAMILY = {"ipv4": ("ip", "v4"), "ipv6": ("ip6", "v6")}
 _L4PROTO = {"icmpv6": "ipv6-icmp"}
 _PROTOCOL_NAMES = {number: _L4PROTO.get(name, name)
@@ -49,7 +48,8 @@ _SKELETON = skeleton("ruleset.nft.in")
 
 
 def render(policy, flowtable=True, **limits):
-    """Policy -> the complete nft script that replaces table inet tusk. flowtable: whether
+    """Policy -> the complete nft script that replaces table inet tusk (and the hardware
+    fast path's table inet tusk_offload, fastpath.py). flowtable: whether
     the target's kernel has flowtables; without, fastpath: auto classes stay on the slow
     path (always classes are refused before: capabilities.py). limits as compile_plan
     takes them (the tests force each way of dispatch with them)."""
@@ -62,74 +62,17 @@ def dispatch_plan(policy, **limits):
     return _Renderer(policy).compile(**limits)
 
 
-def fastpath_devices(policy, auto=True):
-    """Interfaces of the zones that fast-path classes connect (all zones for 'any'): the
-    always classes', and with auto the auto classes' too."""
-    devices = set()
-    for cls in policy.classes:
-        if not (cls.always_fast or (auto and cls.auto_fast)):
-            continue
-        for zone in (cls.from_zone, cls.to_zone):
-            for z in [policy.zone[zone]] if zone else policy.zones:
-                devices.update(z.interfaces)
-    return sorted(devices)
-
-
-def _flowtable_block(head, devices):
-    """The fast path's flowtable: the one writer of its lines, in a ruleset and when
-    devices are added to the live one (attach_fastpath_devices). counter: the flowtable
-    adds the packets it forwards to conntrack's accounting, so a promoted connection's
-    bytes (the Flows page, a class's totals through the ct mark) go on growing. The
-    kernel takes a flowtable without devices (they are added when they appear)."""
-    lines = [f"{head} {{", "\thook ingress priority filter"]
-    if devices:
-        lines.append(f"\tdevices = {{ {', '.join(f'{chr(34)}{d}{chr(34)}' for d in devices)} }}")
-    return lines + ["\tcounter", "}"]
-
-
-_FLOWTABLE_RE = re.compile(rf"^\tflowtable {FLOWTABLE} {{\n(?:\t\t[^\n]*\n)*?\t}}\n",
-                           re.MULTILINE)
-_DEVICES_RE = re.compile(r'^\t\tdevices = \{ ((?:"[^"\n]+"(?:, )?)+) \}$', re.MULTILINE)
-
-
-def ruleset_fastpath_devices(ruleset):
-    """The devices of the fast path's flowtable in a ruleset render() made (a stored
-    revision's, of this release or one before), in its order; [] without a flowtable."""
-    block = _FLOWTABLE_RE.search(ruleset)
-    found = _DEVICES_RE.search(block.group(0)) if block else None
-    return re.findall(r'"([^"]+)"', found.group(1)) if found else []
-
-
-def with_fastpath_devices(ruleset, devices):
-    """ruleset with its flowtable over devices only: what can be loaded while some of
-    its interfaces do not exist yet (a VLAN or a bond networkd makes after the firewall
-    loaded the policy at boot). The kernel refuses a flowtable over a missing device;
-    the agent adds each once it appears (fastpath_addition)."""
-    block = _FLOWTABLE_RE.search(ruleset)
-    if block is None:
-        return ruleset
-    lines = "".join(f"\t{line}\n" for line in _flowtable_block(f"flowtable {FLOWTABLE}",
-                                                                 devices))
-    return ruleset[:block.start()] + lines + ruleset[block.end():]
-
-
-def fastpath_addition(devices):
-    """The nft script that adds devices to the live fast path's flowtable (the same hook,
-    priority and flags: the kernel refuses an update that changes them)."""
-    return "\n".join(_flowtable_block(f"add flowtable {FAMILY} {TABLE} {FLOWTABLE}",
-                                       devices)) + "\n"
-
-
 def class_comment(index, cls):
     return f"tusk: classes[{index}] {cls.name}"
 
 
 def class_mark(index, cls, profile_number=0):
     """The ct mark an accepting, tracked class writes: its TCP profile, the fast-path bit
-    (fastpath: always) and its ordinal (index + 1), all 32 bits at once (constants.py:
-    the layout). An auto class's connections are promoted by their ordinal."""
+    (fastpath: always, in software) and its ordinal (index + 1), all 32 bits at once
+    (constants.py: the layout). An auto class's connections are promoted by their
+    ordinal, and so are a hardware class's (fastpath.py)."""
     mark = profile_number | ((index + 1) << CT_MARK_CLASS_SHIFT)
-    return mark | CT_MARK_FASTPATH_BIT if cls.always_fast else mark
+    return mark | CT_MARK_FASTPATH_BIT if cls.always_fast and not cls.in_hardware else mark
 
 
 def log_rule(verdict, class_name=""):
@@ -163,7 +106,8 @@ class _Renderer:
                       nat.prerouting(), nat.postrouting()):
             objects.extend(block)
         return (_SKELETON.replace("@objects@\n", "".join(f"{line}\n" for line in objects))
-                .replace("@forward@\n", "".join(f"\t\t{line}\n" for line in self.forward())))
+                .replace("@forward@\n", "".join(f"\t\t{line}\n" for line in self.forward()))
+                + "".join(f"{line}\n" for line in offload_table(self.policy, self.auto)))
 
     # -- objects -----------------------------------------------------------------------
 
@@ -183,7 +127,7 @@ class _Renderer:
         devices = fastpath_devices(self.policy, self.auto)
         if not devices:
             return []
-        return [f"\t{line}" for line in _flowtable_block(f"flowtable {FLOWTABLE}", devices)]
+        return [f"\t{line}" for line in flowtable_block(f"flowtable {FLOWTABLE}", devices)]
 
     def limits(self):
         if not self.policy.logs():
@@ -530,7 +474,7 @@ class _Renderer:
             return []
         after = {}
         for index, cls in enumerate(self.policy.classes):
-            if cls.auto_fast:
+            if cls.auto_fast and not cls.in_hardware:
                 after.setdefault(cls.fastpath_after, []).append((index, cls))
         lines = []
         for threshold, classes in sorted(after.items()):

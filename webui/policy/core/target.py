@@ -71,10 +71,10 @@ class Target:
                 found[counter["name"]] = (counter["packets"], counter["bytes"])
         return found
 
-    def flowtable_devices(self, name):
-        """The devices of the live flowtable name of table inet tusk, or None when there
-        is no such flowtable."""
-        result = self.run(["nft", "-j", "list", "flowtable", FAMILY, TABLE, name])
+    def flowtable_devices(self, name, table=TABLE):
+        """The devices of the live flowtable name of table inet <table> (tusk's own by
+        default), or None when there is no such flowtable."""
+        result = self.run(["nft", "-j", "list", "flowtable", FAMILY, table, name])
         if not result.ok:
             return None
         for item in json.loads(result.stdout).get("nftables", []):
