@@ -4,6 +4,9 @@ nft -c hands the transaction to the kernel, which refuses object types it does n
 have (a ct helper type nobody registered, a flowtable without NF_FLOW_TABLE) with
 ENOENT. Each probe is a throw-away table checked, never loaded.
 """
+from tusklib.formats import FormatRefused, nft
+from tusklib.values import InterfaceName, Refused
+
 from . import choices
 from .errors import Code, PolicyError, Problem
 from .fastpath import class_devices, fastpath_devices
@@ -47,13 +50,18 @@ def flowtable_refusals(target, devices):
     return [d for d in devices if not works([d])]
 
 
-def hardware_refusals(target, devices):
-    """The devices (quoted) whose driver takes no flowtable offload: the kernel asks the
-    driver when a flowtable with "flags offload" is made over a device (nft -c too), and
-    one that cannot (no hw-tc-offload, or a driver without flowtable offload) refuses."""
-    return [d for d in devices if not _probe(
-        target, f"flowtable f {{\n hook ingress priority filter\n devices = {{ {d} }}\n"
-                " flags offload\n}")]
+def offloads(target, device):
+    """Whether device's driver takes flowtable offload: the kernel asks the driver when a
+    flowtable with "flags offload" is made over a device (nft -c too), and one that
+    cannot (no hw-tc-offload, or a driver without flowtable offload) refuses. The name
+    goes into the probe through nft's one quoting point; a name it refuses (one the
+    kernel allows and nft cannot quote) cannot be in a policy either: no offload."""
+    try:
+        quoted = nft.interface(InterfaceName(device))
+    except (Refused, FormatRefused):
+        return False
+    return _probe(target, f"flowtable f {{\n hook ingress priority filter\n"
+                          f" devices = {{ {quoted} }}\n flags offload\n}}")
 
 
 def check(policy, target):
@@ -101,14 +109,17 @@ def check(policy, target):
                     f"class {cls.name!r} randomises sequence numbers on the fast path, which "
                     f"needs a kernel whose flowtable translates them (Tusk's kernel: "
                     f"{FASTPATH_SEQADJ_LINE} in {SEQADJ_STATS}); {target} has none"))
-    hardware = [(i, c) for i, c in enumerate(policy.classes)
-                if c.in_hardware and (c.always_fast or c.auto_fast)]
+    hardware = [(i, c) for i, c in enumerate(policy.classes) if c.in_hardware]
     if hardware and flowtable_refusals(target, []) is None:
+        offload = {}            # device -> whether it offloads, asked once
         for index, cls in hardware:
-            refused = hardware_refusals(target, [f'"{d}"' for d in
-                                                 sorted(class_devices(policy, cls))])
+            devices = sorted(class_devices(policy, cls))
+            for device in devices:
+                if device not in offload:
+                    offload[device] = offloads(target, device)
+            refused = [d for d in devices if not offload[d]]
             if refused:
-                names = ", ".join(r.strip('"') for r in refused)
+                names = ", ".join(refused)
                 problems.append(Problem(
                     Code.CAPABILITY, f"classes[{index}].hardware",
                     f"class {cls.name!r} lets hardware carry its connections, and the driver "
@@ -134,8 +145,6 @@ def report(target):
     found = {f"{h} helper": has_helper(target, h) for h in choices.SEQRAND_HELPER_TYPES.values()}
     found["flowtable"] = flowtable_refusals(target, []) is None
     found["seqrand on the fast path"] = has_fastpath_seqadj(target)
-    for device in sorted(target.interfaces()):
-        if device != "lo":
-            found[f"hardware offload on {device}"] = not hardware_refusals(target,
-                                                                           [f'"{device}"'])
+    for device in sorted(target.interfaces() - {"lo"}):
+        found[f"hardware offload on {device}"] = offloads(target, device)
     return found

@@ -23,10 +23,6 @@ HW_FLOWTABLE = "hardware"
 TABLE_OF = {FLOWTABLE: TABLE, HW_FLOWTABLE: OFFLOAD_TABLE}
 
 
-def _fast(cls, auto):
-    return cls.always_fast or (auto and cls.auto_fast)
-
-
 def class_devices(policy, cls):
     """Interfaces of the zones a class connects (all zones for 'any')."""
     devices = set()
@@ -42,7 +38,7 @@ def fastpath_devices(policy, auto=True, hardware=False):
     hardware those of the hardware flowtable's."""
     devices = set()
     for cls in policy.classes:
-        if _fast(cls, auto) and cls.in_hardware == hardware:
+        if (cls.always_fast or (auto and cls.auto_fast)) and cls.in_hardware == hardware:
             devices |= class_devices(policy, cls)
     return sorted(devices)
 
