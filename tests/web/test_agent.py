@@ -121,6 +121,24 @@ def test_a_retry_safe_job_left_running_is_run_again(agent_config, transactional_
         process.stop()
 
 
+def test_a_failed_orphan_and_what_its_hook_settles_are_seen_together(agent_config,
+                                                                       transactional_db,
+                                                                       monkeypatch):
+    """Whoever sees the orphan failed sees what its kind's `abandoned` hook settled
+    (a capture failed with it): one transaction, however long the hook takes."""
+    monkeypatch.setenv("TUSK_AGENT_PLUGINS", "agent_tasks_for_tests")
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+    orphan = Job.objects.create(kind="test.settles", state="running", agent="gone:1:1")
+    process = AgentProcess(agent_config).start()
+    try:
+        orphan = wait(orphan, 10)
+        assert orphan.state == "failed" and "stopped while running this job" in orphan.error
+        assert PeriodicState.objects.filter(name=f"test.settled.{orphan.pk}").exists(), \
+            "the job was failed before its hook had settled what it left"
+    finally:
+        process.stop()
+
+
 def test_statistics_are_sampled_in_the_target_namespace(agent, netns):
     from dashboard.models import Sample
     wait_until(lambda: Sample.objects.count() >= 2, 10, "two samples")

@@ -29,7 +29,7 @@ from django.db import connection, connections
 from django.utils import timezone
 
 from . import periodic, queue, registry
-from .models import AgentHeartbeat, Job
+from .models import AgentHeartbeat
 
 log = logging.getLogger("tusk.agent")
 
@@ -85,20 +85,18 @@ class Agent:
         now = timezone.now()
         AgentHeartbeat.objects.update_or_create(agent=self.id, defaults={"started_at": now,
                                                                          "seen_at": now})
-        requeued, failed = queue.recover(self.id, registry.is_retry_safe)
+        requeued, failed = queue.recover(self.id, registry.is_retry_safe, self._abandoned)
         if requeued or failed:
             log.warning("jobs left by a previous agent: queued again %s, failed %s",
                         requeued, failed)
-        for job in Job.objects.filter(pk__in=failed):
-            found = registry.get(job.kind)
-            if found and found.abandoned:
-                try:
-                    found.abandoned(job, self.config)
-                except Exception:  # one job's leftovers must not keep the agent down
-                    log.exception("settling what job %s left failed", job.pk)
         self.listener = self._listen()
         periodic.start(self)
         log.info("agent %s ready (target %s)", self.id, self.config.netns or "this system")
+
+    def _abandoned(self, job):
+        found = registry.get(job.kind)
+        if found and found.abandoned:
+            found.abandoned(job, self.config)
 
     # -- the loop ------------------------------------------------------------------------
 

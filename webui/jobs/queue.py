@@ -5,11 +5,14 @@ hears of a job it cannot see, and a job whose request failed never exists.
 Agent: claim() takes the oldest queued job with FOR UPDATE SKIP LOCKED; progress(),
 succeed() and fail() record what happened in the row, which the job's page polls.
 """
+import logging
+
 from django.db import connection, transaction
 from django.utils import timezone
 
 from .models import Job
 
+log = logging.getLogger("tusk.agent")
 CHANNEL_NEW = "tusk_jobs"  # payload: job id
 MAX_ATTEMPTS = 3
 
@@ -69,10 +72,13 @@ def _finish(job, state, **fields):
     job.refresh_from_db()
 
 
-def recover(agent, retry_safe):
+def recover(agent, retry_safe, abandoned=None):
     """At agent start: jobs left running by an agent that died. A job whose kind may
     run twice (retry_safe(kind)) is queued again, up to MAX_ATTEMPTS; any other one
-    fails with what happened, since half of it may have been done."""
+    fails with what happened, since half of it may have been done, and abandoned(job)
+    settles what it left (a capture fails with it) in the same transaction - whoever
+    sees the job failed sees the rest settled. A hook that raises is undone alone
+    (its savepoint) and logged; the job fails all the same."""
     requeued, failed = [], []
     with transaction.atomic():
         orphans = list(Job.objects.select_for_update()
@@ -84,13 +90,19 @@ def recover(agent, retry_safe):
                                f"(attempt {job.attempts})")
                 job.save(update_fields=["state", "message"])
                 requeued.append(job.pk)
-            else:
-                job.state = Job.State.FAILED
-                job.finished_at = timezone.now()
-                job.message = "failed"
-                job.error = (f"the agent ({job.agent}) stopped while running this job; it was "
-                             "not run again because it may have been partly done - check the "
-                             "result and submit it again")
-                job.save(update_fields=["state", "finished_at", "message", "error"])
-                failed.append(job.pk)
+                continue
+            job.state = Job.State.FAILED
+            job.finished_at = timezone.now()
+            job.message = "failed"
+            job.error = (f"the agent ({job.agent}) stopped while running this job; it was "
+                         "not run again because it may have been partly done - check the "
+                         "result and submit it again")
+            job.save(update_fields=["state", "finished_at", "message", "error"])
+            failed.append(job.pk)
+            if abandoned:
+                try:
+                    with transaction.atomic():
+                        abandoned(job)
+                except Exception:  # one job's leftovers must not keep the agent down
+                    log.exception("settling what job %s left failed", job.pk)
     return requeued, failed
