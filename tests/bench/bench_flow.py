@@ -367,7 +367,7 @@ chain and conntrack for established packets: rows 4 to 6 take it by default
 (`fastpath: auto` promotes the flow past its first megabyte), rows 7 and 8 from the
 first packet (`fastpath: always`); rows 2 and 3, FWSM's settings, never. Rows 5 and 8
 take it with sequence randomisation: Tusk's kernel translates sequence numbers and SACK
-blocks on the fast path too (kernel-patches/0016), where upstream Linux leaves every
+blocks on the fast path too (kernel-patches/0015), where upstream Linux leaves every
 connection with sequence adjustment on the slow path.
 
 ## Host kernel in namespaces (no emulation)

@@ -539,7 +539,7 @@ def test_the_fast_path_of_a_class_is_auto_where_it_can_be(fields, mode, after):
 
 
 def test_a_class_may_randomise_on_the_fast_path():
-    # the kernel's flowtable translates seqadj connections (kernel-patches/0016); whether
+    # the kernel's flowtable translates seqadj connections (kernel-patches/0015); whether
     # the target's kernel does is a capability, checked at apply time
     cls = load_policy_text(with_class("action: accept, seqrand: both, fastpath: true")).classes[3]
     assert (cls.seqrand, cls.fastpath) == ("both", "always")

@@ -1,7 +1,7 @@
 """kernel-patches/ builds as a debug kernel is configured (issue 36): tools/check-kernel-
 debug builds the series' netfilter objects, act_ct and Open vSwitch with -Werror under
 lockdep + KASAN with every conntrack extension, then with CONFIG_IPV6=n and with NAT
-off. The series once broke every lockdep kernel (0015's seqcount_spinlock_t grew the
+off. The series once broke every lockdep kernel (0014's seqcount_spinlock_t grew the
 seqadj extension past the 255 bytes conntrack allows its extensions); the image's own
 configuration never showed it. Objects only, remembered under a hash of the series:
 make test pays for it once per change of the patches."""

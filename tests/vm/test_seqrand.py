@@ -158,7 +158,7 @@ def test_sack_blocks_the_client_receives_lie_in_its_own_space(sack, run):
 
 
 def test_fast_runs_are_translated_on_the_fast_path(sack):
-    """Class fast's segments were translated by the flowtable (kernel-patches/0016),
+    """Class fast's segments were translated by the flowtable (kernel-patches/0015),
     class both's by conntrack: the fast path's own counter tells them apart."""
     folder, _ = sack
     for run in SACK_RUNS:
@@ -372,29 +372,55 @@ def test_path_mtu_discovery_through_a_randomised_flow(scenario):
     results = load(folder, "results.json")
     cases = (("router-v4", 1200), ("router-v6", 1280), ("fw-v4", 1200), ("tunnel-v4", 1480),
              ("tunnel-plain-v4", 1480), ("router-fast-v4", 1200), ("router-fast-v6", 1280),
-             ("fw-fast-v4", 1200))
+             ("fw-fast-v4", 1200), ("tunnel-fast-v4", 1480), ("xfrm-fast-v4", None))
     for case, mtu in cases:
         assert results[case]["completed"], (case, results[case])
-        assert f"mtu {mtu}" in (folder / f"route-{case}.txt").read_text(), case
+        route = (folder / f"route-{case}.txt").read_text()
+        if mtu:
+            assert f"mtu {mtu}" in route, case
+        else:   # ESP's overhead, whatever it comes to
+            assert 1300 < int(route.split(" mtu ")[1].split()[0]) < 1500, route
         assert load(folder, f"{case}-seqadj.json")["icmp_quotes_dropped"] == 0, case
         client = nstat(folder, "client", case)
         ignored = client.get("TcpExtOutOfWindowIcmps", 0)
-        if case.startswith("tunnel"):
+        if case.startswith(("tunnel", "xfrm")):
             # ten errors about one flight at once: Linux ignores some even without
             # seqrand (the plain control); it must take the others
             assert ignored < client["IcmpInDestUnreachs"], (case, ignored)
         else:
             assert ignored == 0, case
-    # errors raised beyond fw, and by fw's tunnel egress after fw rewrote the segment
-    for case in ("router-v4", "router-v6", "tunnel-v4", "router-fast-v4", "router-fast-v6"):
+    # errors raised beyond fw, and by fw's tunnel egress after fw rewrote the segment -
+    # with class fast too, whose connection keeps the slow path's window there (0025:
+    # offloaded, the first error went back untranslated and the client ignored it)
+    for case in ("router-v4", "router-v6", "tunnel-v4", "router-fast-v4", "router-fast-v6",
+                 "tunnel-fast-v4"):
         assert load(folder, f"{case}-seqadj.json")["icmp_quotes_translated"] > 0, case
     # fw's forwarding raises its errors before it rewrites the segment: nothing to translate
     for case in ("fw-v4", "fw-fast-v4"):
         assert load(folder, f"{case}-seqadj.json")["icmp_quotes_translated"] == 0, case
-    # class fast went the flowtable's way, class both conntrack's
+    # class fast went the flowtable's way, class both conntrack's - and class fast
+    # into a tunnel or an xfrm bundle conntrack's too (0025)
     for case, _ in cases:
         fast = load(folder, f"{case}-seqadj.json")["flowtable_packets_translated"]
-        assert (fast > 0) == ("-fast-" in case), (case, fast)
+        offloaded = "-fast-" in case and not case.startswith(("tunnel", "xfrm"))
+        assert (fast > 0) == offloaded, (case, fast)
+
+
+def test_path_mtu_discovery_through_act_ct(scenario):
+    """The seqrand helper run by tc's conntrack action: the router's errors about the
+    client's rewritten segments reach the client translated back (0024)."""
+    folder = scenario("seqrand-act-ct")
+    result = load(folder, "results.json")
+    counters = load(folder, "after-seqadj.json")
+    # the helper did run there: the client's ISN was offset, at ingress
+    assert counters["seqrand_initiator_randomised"] == 1, counters
+    assert result["completed"], result
+    assert "mtu 1200" in (folder / "route.txt").read_text(), "the client took no error"
+    errors = [p for p in icmp_messages(folder / "fw-inside.pcap") if too_big(p, "v4")]
+    assert errors and counters["icmp_quotes_translated"] == len(errors), \
+        (len(errors), counters)
+    assert counters["icmp_quotes_dropped"] == 0, counters
+    assert nstat(folder, "client").get("TcpExtOutOfWindowIcmps", 0) == 0
 
 
 # -- odd options, ctnetlink restore, synproxy -------------------------------------------------
@@ -440,7 +466,7 @@ def test_restored_entry_carries_the_connection_on(scenario):
     mine = load(folder, "traffic-events.json")["restored"]
     assert any(offset(e["seqadj_orig"]) == offset(read["seqadj_orig"]) for e in mine), mine
     assert any(offset(e["seqadj_reply"]) == offset(read["seqadj_reply"]) for e in mine), mine
-    # every one of them, not only the one raised when they were set (kernel-patches/0019):
+    # every one of them, not only the one raised when they were set (kernel-patches/0018):
     # a state synchronisation that skipped that one still learns them
     assert all(offset(e["seqadj_orig"]) == offset(read["seqadj_orig"]) for e in mine), mine
     assert load(folder, "after-seqadj.json")["seqrand_skipped_midstream"] >= 1
@@ -448,7 +474,7 @@ def test_restored_entry_carries_the_connection_on(scenario):
 
 def test_offsets_for_an_entry_without_the_extension_are_refused(scenario):
     """The lost connection's next segment made an entry in the middle, without seqadj:
-    ctnetlink refuses offsets for it (kernel-patches/0019) instead of dropping them in
+    ctnetlink refuses offsets for it (kernel-patches/0018) instead of dropping them in
     silence, so that conntrackd creates the entry again, with them."""
     update = load(scenario("seqrand-ctnetlink"), "results.json")["lost"]["offsets_update"]
     assert update["refused"] == errno.EOPNOTSUPP and update["before"] is None, update
@@ -608,9 +634,9 @@ def test_an_offset_changed_over_ctnetlink_applies_to_the_next_offloaded_segment(
 # -- which connections with offsets the flowtable takes ---------------------------------------
 
 def test_only_a_helper_that_opts_in_brings_offsets_to_the_flowtable(scenario):
-    """kernel-patches/0017: the seqrand helper's connections are offloaded with their
+    """kernel-patches/0016: the seqrand helper's connections are offloaded with their
     offsets; synproxy's (no timestamp shift) and offsets set over ctnetlink without
-    such a helper keep the slow path, as in Linux 6.12 - 0016 as first written took
+    such a helper keep the slow path, as in Linux 6.12 - 0015 as first written took
     both. Every connection's data came back whole either way."""
     folder = scenario("flowtable-optin")
     results = load(folder, "results.json")
@@ -654,7 +680,7 @@ def test_hardware_never_gets_a_randomised_connection(scenario):
 
 def test_offsets_for_a_connection_in_hardware_are_refused(scenario):
     """No NIC translates sequence numbers: ctnetlink refuses offsets for an entry in
-    hardware (EBUSY, kernel-patches/0023) and nothing of them is applied; the flow stays
+    hardware (EBUSY, kernel-patches/0022) and nothing of them is applied; the flow stays
     in the NIC and goes on. Before, they were taken and the NIC forwarded the flow
     untranslated until the flowtable's garbage collector took it back."""
     gains = load(scenario("seqrand-hardware"), "results.json")["gains-seqadj"]
@@ -683,7 +709,7 @@ def test_connections_translated_on_both_cpus_under_offset_rewrites(scenario):
 def test_a_malformed_offsets_update_changes_neither_direction(scenario):
     """An update whose reply offsets lack offset_after is refused whole: the original
     direction's offsets, well-formed, are not applied either (ctnetlink wrote them and
-    half of the reply's before it refused - kernel-patches/0021)."""
+    half of the reply's before it refused - kernel-patches/0020)."""
     update = load(scenario("seqrand-ctnetlink"), "results.json")["restored"]["half_update"]
     assert update["refused"] == errno.EINVAL, update
     assert update["after"] == update["before"] and None not in update["before"], update
@@ -692,6 +718,6 @@ def test_a_malformed_offsets_update_changes_neither_direction(scenario):
 def test_offsets_for_a_udp_entry_are_refused(scenario):
     """Sequence adjustment is TCP's: a UDP entry created with offsets is refused, where
     it was created with the status bit that made nf_confirm() rewrite its packets as
-    TCP segments (kernel-patches/0021)."""
+    TCP segments (kernel-patches/0020)."""
     udp = load(scenario("seqrand-ctnetlink"), "results.json")["udp"]
     assert udp["refused"] == errno.EOPNOTSUPP and udp["entries"] == [], udp

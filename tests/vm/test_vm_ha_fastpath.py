@@ -1,6 +1,6 @@
 """A randomised connection on the fast path that a backup learns from a dump of the
-master's table, then carries on (guest scenario ha-fastpath, kernel-patches/0020).
-tests/vm/unfix/0020-offloaded-entries-dumped-without-timeout.patch undoes 0020: the
+master's table, then carries on (guest scenario ha-fastpath, kernel-patches/0019).
+tests/vm/unfix/0019-offloaded-entries-dumped-without-timeout.patch undoes 0019: the
 dump has no timeout, fwB never learns the connection, and these fail."""
 import pytest
 

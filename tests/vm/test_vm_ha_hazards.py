@@ -21,8 +21,8 @@ def hazard_run(folder, run):
 
 def test_a_state_filter_still_gives_the_backup_the_offsets(hazards):
     """conntrackd with `State Accept { ESTABLISHED ... }` never syncs the SYN-time
-    events; since kernel-patches/0019 every later event carries the offsets, so fwB
-    still learns them and the flow goes on through it (tests/vm/unfix/0019-events-
+    events; since kernel-patches/0018 every later event carries the offsets, so fwB
+    still learns them and the flow goes on through it (tests/vm/unfix/0018-events-
     without-offsets.patch undoes that: fwB's entry has none, and this fails)."""
     said, flow, entry = hazard_run(hazards, "filter")
     r_o, r_r = flow.offsets()
@@ -45,9 +45,9 @@ def test_loose_tracking_picks_the_flow_up_midstream_untranslated(hazards):
 
 
 def test_a_late_sync_heals_a_connection_picked_up_midstream(hazards):
-    """The late sync's offsets update of that entry is refused (0019: the entry has no
+    """The late sync's offsets update of that entry is refused (0018: the entry has no
     seqadj extension), so conntrackd makes the entry again, with the offsets: the flow
-    goes on (tests/vm/unfix/0019-update-ignored-without-extension.patch undoes the
+    goes on (tests/vm/unfix/0018-update-ignored-without-extension.patch undoes the
     refusal: the update is dropped in silence, the flow stays stalled, this fails)."""
     said, flow, entry = hazard_run(hazards, "loose")
     r_o, r_r = flow.offsets()

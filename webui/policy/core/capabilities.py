@@ -22,9 +22,9 @@ def has_helper(target, helper_type):
     return _probe(target, f'ct helper p {{\n type "{helper_type}" protocol tcp\n l3proto inet\n}}')
 
 
-# The line Tusk's kernel (kernel-patches/0016) adds to /proc/net/nf_conntrack_seqadj
-# where the flowtable's fast path translates sequence numbers (0017 lets the seqrand
-# helper's connections in, with the whole series): no nft object shows it.
+# The line Tusk's kernel adds to /proc/net/nf_conntrack_seqadj (kernel-patches/0027,
+# the counters) where the flowtable's fast path translates sequence numbers (0015; 0016
+# lets the seqrand helper's connections in): no nft object shows it.
 SEQADJ_STATS = "/proc/net/nf_conntrack_seqadj"
 FASTPATH_SEQADJ_LINE = "flowtable_packets_translated"
 

@@ -1,5 +1,5 @@
 """flowtable-optin: which connections with sequence adjustment the flowtable takes
-(kernel-patches/0017). Only a helper that says so (NF_CT_HELPER_F_HANDSHAKE: seqrand)
+(kernel-patches/0016). Only a helper that says so (NF_CT_HELPER_F_HANDSHAKE: seqrand)
 brings its connections' offsets to the fast path; every other seqadj user keeps the
 slow path it had in Linux 6.12. One ruleset on fw, `flow add` for every established
 TCP connection, and four connections:
@@ -7,7 +7,7 @@ TCP connection, and four connections:
 - plain: no helper, no offsets - offloaded (the rig can tell);
 - seqrand: the seqrand-bi helper's offsets - offloaded, translated there;
 - synproxy: synproxy without timestamps (its offsets, an empty timestamp shift) -
-  stays on the slow path (0016 as first written took it);
+  stays on the slow path (0015 as first written took it);
 - restored: a plain connection whose entry is created again over ctnetlink with
   offsets (zero) and no helper, as a tool or a conntrackd peer may - stays on the
   slow path.

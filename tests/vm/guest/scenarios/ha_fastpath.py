@@ -5,7 +5,7 @@ class fast, seqrand both, fastpath: true) on Tusk's kernel.
 conntrackd fills its cache from a dump of the kernel's table when it starts (the
 agent restarts it when an HA change is applied) and when its box becomes master
 (ha-notify: -f, -R). A dump of an offloaded entry left out its timeout and TCP state
-before kernel-patches/0020, and a peer cannot create an entry without a timeout: a
+before kernel-patches/0019, and a peer cannot create an entry without a timeout: a
 backup that booted after that never learnt the connection, and the next failover lost
 it (make bench-ha, fast path rows).
 

@@ -4,12 +4,12 @@ tests/vm/test_vm_ha.py can show what each costs and what protects it.
 
   filter  conntrackd on both firewalls with a state filter (`State Accept { ESTABLISHED
           CLOSED TIME_WAIT CLOSE_WAIT for TCP }`): the SYN-time events that carried the
-          offsets before kernel-patches/0019 are not synced; fwA dies, fwB takes over.
+          offsets before kernel-patches/0018 are not synced; fwA dies, fwB takes over.
   loose   fwB with nf_conntrack_tcp_loose=1 and its conntrackd stopped: fwA loses its
           segments (its conntrackd and the sync link stay), fwB takes over and, before
           any sync, sees the flow's packets - a midstream pickup seqrand cannot
           translate; then fwB's conntrackd starts and asks fwA for its table (the late
-          sync), whose update of that entry 0019 refuses, so conntrackd makes it again.
+          sync), whose update of that entry 0018 refuses, so conntrackd makes it again.
   strict  the same with nf_conntrack_tcp_loose=0: no pickup; the flow waits for the sync.
 
 Saved per run: <run>-flow.json (chunks echoed before the failover, during the gap, at the

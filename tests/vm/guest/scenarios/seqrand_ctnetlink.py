@@ -79,7 +79,7 @@ def offsets_update(lab, connection, port, entry):
     """What ctnetlink answers to the lost connection's offsets for the entry its
     traffic then made, picked up in the middle without the seqadj extension - as
     conntrackd's update when the peer's table got the entry first: refused
-    (kernel-patches/0019), so that conntrackd creates it again, or taken without a
+    (kernel-patches/0018), so that conntrackd creates it again, or taken without a
     word and left untranslated."""
     found = conntrack.find(conntrack.entries(lab.fw), connection.client_port, port)
     try:

@@ -1,5 +1,5 @@
 """seqrand-fastpath: connections of class fast, randomised (both) and offloaded to the
-flowtable, whose fast path translates them (kernel-patches/0016). Per family:
+flowtable, whose fast path translates them (kernel-patches/0015). Per family:
 
 - transfer: 4 MB each way with SHA-256 checks; the entry read mid-connection must be
   offloaded;

@@ -1,6 +1,6 @@
 """seqrand-hardware: a flowtable with hardware offload ("flags offload") never gives a
 connection with sequence adjustment to the NIC, which could not rewrite its SACK
-blocks (kernel-patches/0016). The lab's links are netdevsim ports (Tusk's test kernel
+blocks (kernel-patches/0015). The lab's links are netdevsim ports (Tusk's test kernel
 lets them take flowtable offload and counts the rules they hold: tests/vm/kernel/);
 the policy is Tusk's, with its fast-path flowtable then given "flags offload", as an
 operator would on a NIC that can. Cases, in order:
@@ -13,7 +13,7 @@ operator would on a NIC that can. Cases, in order:
   ctnetlink (as conntrackd commits one: it then has a seqadj extension without
   offsets), which goes to hardware; then offsets are set over ctnetlink (zero: the
   stream would stay valid either way). ctnetlink must refuse them (EBUSY,
-  kernel-patches/0023: no NIC translates, and before it the NIC forwarded the flow
+  kernel-patches/0022: no NIC translates, and before it the NIC forwarded the flow
   untranslated until the garbage collector took it back), the entry keep no
   offsets and stay in hardware, and the connection go on.
 

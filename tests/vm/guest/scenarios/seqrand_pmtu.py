@@ -18,7 +18,11 @@ over a path whose last hop is narrower:
 - router-fast, fw-fast: the router and fw cases through class fast, whose segments
   fw rewrites on the flowtable fast path - except the one too big to forward, which
   takes the slow path. conntrack keeps no window for an offloaded connection, so the
-  error is told apart by who raised it.
+  error is told apart by who raised it;
+- tunnel-fast, xfrm-fast: class fast into the IPIP tunnel, and into an IPsec (ESP)
+  tunnel to the server. An egress that raises errors of its own would raise them
+  after the fast path's rewrite, with no window to tell (kernel-patches/0025): such
+  connections keep the slow path, and every error is translated as in tunnel.
 
 Saved: results.json (per case: completed or why not), route-<case>.txt (the client's
 route to the server afterwards), fw-<case>-*.pcap (ICMP on both fw interfaces),
@@ -29,9 +33,11 @@ import socket
 import seqrand
 from lab.namespaces import FW_S_V4, SERVER_V4, SERVER_V6
 
-TIME_LIMIT = 300
+TIME_LIMIT = 480
 SIZE = 2 * 1024 * 1024
 TUNNELLED = "10.10.9.2"         # the server's address at the tunnel's far end
+XFRMED = "10.10.8.2"            # the server's address at the IPsec tunnel's far end
+ESP_KEY = "0x" + "42" * 20      # AES-128-GCM key and salt: the lab's, not a secret
 BOTH, PLAIN, FAST = seqrand.PORT_BOTH, seqrand.PORT_PLAIN, seqrand.PORT_FAST
 CASES = (("router-v4", socket.AF_INET, SERVER_V4, BOTH, {"router_mtu": 1200}, None),
          ("router-v6", socket.AF_INET6, SERVER_V6, BOTH, {"router_mtu": 1280}, None),
@@ -40,7 +46,9 @@ CASES = (("router-v4", socket.AF_INET, SERVER_V4, BOTH, {"router_mtu": 1200}, No
          ("router-fast-v6", socket.AF_INET6, SERVER_V6, FAST, {"router_mtu": 1280}, None),
          ("fw-fast-v4", socket.AF_INET, SERVER_V4, FAST, {}, 1200),
          ("tunnel-v4", socket.AF_INET, TUNNELLED, BOTH, {}, None),
-         ("tunnel-plain-v4", socket.AF_INET, TUNNELLED, PLAIN, {}, None))
+         ("tunnel-plain-v4", socket.AF_INET, TUNNELLED, PLAIN, {}, None),
+         ("tunnel-fast-v4", socket.AF_INET, TUNNELLED, FAST, {}, None),
+         ("xfrm-fast-v4", socket.AF_INET, XFRMED, FAST, {}, None))
 
 
 def run(ctx):
@@ -52,6 +60,10 @@ def run(ctx):
             seqrand.real_checksums(ctx, lab)       # no TSO: segments the tunnel sees
             seqrand.apply_policy(ctx, lab, seqrand.POLICY.replace(
                 "interfaces: [veth-s]", "interfaces: [veth-s, tun-s]"))
+        elif server == XFRMED:
+            ipsec(ctx, lab)
+            seqrand.real_checksums(ctx, lab)
+            seqrand.apply_policy(ctx, lab)
         else:
             seqrand.apply_policy(ctx, lab)
         if fw_mtu:
@@ -94,4 +106,26 @@ def tunnel(ctx, lab):
     ctx.run("ip", "route", "add", f"{TUNNELLED}/32", "dev", "tun-s", ns=lab.fw)
     ctx.run("ip", "address", "add", f"{TUNNELLED}/32", "dev", "tun-c", ns=lab.server)
     ctx.run("ip", "route", "add", "10.10.1.0/24", "dev", "tun-c", "src", TUNNELLED,
+            ns=lab.server)
+
+
+def ipsec(ctx, lab):
+    """An ESP tunnel (AES-GCM) between fw and the server over their link for the
+    client's network and XFRMED: fw's egress into it is an xfrm bundle, whose MTU
+    (the link's less ESP's overhead) is the path's."""
+    ends = ((lab.fw, FW_S_V4, SERVER_V4, "10.10.1.0/24", XFRMED, "fwd"),
+            (lab.server, SERVER_V4, FW_S_V4, XFRMED, "10.10.1.0/24", "in"))
+    for ns, local, remote, near, far, inbound in ends:
+        for src, dst in ((local, remote), (remote, local)):
+            spi = 0x101 if src == FW_S_V4 else 0x102       # one per direction
+            ctx.run("ip", "xfrm", "state", "add", "src", src, "dst", dst, "proto", "esp",
+                    "spi", hex(spi), "mode", "tunnel", "aead", "rfc4106(gcm(aes))", ESP_KEY,
+                    "128", ns=ns)
+        ctx.run("ip", "xfrm", "policy", "add", "src", near, "dst", far, "dir", "out",
+                "tmpl", "src", local, "dst", remote, "proto", "esp", "mode", "tunnel", ns=ns)
+        ctx.run("ip", "xfrm", "policy", "add", "src", far, "dst", near, "dir", inbound,
+                "tmpl", "src", remote, "dst", local, "proto", "esp", "mode", "tunnel", ns=ns)
+    ctx.run("ip", "route", "add", f"{XFRMED}/32", "via", SERVER_V4, ns=lab.fw)
+    ctx.run("ip", "address", "add", f"{XFRMED}/32", "dev", "lo", ns=lab.server)
+    ctx.run("ip", "route", "replace", "10.10.1.0/24", "via", FW_S_V4, "src", XFRMED,
             ns=lab.server)

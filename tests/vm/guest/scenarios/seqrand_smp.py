@@ -5,7 +5,7 @@ does). Each connection's sender runs on one CPU and its receiver on the other, a
 veth runs a packet's path through fw on the CPU that sent it, so every connection is
 translated on both CPUs - its data on one, its ACKs on the other. Meanwhile a writer
 sets every connection's client offset over ctnetlink to the value it has, again and
-again: write sections (kernel-patches/0015) the per-packet reads must retry around,
+again: write sections (kernel-patches/0014) the per-packet reads must retry around,
 never read torn. SHA-256 of what was sent and what arrived per connection.
 
 Saved: results.json (per connection: class, intact or the error; the writer's
