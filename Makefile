@@ -30,7 +30,7 @@ help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
 	@echo "make test          run every test tier (unit, golden, property, namespace, VM)"
 	@echo "make check         only the fast tiers (unit, diag, golden, tuning, property) and lint"
-	@echo "make lint          ruff over the Python, shellcheck over the shell scripts"
+	@echo "make lint          ruff, import-linter's contracts, shellcheck over the shell scripts"
 	@echo "make vm-test       only the VM tier: Tusk's kernel under QEMU (scenarios, KUnit)"
 	@echo "make bench         the single-flow report: FWSM's table on Tusk -> docs/PERFORMANCE.md"
 	@echo "make bench-policy  compile/check/apply times, single-flow throughput, new connections/s vs classes"
@@ -109,7 +109,8 @@ test: deps vm-deps lint
 	  grep -E '^== .*: [0-9]+ s$$' ../tests/artifacts/warm-caches.log; }; \
 	  ../$(PY) leftovers.py || status=1; exit $$status; }
 
-# ruff over the Python (pyproject.toml's rule set), shellcheck over every shell script
+# ruff over the Python (pyproject.toml's rule set), import-linter's contracts (imports
+# point down), shellcheck over every shell script
 lint: deps
 	@tools/lint
 
