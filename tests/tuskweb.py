@@ -9,6 +9,7 @@ import sys
 
 from django.contrib.auth import get_user_model
 from kit import wait_until
+
 from lab.paths import BIN, TOOLS
 
 # the web tier's netns fixture: the agent's namespace (it captures and routes there)

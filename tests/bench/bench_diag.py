@@ -30,9 +30,10 @@ ROOT = os.path.dirname(TESTS)
 sys.path[:0] = [ROOT, TESTS, os.path.join(TESTS, "diag"), os.path.join(ROOT, "webui")]
 
 import dpkt  # noqa: E402
+from simflow import bulk_pcap  # noqa: E402
+
 from diag.core import capture  # noqa: E402
 from lab.namespaces import SERVER_V4, Lab  # noqa: E402
-from simflow import bulk_pcap  # noqa: E402
 
 SECONDS = int(os.environ.get("BENCH_SECONDS", "5"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))

@@ -44,9 +44,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "netns"),
                 str(ROOT / "webui")]
 
 import vm  # noqa: E402
-from lab.namespaces import Lab  # noqa: E402
 from scenario import Context  # noqa: E402
 from scenarios.bench_flow import LOSS, NO_LOSS, ROWS, Bench  # noqa: E402
+
+from lab.namespaces import Lab  # noqa: E402
 
 SMOKE = os.environ.get("BENCH_SMOKE") == "1"
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1" if SMOKE else "3"))

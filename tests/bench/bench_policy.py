@@ -42,10 +42,11 @@ sys.path[:0] = [os.path.dirname(os.path.dirname(HERE)), os.path.dirname(HERE),
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "vm"))
 
 import vm  # noqa: E402
+
 from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6, Lab  # noqa: E402
 from policy.core.normalise import load_policy  # noqa: E402
 from policy.core.render import render  # noqa: E402
-from policy.core.target import Target  # noqa: E402
+from tusklib.target import Target  # noqa: E402
 
 SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))  # the issue asks for 10 s flows
 REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))

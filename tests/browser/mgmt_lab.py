@@ -9,9 +9,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from tuskweb import BROWSER_LAB
+
 from lab.namespaces import MANAGEMENT_PORT, Lab, management_subnet
 from lab.ports import running_labs
-from tuskweb import BROWSER_LAB
 
 NETWORK_TOML = Path("/var/tmp/tusk-lab") / BROWSER_LAB / "network" / "network.toml"
 

@@ -8,7 +8,6 @@ import urllib.request
 from urllib.parse import urlsplit
 
 from django.urls import Resolver404, resolve
-
 from web.test_access import all_routes
 
 # not pages: files to download, fragments only a form posts to, nginx's gate

@@ -9,10 +9,10 @@ import re
 
 import pytest
 from playwright.sync_api import expect
+from tuskweb import BROWSER_LAB
 
 from ha.core.applier import HaApplier
 from lab import hapeer
-from tuskweb import BROWSER_LAB
 
 LAB_DIR = f"/var/tmp/tusk-lab/{BROWSER_LAB}"
 JOB_MS = 60_000

@@ -11,12 +11,12 @@ import sys
 import tomllib
 import urllib.request
 
-import pytest
-
 import mgmt_lab
+import pytest
+from tuskweb import BROWSER_LAB
+
 from lab.paths import TUSK_LAB
 from lab.ports import running_labs
-from tuskweb import BROWSER_LAB
 
 
 def healthy(url):

@@ -12,10 +12,9 @@ management port's peer."""
 import re
 import tomllib
 
-from playwright.sync_api import expect
-
 import mgmt_lab
 from kit import wait_until
+from playwright.sync_api import expect
 
 CONFIRM_TIMEOUT = 30   # the apply form's least (network.core.applier.CONFIRM_TIMEOUT_MIN)
 

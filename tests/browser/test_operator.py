@@ -7,7 +7,6 @@ import re
 import subprocess
 
 from playwright.sync_api import expect
-
 from tuskweb import BROWSER_LAB as LAB_NAME
 
 

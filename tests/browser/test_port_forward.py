@@ -11,9 +11,9 @@ import subprocess
 import time
 
 from playwright.sync_api import expect
+from tuskweb import BROWSER_LAB as LAB_NAME
 
 from lab.namespaces import CLIENT_V4, FW_C_V4, SERVER_V4
-from tuskweb import BROWSER_LAB as LAB_NAME
 
 CLIENT, FW, SERVER = (f"{LAB_NAME}-client", f"{LAB_NAME}-fw", f"{LAB_NAME}-server")
 EXTERNAL_PORT, SERVER_PORT = 9090, 8080

@@ -19,7 +19,6 @@ import re
 
 import pytest
 from playwright.sync_api import expect
-
 from tuskweb import BROWSER_LAB, refusal_bundles
 
 LAB_DIR = f"/var/tmp/tusk-lab/{BROWSER_LAB}"

@@ -10,11 +10,11 @@ import tracemalloc
 
 import dpkt
 import pytest
+from simflow import Sim, bulk_pcap, write_pcap, write_pcapng
+from tuskcli import TUSK
 
 from diag.core.analyze import analyze
 from diag.core.pcapread import CaptureError, Reader
-from simflow import Sim, bulk_pcap, write_pcap, write_pcapng
-from tuskcli import TUSK
 
 
 @pytest.fixture(scope="module")

@@ -5,12 +5,13 @@ import json
 import socket
 
 import dpkt
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from simflow import Sim, write_pcap, write_pcapng
 
 from diag.core.analyze import analyze
 from diag.core.decode import EN10MB, decoder, from_dpkt
 from diag.core.pcapread import CaptureError
-from simflow import Sim, write_pcap, write_pcapng
 
 decode = decoder(EN10MB)
 

@@ -3,9 +3,9 @@ each test sets one property - a window limit, loss, reordering, a sequence offse
 with or without rewritten SACK, a clamp, a stripped option - and checks that the
 report finds it, in numbers and in the verdict's words, and finds nothing else."""
 import pytest
+from simflow import Sim, write_pcap, write_pcapng
 
 from diag.core.analyze import analyze
-from simflow import Sim, write_pcap, write_pcapng
 
 OFFSET = 0x3A5C1E77
 

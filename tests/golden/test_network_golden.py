@@ -16,12 +16,12 @@ import re
 import shutil
 
 import pytest
-
-from appliance.commands import Runner
 from appliancetree import Appliance, Nic
+
 from network.core import networkd
 from network.core.errors import Code, NetworkError
 from network.core.normalise import load, parse
+from tusklib.commands import Runner
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "network")
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"

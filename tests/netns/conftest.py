@@ -3,7 +3,6 @@ echo server in the lab's server namespace."""
 import textwrap
 
 import pytest
-
 from pcaps import EchoServer
 from tuskcli import run_tusk
 

@@ -20,10 +20,11 @@ import threading
 import time
 from pathlib import Path
 
+from pcaps import netns
+
 from ha.core import config as ha_config
 from ha.core import render, status
 from lab.namespaces import Topology
-from pcaps import netns
 from policy.core import render_boot
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from policy.core.render_boot import HA_PEER_PORT as PEER_PORT
+from tusklib.names import HA_PEER_PORT as PEER_PORT
 
 SKEW = 30                  # seconds a request's time may differ from this box's clock
 BODY_MAX = 16 << 20 | 4096   # a policy of at most 16 MiB, JSON-quoted, and its envelope

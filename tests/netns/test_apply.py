@@ -10,7 +10,6 @@ import sys
 import time
 
 import pytest
-
 from kit import wait_until
 from tuskcli import TUSK, run_tusk
 
@@ -305,7 +304,7 @@ def test_capability_probe_tells_present_from_missing(lab):
     fast path that translates sequence numbers (the VM scenario policy-fastpath applies
     a class with both on Tusk's kernel)."""
     from policy.core.capabilities import has_fastpath_seqadj, has_helper
-    from policy.core.target import Target
+    from tusklib.target import Target
     target = Target(lab.fw)
     assert has_helper(target, "ftp")
     assert not has_helper(target, "seqrand")

@@ -15,16 +15,16 @@ import threading
 import time
 
 import pytest
-
 from kit import wait_until
-from lab.namespaces import FW_C_V4, FW_S_V4, SERVER_V4
 from tuskcli import ROOT, run_tusk
+
+from lab.namespaces import FW_C_V4, FW_S_V4, SERVER_V4
 
 sys.path.insert(0, os.path.join(ROOT, "webui"))
 from appliance import boot  # noqa: E402
 from policy.core import render_boot  # noqa: E402
 from policy.core.applier import Applier  # noqa: E402
-from policy.core.target import Target  # noqa: E402
+from tusklib.target import Target  # noqa: E402
 
 POLICY = """
 version: 1

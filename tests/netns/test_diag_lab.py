@@ -6,9 +6,10 @@ import json
 import subprocess
 import sys
 
-from lab.namespaces import SERVER_V4, SERVER_V6
 from pcaps import captures, tcp_exchange
 from tuskcli import TUSK
+
+from lab.namespaces import SERVER_V4, SERVER_V6
 
 PAYLOAD = 4 << 20   # echoed back: 4 MiB each way
 

@@ -43,12 +43,12 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
-
 from pcaps import ns_socket
+
 from policy.core.dispatch import PORT_PROTOCOL_NUMBERS, PROTOCOL_NUMBERS
 from policy.core.normalise import load_policy, load_policy_text
 from policy.core.render import render
-from policy.core.target import Target
+from tusklib.target import Target
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path += [str(TESTS / "property"), str(TESTS / "vm" / "guest")]

@@ -11,13 +11,13 @@ import subprocess
 import time
 
 import pytest
+from kit import wait_until
 
+from diag.core.capture import check_filter
 from flows.core import ctnetlink as nl
 from flows.core.conntrack import Conntrack, Stats
 from flows.core.flowref import capture_filter
 from flows.core.sampler import Sampler
-from diag.core.capture import check_filter
-from kit import wait_until
 from lab.namespaces import FW_S_V4, SERVER_V4, SERVER_V6
 
 POLICY = """

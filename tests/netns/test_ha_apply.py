@@ -11,13 +11,13 @@ import threading
 import time
 
 import pytest
+from hapair import VIP_IN, VIP_OUT, Flow, Pair, document
+from kit import wait_until
 
 from ha.core import config as ha_config
 from ha.core import status
 from ha.core.applier import HaApplier
 from ha.core.config import HaError
-from hapair import VIP_IN, VIP_OUT, Flow, Pair, document
-from kit import wait_until
 
 PREFIX = f"tt{os.getpid() % 100000}-hp"
 PORT = 5311

@@ -6,9 +6,9 @@ import os
 import shutil
 
 import pytest
+from hapair import VIP_IN, VIP_OUT, Flow, Pair
 
 from ha.core import status
-from hapair import VIP_IN, VIP_OUT, Flow, Pair
 
 PREFIX = f"tt{os.getpid() % 100000}-ha"
 PORT = 5301

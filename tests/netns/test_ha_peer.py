@@ -18,9 +18,9 @@ import time
 import peer_release1
 import peerwire
 import pytest
+from kit import wait_until
 
 from ha.core import peer
-from kit import wait_until
 from lab.namespaces import Topology
 
 PREFIX = f"tt{os.getpid() % 100000}-pc"

@@ -6,13 +6,13 @@ import socket
 import time
 
 import pytest
-
 from kit import wait_until
+from netns.pcaps import ns_socket, tcp_connect, tcp_exchange
+from test_logs_ulogd import newest, udp_burst
+
 from lab.namespaces import CLIENT_V4, SERVER_V4, SERVER_V6
 from lab.ulogd import Ulogd
 from logs.core import records
-from netns.pcaps import ns_socket, tcp_connect, tcp_exchange
-from test_logs_ulogd import newest, udp_burst
 
 RATE = 5     # the policy's log_rate; the burst is twice it (LOG_BURST_FACTOR)
 POLICY = f"""

@@ -17,14 +17,14 @@ import time
 from datetime import datetime
 
 import pytest
-
 from kit import wait_until
+from netns.pcaps import ns_socket, tcp_connect  # importable from the web tier too
+
 from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 from lab.ulogd import Ulogd
 from logs.constants import CURRENT
 from logs.core import forwarder, records, storage
 from logs.core.settings import check
-from netns.pcaps import ns_socket, tcp_connect   # importable from the web tier too
 
 RATE, BURST = 50, 100      # the policy's default log rate, and twice it as the burst
 RULES = """

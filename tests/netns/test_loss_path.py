@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from dashboard import loss, sampler
 from lab.namespaces import SERVER_V4
-from policy.core.target import Target
+from tusklib.target import Target
 
 REPLIES = 20
 BLAST = 1000

@@ -13,16 +13,25 @@ import json
 import socket
 
 import pytest
-
 from kit import wait_until
-from lab.namespaces import CLIENT_V4, CLIENT_V6, FW_C_V4, FW_S_V4, FW_S_V6, SERVER_V4, \
-    SERVER_V6
-from pcaps import MSS, SACK_PERMITTED, TIMESTAMPS, WSCALE, EchoServer, captures, nopped, \
-    ns_socket, tcp_exchange, with_mss
+from pcaps import (
+    MSS,
+    SACK_PERMITTED,
+    TIMESTAMPS,
+    WSCALE,
+    EchoServer,
+    captures,
+    nopped,
+    ns_socket,
+    tcp_exchange,
+    with_mss,
+)
+
+from lab.namespaces import CLIENT_V4, CLIENT_V6, FW_C_V4, FW_S_V4, FW_S_V6, SERVER_V4, SERVER_V6
 
 INSIDE_PORTS = (5201, 5206)         # the echo servers behind fw, in the client namespace
 HAIRPIN_CLIENT_V4 = "10.10.1.3"     # a second inside host, next to the server
-CLASS_SHIFT = 17                    # policy.core.constants.CT_MARK_CLASS_SHIFT: the contract
+CLASS_SHIFT = 17                    # tusklib.names.CT_MARK_CLASS_SHIFT: the contract
 
 FORWARDS = """
 address_sets:

@@ -15,14 +15,14 @@ import os
 import subprocess
 
 import pytest
+from pcaps import EchoServer, tcp_exchange
+from tuskcli import run_tusk
 
 from lab.namespaces import Topology, remove
 from network.core import facts, normalise
 from network.core.errors import Code, NetworkError
 from network.core.iproute2 import IprouteBackend
-from pcaps import EchoServer, tcp_exchange
-from policy.core.target import Target
-from tuskcli import run_tusk
+from tusklib.target import Target
 
 PREFIX = f"nwa{os.getpid() % 100000}"
 ECHO, CLOSED = 5301, 5302       # the class allows ECHO; nothing allows CLOSED

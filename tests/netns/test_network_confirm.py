@@ -10,12 +10,12 @@ import sys
 
 import pytest
 from kit import wait_until
-from lab.paths import ROOT
 from test_network_apply import A, B, NetLab, ping, state
 
+from lab.paths import ROOT
 from network.core import normalise
 from network.core.iproute2 import IprouteBackend
-from policy.core.target import Target
+from tusklib.target import Target
 
 PREFIX = f"nwc{os.getpid() % 100000}"
 TUSK_NET = ROOT / "webui" / "bin" / "tusk-net"

@@ -17,8 +17,8 @@ import sys
 import pytest
 from appliancetree import Appliance, Nic
 from kit import wait_until
-from lab.paths import ROOT
 
+from lab.paths import ROOT
 from network.core import normalise
 from policy.core import render_boot
 

@@ -11,13 +11,22 @@ import socket
 
 import dpkt
 import pytest
-
-from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 from pcaps import (
-    MSS, SACK_PERMITTED, TIMESTAMPS, WSCALE, EchoServer, SynAckResponder, captures, nopped,
-    tcp_connect, tcp_exchange, udp_exchange, with_mss,
+    MSS,
+    SACK_PERMITTED,
+    TIMESTAMPS,
+    WSCALE,
+    EchoServer,
+    SynAckResponder,
+    captures,
+    nopped,
+    tcp_connect,
+    tcp_exchange,
+    udp_exchange,
+    with_mss,
 )
 
+from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 
 # family -> client address, server address, the MSS a 1500-byte link offers
 FAMILIES = {"ipv4": (CLIENT_V4, SERVER_V4, 1460), "ipv6": (CLIENT_V6, SERVER_V6, 1440)}

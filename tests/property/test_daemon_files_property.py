@@ -21,10 +21,10 @@ import tempfile
 import tomllib
 
 import pytest
+from daemon_parsers import blocks, rainerscript, systemd_ini
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from daemon_parsers import blocks, rainerscript, systemd_ini
 from ha.core import config as ha_config
 from ha.core import render as ha_render
 from logs.core import forwarder

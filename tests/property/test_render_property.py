@@ -19,13 +19,17 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from policy.core.fastpath import (
+    FLOWTABLE,
+    HW_FLOWTABLE,
+    fastpath_addition,
+    fastpath_devices,
+    ruleset_fastpath_devices,
+    with_fastpath_devices,
+)
 from policy.core.intervals import merge
 from policy.core.model import Interval
 from policy.core.normalise import load_policy
-from policy.core.fastpath import (
-    FLOWTABLE, HW_FLOWTABLE, fastpath_addition, fastpath_devices, ruleset_fastpath_devices,
-    with_fastpath_devices,
-)
 from policy.core.render import render
 
 # "zz" starts the names of the forwards' own classes and sets: never a generated name

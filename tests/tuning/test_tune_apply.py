@@ -6,11 +6,12 @@ import json
 import os
 import stat
 
-import pytest
-
 import fakehw
+import pytest
 from tunetree import snapshot
-from tuning.core import applier, profile as profiles, report
+
+from tuning.core import applier, report
+from tuning.core import profile as profiles
 from tuning.core.errors import Code, TuneError
 from tuning.core.host import TreeHost
 

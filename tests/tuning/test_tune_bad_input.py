@@ -8,11 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import fakehw
-from policy.core.revisions import Store
+import pytest
 from tunetree import TUNE, snapshot, tune
+
+from policy.core.revisions import Store
 from tuning.core.errors import Code
 
 HERE = Path(__file__).parent

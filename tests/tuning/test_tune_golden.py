@@ -8,9 +8,8 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
 import fakehw
+import pytest
 from tunetree import tune
 
 HERE = Path(__file__).parent

@@ -13,11 +13,12 @@ built from its parts, never from a dotted string, and a name that is no director
 import json
 import os
 
-import pytest
-
 import fakehw
+import pytest
 from tunetree import snapshot, tune
-from tuning.core import applier, hardware, planner, profile as profiles
+
+from tuning.core import applier, hardware, planner
+from tuning.core import profile as profiles
 from tuning.core.errors import Code, TuneError
 from tuning.core.host import TreeHost
 from tuning.core.report import Write

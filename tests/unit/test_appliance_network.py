@@ -8,12 +8,12 @@ import os
 import textwrap
 
 import pytest
+from appliancetree import Appliance, Nic, add_nics, ip_json
 
 from appliance import network
-from appliance.commands import Runner
 from appliance.netcli import interface_addresses
-from appliancetree import Appliance, Nic, add_nics, ip_json
 from network.core.networkd import render_links
+from tusklib.commands import Runner
 
 PATH = "/etc/tusk/network.toml"
 

@@ -3,9 +3,9 @@ on stderr and exits with the code's number. No kernel is asked (check --no-kerne
 import os
 
 import pytest
+from tuskcli import run_tusk
 
 from lab.paths import ROOT
-from tuskcli import run_tusk
 from policy.core.errors import Code
 
 EXAMPLE = os.path.join(ROOT, "webui", "policy", "examples", "tusk.yaml")

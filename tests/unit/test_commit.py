@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from commit_domain_for_tests import DOMAIN, RESTORE_FAILS, FileCode, FileCommit, FileError
 from kit import wait_until
+
 from tusklib import commit
 
 HERE = Path(__file__).resolve().parent

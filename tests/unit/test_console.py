@@ -12,10 +12,10 @@ import sys
 import time
 
 import pytest
-
-from appliance import network
 from appliancetree import TUSK_CONSOLE, Appliance, Nic, ip_json
 from kit import wait_until
+
+from appliance import network
 
 PATH = "/etc/tusk/network.toml"
 PROMPT = "Enter an option: "

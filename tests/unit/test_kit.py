@@ -1,7 +1,6 @@
 """The tests' kit (tests/kit.py): wait_until returns as soon as the condition holds, and
 otherwise fails naming what it waited for and what it saw last."""
 import pytest
-
 from kit import wait_until
 
 

@@ -11,6 +11,7 @@ from policy.core.model import Interval, Nat, PortForward, SourceNat
 from policy.core.nat import first_class_taking, network_facts
 from policy.core.normalise import load_policy, load_policy_text
 from policy.core.render import class_mark, render
+from tusklib import names
 
 # zones inside/outside/dmz; a web server (v4 and v6) admitted by class web-in (classes[2]),
 # after an inside-out class and a drop of telnet.
@@ -406,27 +407,27 @@ def test_log_prefix_and_group_are_the_contract():
     assert constants.LOG_GROUP == 1
     assert constants.LOG_PREFIX.format(verdict="accept", cls="web-in") == "tusk:accept:web-in"
     assert constants.LOG_PREFIX.format(verdict="drop", cls="") == "tusk:drop:"
-    longest = constants.LOG_PREFIX.format(verdict="reject", cls="x" * constants.NAME_MAX)
+    longest = constants.LOG_PREFIX.format(verdict="reject", cls="x" * names.NAME_MAX)
     assert len(longest) < 128, "NFLOG prefixes hold 127 characters"
 
 
 def test_ct_mark_layout():
-    assert constants.CT_MARK_PROFILE_MASK | constants.CT_MARK_FASTPATH_BIT | \
-        constants.CT_MARK_CLASS_MASK == 0xFFFFFFFF
-    assert constants.CT_MARK_CLASS_MASK == \
-        (0xFFFFFFFF >> constants.CT_MARK_CLASS_SHIFT) << constants.CT_MARK_CLASS_SHIFT
-    assert constants.MAX_CLASSES == 32767
+    assert names.CT_MARK_PROFILE_MASK | names.CT_MARK_FASTPATH_BIT | \
+        names.CT_MARK_CLASS_MASK == 0xFFFFFFFF
+    assert names.CT_MARK_CLASS_MASK == \
+        (0xFFFFFFFF >> names.CT_MARK_CLASS_SHIFT) << names.CT_MARK_CLASS_SHIFT
+    assert names.MAX_CLASSES == 32767
     policy = load_policy_text("classes:\n  - {name: a, action: accept, fastpath: true}\n"
                               "zones:\n  - {name: z, interfaces: [eth1]}\n")
     cls = policy.classes[0]
     assert class_mark(0, cls, 3) == 0x00030003
-    last = class_mark(constants.MAX_CLASSES - 1, cls, constants.MAX_TCP_PROFILES)
+    last = class_mark(names.MAX_CLASSES - 1, cls, names.MAX_TCP_PROFILES)
     assert last == 0xFFFFFFFF
-    assert last >> constants.CT_MARK_CLASS_SHIFT == constants.MAX_CLASSES
+    assert last >> names.CT_MARK_CLASS_SHIFT == names.MAX_CLASSES
 
 
 def test_one_class_too_many_is_refused():
-    classes = [{"name": f"c{n}", "action": "drop"} for n in range(constants.MAX_CLASSES + 1)]
+    classes = [{"name": f"c{n}", "action": "drop"} for n in range(names.MAX_CLASSES + 1)]
     with pytest.raises(PolicyError) as raised:
         load_policy({"classes": classes})
     first = raised.value.problems[0]

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from kit import wait_until
+
 from selftest.core import control, responder, stats, table
 from selftest.core.responder import Measurer, ParamError, Responder, check_params, check_paths
 

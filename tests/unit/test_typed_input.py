@@ -8,10 +8,10 @@ import re
 import pytest
 
 from diag.core import capture
-from policy.core.constants import IFNAME_PATTERN, NAME_PATTERN
 from policy.core.errors import Code, PolicyError
 from policy.core.normalise import load_policy
 from selftest.core import control, responder
+from tusklib.names import IFNAME_PATTERN, NAME_PATTERN
 
 
 @pytest.mark.parametrize("name", ["inside\n", "inside\r\n", "\ninside", "in\nside"])

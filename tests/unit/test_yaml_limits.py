@@ -5,10 +5,10 @@ error is never larger than a few lines. Plain Python."""
 import time
 
 import pytest
+from yamlbomb import bomb
 
 from policy.core.errors import Code, PolicyError
 from policy.core.normalise import load_policy_text, parse_yaml
-from yamlbomb import bomb
 
 
 def test_a_billion_laughs_is_refused_at_its_first_anchor_at_once():

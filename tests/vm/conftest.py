@@ -16,7 +16,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 import vm
 
 ARTIFACTS = vm.ROOT / "tests" / "artifacts" / "vm"

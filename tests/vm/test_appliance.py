@@ -58,12 +58,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
-from prometheus_client.parser import text_string_to_metric_families
-
 import vm
 from appliance_vm import Appliance, hidden
 from browserns import chromium_alone
+from playwright.sync_api import expect, sync_playwright
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = vm.ROOT
 ARTIFACTS = ROOT / "tests" / "artifacts" / "vm"
@@ -463,7 +462,7 @@ tusk-net --netns twin --state-dir /run/twin apply
 LIVE = """PYTHONPATH=/usr/lib/tusk/webui python3 -c '
 import json, sys
 from network.core import facts
-from policy.core.target import Target
+from tusklib.target import Target
 live = facts.snapshot(Target(sys.argv[1] or None))
 names = {"ens4", "ens5", "ens12", "ens4.100", "bond0"}
 print("LIVE" + json.dumps({

@@ -25,7 +25,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 import vm
 
 SCRIPT = vm.ROOT / "buildroot-external" / "board" / "tusk" / "post-image.sh"

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 import vm
 from appliance_vm import Appliance
 

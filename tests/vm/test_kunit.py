@@ -5,7 +5,6 @@ case of each suite must pass, and the kernel must report nothing wrong while the
 import re
 
 import pytest
-
 from vm import KERNEL_TROUBLE
 
 # suite -> the fewest cases it has

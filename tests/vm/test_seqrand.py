@@ -11,7 +11,6 @@ import struct
 
 import dpkt
 import pytest
-
 import seqcheck
 from saved import counters_delta, invalid_drops, load, nstat
 

@@ -7,7 +7,6 @@ with its translation; promoted connections are masqueraded ones, and one dropped
 Flows page drops it gets nothing more through. Applying a policy with auto classes turns
 conntrack's accounting on, without which no connection would ever reach the threshold."""
 import pytest
-
 from saved import load
 from test_seqrand import IPS_OFFLOAD
 

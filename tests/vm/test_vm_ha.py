@@ -6,7 +6,6 @@ import json
 
 import dpkt
 import pytest
-
 import seqcheck
 from saved import load, nstat
 from test_seqrand import assert_translated, offset

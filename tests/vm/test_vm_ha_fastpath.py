@@ -3,7 +3,6 @@ master's table, then carries on (guest scenario ha-fastpath, kernel-patches/0019
 tests/vm/unfix/0019-offloaded-entries-dumped-without-timeout.patch undoes 0019: the
 dump has no timeout, fwB never learns the connection, and these fail."""
 import pytest
-
 from saved import load
 from test_seqrand import offset
 

@@ -2,7 +2,6 @@
 pair of firewalls on Tusk's kernel (guest scenario ha-hazards, in a boot of its own that
 make test runs in its second session): what each costs, and what protects against it."""
 import pytest
-
 from saved import load
 from test_seqrand import assert_translated, offset
 from test_vm_ha import entry_of, flow_of

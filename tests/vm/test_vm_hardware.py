@@ -6,7 +6,6 @@ same ports; an auto hardware class waits for its first megabyte on the slow path
 randomised class never reaches the NIC; and a NIC that cannot offload is refused at
 apply, naming the class, with nothing changed."""
 import pytest
-
 from saved import load
 from test_seqrand import IPS_HW_OFFLOAD, IPS_OFFLOAD, IPS_SEQ_ADJUST
 

@@ -7,7 +7,6 @@ import dataclasses
 import struct
 
 import pytest
-
 import seqcheck
 from saved import load, nstat
 from test_seqrand import IPS_OFFLOAD, assert_translated
@@ -16,7 +15,7 @@ FW_C_V4, FW_S_V4, CLIENT_V4, SERVER_V4 = "10.10.1.1", "10.10.2.1", "10.10.1.2", 
 RUNS = ("masquerade-upload", "masquerade-download", "forward-upload", "forward-download")
 IPS_SRC_NAT, IPS_DST_NAT = 1 << 4, 1 << 5
 MSS_OPTION = 2
-CLASS_SHIFT = 17   # webui/policy/core/constants.py: the class's ordinal in the ct mark
+CLASS_SHIFT = 17   # webui/tusklib/names.py: the class's ordinal in the ct mark
 
 
 @pytest.fixture(scope="module")

@@ -3,12 +3,12 @@ applied and confirmed with the tusk CLI, ping both families, one iperf3 flow thr
 fw captured on both fw interfaces."""
 import json
 
+import seqcheck
+from vm import ROOT
+
 from lab.namespaces import CLIENT_V4, SERVER_V4
 from policy.core import choices
 from policy.core.normalise import load_policy_file
-
-import seqcheck
-from vm import ROOT
 
 EXAMPLE_POLICY = ROOT / "webui" / "policy" / "examples" / "tusk.yaml"
 MSS_ON_1500_BYTE_LINK = 1460

@@ -6,9 +6,10 @@ single flow through the tuned firewall is processed on one CPU and arrives in or
 import json
 
 import pytest
-
 import seqcheck
-from tuning.core import hardware, host as hosts, report
+
+from tuning.core import hardware, report
+from tuning.core import host as hosts
 
 CASES = ("throughput-from-one-queue", "throughput", "conservative")
 FLOWS = ("throughput", "conservative")

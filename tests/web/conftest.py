@@ -4,19 +4,18 @@ stopped again when the session ends, however it ends), and the real agent. A mis
 server package fails with what to install."""
 import dataclasses
 import os
-from functools import partial
 import shutil
 import subprocess
 import sys
+from functools import partial
 
 import pytest
+from habox import HA_KEY, HA_SEGMENT, HA_SYNC, ha_document
+from tuskweb import AGENT_NETNS, PEER_B_DIRECT, AgentProcess, database_toml, make_user, web_files
 
 from lab.namespaces import Topology
 from lab.paths import PG_CLUSTER
 from lab.users import ANALYZE_PROBE, ANALYZE_USER, reach_interpreter
-from habox import HA_KEY, HA_SEGMENT, HA_SYNC, ha_document
-from tuskweb import (AGENT_NETNS, PEER_B_DIRECT, AgentProcess, database_toml, make_user,
-                     web_files)
 
 CLUSTER, PORT = "tusk-test", "5440"
 

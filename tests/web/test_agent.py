@@ -12,12 +12,12 @@ import pytest
 from agent_tasks_for_tests import SLOW
 from django.conf import settings
 from django.utils import timezone
+from kit import wait_until
+from tuskweb import AgentProcess, wait
 
 from jobs import queue
 from jobs.models import AgentHeartbeat, Job, PeriodicState
-from kit import wait_until
 from policy.models import Revision, TargetState
-from tuskweb import AgentProcess, wait
 
 POLICY = """zones:
   - {name: inside, interfaces: [eth1]}

@@ -10,15 +10,15 @@ import hashlib
 import json
 
 import pytest
+from test_attack_network import agent_config, machine, revisions, store  # noqa: F401
+from test_backup import problems
+from test_backup_network import NETWORK, box, saved, snapshot  # noqa: F401
+from tuskweb import errors_of, wait
 
 from backup import document as backups
 from backup.models import PendingRestore
 from jobs import queue
 from network.models import Draft as NetworkDraft
-from test_attack_network import agent_config, machine, revisions, store  # noqa: F401
-from test_backup import problems
-from test_backup_network import NETWORK, box, saved, snapshot  # noqa: F401
-from tuskweb import errors_of, wait
 
 
 def plant(user, document):

@@ -18,17 +18,17 @@ import uuid
 from pathlib import Path
 
 import pytest
+from kit import wait_until
+from simflow import Sim, write_pcap
+from test_captures import finished, latest, running, sampled, start
+from tuskweb import TEST_SECRET, wait
 
 from diag import agent_jobs
 from diag.models import Capture, Report
 from jobs import queue
-from kit import wait_until
-from simflow import Sim, write_pcap
 from jobs.registry import JobFailed
 from lab.paths import WEBUI
-from test_captures import finished, latest, running, sampled, start
 from tusklib import config as tusk_config
-from tuskweb import TEST_SECRET, wait
 
 CONTENT = b"root only\n"
 

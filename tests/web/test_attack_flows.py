@@ -7,6 +7,8 @@ agent's namespace, made over ctnetlink."""
 import os
 
 import pytest
+from test_captures import packet_sockets
+from tuskweb import AGENT_NETNS, wait
 
 from diag.models import Capture
 from flows.core import ctnetlink as nl
@@ -14,8 +16,6 @@ from flows.core.conntrack import Conntrack
 from flows.models import FlowSettings
 from jobs import queue
 from jobs.models import Job
-from test_captures import packet_sockets
-from tuskweb import AGENT_NETNS, wait
 
 REAL = nl.Tuple("10.98.1.2", "10.98.2.2", 6, 40000, 5201)
 OTHER = nl.Tuple("10.98.1.2", "10.98.2.2", 6, 40001, 5201)

@@ -6,12 +6,12 @@ starts or hands over nothing. Its files are in directories the web user cannot w
 import os
 
 import pytest
-
 from habox import HA_KEY, ha_document
-from jobs import queue
-from jobs.models import PeriodicState
 from kit import wait_until
 from tuskweb import wait
+
+from jobs import queue
+from jobs.models import PeriodicState
 
 
 @pytest.fixture
@@ -114,9 +114,10 @@ def test_the_channel_refuses_malformed_steps_and_changes_nothing(ha_peer):
     """Whoever holds the pair key can send the backup what an admin could apply there -
     checked as a policy job's arguments are - and nothing else."""
     from habox import HA_SYNC
+    from tuskweb import AGENT_NETNS
+
     from ha.core import peer as peers
     from policy.core.revisions import Store as PolicyStore
-    from tuskweb import AGENT_NETNS
     peer_ip = HA_SYNC[1].split("/")[0]
     # alone on its segment, the peer box is master: it takes nothing
     wait_until(lambda: ha_peer.role() == "MASTER", 20, "the peer box MASTER")

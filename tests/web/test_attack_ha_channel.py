@@ -19,13 +19,13 @@ import time
 
 import peerwire
 import pytest
-
 from habox import HA_KEY, HA_SYNC, ha_document
+from kit import wait_until
+from tuskweb import AGENT_NETNS, wait
+
 from ha.core import peer as peers
 from jobs import queue
 from jobs.models import Job, PeriodicState
-from kit import wait_until
-from tuskweb import AGENT_NETNS, wait
 
 AGENT_IP = HA_SYNC[0].split("/")[0]
 NOFILE = 1024

@@ -7,12 +7,12 @@ import hashlib
 import os
 
 import pytest
+from kit import wait_until
+from tuskweb import AGENT_NETNS, wait
 
 from jobs import queue
-from kit import wait_until
 from network.core.applier import token_sha256
-from policy.core.target import Target
-from tuskweb import AGENT_NETNS, wait
+from tusklib.target import Target
 
 MGMT = {"name": "eth1", "role": "management", "addresses": ["192.0.2.1/24"]}
 

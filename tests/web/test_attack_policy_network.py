@@ -9,11 +9,11 @@ import os
 import subprocess
 
 import pytest
+from test_attack_network import agent_config  # noqa: F401 (a network state dir of its own)
+from test_policy_network import CONFIRMED  # eth1 manages the box, eth2 carries traffic
+from tuskweb import wait
 
 from jobs import queue
-from test_attack_network import agent_config  # noqa: F401 (a network state dir of its own)
-from test_policy_network import CONFIRMED   # eth1 manages the box, eth2 carries traffic
-from tuskweb import wait
 
 
 def policy(*outside):

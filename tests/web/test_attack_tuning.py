@@ -7,10 +7,10 @@ import os
 import subprocess
 
 import pytest
+from tuskweb import wait
 
 from jobs import queue
 from tuning.models import TuningReport
-from tuskweb import wait
 
 TARGET = "/proc/sys/kernel/printk_ratelimit"
 SECRET = "tusk-secret-7f3a9c: only root may read this line"

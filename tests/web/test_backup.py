@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import DatabaseError, connection
 from django.test import Client
+from tuskweb import AgentProcess, make_user, wait
 
 from accounts.models import AuditEntry, Profile
 from backup import document as backups
@@ -25,7 +26,6 @@ from policy import draft as drafts
 from policy.core.normalise import parse_yaml
 from policy.models import TargetState
 from tuning.core import profile as profiles
-from tuskweb import AgentProcess, make_user, wait
 
 POLICY = """zones:
   - {name: inside, interfaces: [eth1]}

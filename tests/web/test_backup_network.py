@@ -13,6 +13,8 @@ import re
 import subprocess
 
 import pytest
+from test_backup import _set, download, problems, refused_naming, upload
+from tuskweb import errors_of
 
 from accounts.models import AuditEntry
 from backup import document as backups
@@ -24,10 +26,7 @@ from network.core.normalise import from_document, to_toml
 from network.models import Draft as NetworkDraft
 from network.models import NetworkState
 from policy import draft as drafts
-from policy.core.target import Target
-from tuskweb import errors_of
-
-from test_backup import _set, download, problems, refused_naming, upload
+from tusklib.target import Target
 
 # the box the backup is made on: eth1 management; VLAN 100 on eth2; eth3 and eth4 a bond
 NETWORK = {

@@ -10,6 +10,11 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from kit import wait_until
+from simflow import Sim, write_pcap  # the diag tier's simulator (tests/diag)
+from tuskweb import AGENT_NETNS, wait
+from tuskweb import PEER_A as A
+from tuskweb import PEER_B as B
 
 from accounts.models import AuditEntry
 from dashboard.models import Sample
@@ -17,12 +22,6 @@ from diag.files import Directory
 from diag.models import Capture, Report
 from jobs import queue
 from jobs.models import Job
-from kit import wait_until
-from simflow import Sim, write_pcap   # the diag tier's simulator (tests/diag)
-from tuskweb import AGENT_NETNS
-from tuskweb import PEER_A as A
-from tuskweb import PEER_B as B
-from tuskweb import wait
 
 
 def sh(*argv, check=True):

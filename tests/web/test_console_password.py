@@ -10,13 +10,13 @@ import shutil
 import sys
 
 import pytest
-
-from appliance import consolepw
 from appliancetree import TUSK_CONSOLE, Appliance, Nic, ip_json
-from jobs import queue
-from jobs.models import Job
 from tuskweb import wait
 from unit.test_console import PROMPT, Terminal
+
+from appliance import consolepw
+from jobs import queue
+from jobs.models import Job
 
 SECRET = "staple-battery-9"
 

@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
+from kit import wait_until
+from tuskweb import database_toml, make_user, web_files
 
 from accounts.models import AuditEntry, LoginFailure
 from diag.models import Capture
-from kit import wait_until
 from lab.edge import NGINX_USER, render_nginx_conf, self_signed_certificate, web_socket
 from lab.paths import ROOT
-from tuskweb import database_toml, make_user, web_files
 
 PASSWORD = "correct horse battery"
 

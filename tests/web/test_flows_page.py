@@ -11,6 +11,10 @@ from pathlib import Path
 import dpkt
 import pytest
 from django.conf import settings
+from kit import wait_until
+from tuskweb import AGENT_NETNS, wait
+from tuskweb import PEER_A as A
+from tuskweb import PEER_B as B
 
 from accounts.models import AuditEntry
 from diag.core.pcapread import Reader
@@ -21,12 +25,7 @@ from flows.core import ctnetlink as nl
 from flows.core.conntrack import Conntrack
 from flows.models import FlowSettings
 from jobs.models import Job, PeriodicState
-from kit import wait_until
 from policy.core.applier import Applier
-from tuskweb import AGENT_NETNS
-from tuskweb import PEER_A as A
-from tuskweb import PEER_B as B
-from tuskweb import wait
 
 OUTSIDE = "10.98.2.1"     # the agent's namespace on peer-b's side: the masquerade address
 TRANSLATED = "10.98.1.3"  # peer-a's second address, the only one translated

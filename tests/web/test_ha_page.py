@@ -8,12 +8,13 @@ import re
 import time
 
 from habox import HA_KEY, HA_VIRTUAL, ha_document
+from kit import wait_until
+from tuskweb import AGENT_NETNS, errors_of, wait
+
 from ha.core import config as ha_config
 from ha.forms import segments_text
 from jobs.models import Job, PeriodicState
-from kit import wait_until
-from policy.core.target import Target
-from tuskweb import AGENT_NETNS, errors_of, wait
+from tusklib.target import Target
 
 
 def form_data(document=None, timeout=3600):

@@ -7,14 +7,15 @@ master's page and health panel, and not sent again."""
 import re
 
 from habox import HA_KEY, ha_document
+from kit import wait_until
+from tuskweb import wait
+
 from ha.configsync import digest
 from ha.forms import segments_text
 from jobs import queue
 from jobs.models import Job, PeriodicState
-from kit import wait_until
 from policy.core.revisions import Store as PolicyStore
-from policy.core.target import Target
-from tuskweb import wait
+from tusklib.target import Target
 
 POLICY = """zones:
   - {name: inside, interfaces: [seg0]}

@@ -1,9 +1,9 @@
 """Login throttling, against Django's real authentication."""
 import pytest
 from django.test import override_settings
+from tuskweb import make_user
 
 from accounts.models import AuditEntry
-from tuskweb import make_user
 
 
 @pytest.mark.django_db

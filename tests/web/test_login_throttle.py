@@ -15,9 +15,9 @@ import pytest
 from django.contrib.auth.hashers import make_password
 from django.db import connections
 from django.test import Client, override_settings
+from tuskweb import make_user
 
 from accounts.models import AuditEntry, LoginFailure
-from tuskweb import make_user
 
 RIGHT, WRONG = "correct horse battery", "wrong"
 

@@ -24,18 +24,18 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from kit import wait_until
+from netns.test_logs_ulogd import Receiver
+from tuskweb import TEST_SECRET, wait
 
 from accounts.models import AuditEntry
 from jobs import queue
 from jobs.models import PeriodicState
-from kit import wait_until
 from lab.paths import WEBUI
 from lab.ulogd import make_log_dir
 from lab.users import WEB_USER, reach_interpreter
 from logs.constants import CURRENT, FORWARDER_TASK, KEEP_TASK
 from logs.models import LogSettings
-from netns.test_logs_ulogd import Receiver
-from tuskweb import TEST_SECRET, wait
 
 VALID = {"host": "127.0.0.1", "port": 514, "transport": "udp"}
 FORGED = [  # (document, what the agent says)

@@ -9,17 +9,17 @@ import subprocess
 
 import pytest
 from django.utils import timezone
+from kit import wait_until
+from netns.pcaps import ns_socket, tcp_connect
+from netns.test_logs_ulogd import Receiver, rfc5424
+from tuskweb import PEER_A, PEER_B, errors_of, wait
 
 from accounts.models import AuditEntry
 from jobs.models import Job, PeriodicState
-from kit import wait_until
 from lab.ulogd import Ulogd
 from logs.constants import CURRENT, FORWARDER_TASK, KEEP_TASK
 from logs.models import LogSettings
-from netns.pcaps import ns_socket, tcp_connect
-from netns.test_logs_ulogd import Receiver, rfc5424
 from policy.models import Revision, TargetState
-from tuskweb import PEER_A, PEER_B, errors_of, wait
 
 POLICY = """version: 1
 zones:

@@ -14,6 +14,7 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
+from tuskweb import errors_of
 
 from accounts.models import AuditEntry
 from dashboard.models import Sample
@@ -22,7 +23,6 @@ from metrics.collector import FAMILIES, SEQADJ
 from metrics.counters import carried_over, merge
 from metrics.models import CounterReading, ScrapeToken
 from policy import draft as drafts
-from tuskweb import errors_of
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "METRICS.md"
 POLICY = """zones:

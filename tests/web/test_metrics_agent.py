@@ -9,14 +9,14 @@ import time
 from datetime import UTC, datetime
 
 from django.test import Client
+from kit import wait_until
+from tuskweb import PEER_B, AgentProcess, wait
+from web.test_metrics import samples
 
 from jobs import queue
 from jobs.models import Job, PeriodicState
-from kit import wait_until
 from metrics.models import CounterReading
 from policy import draft as drafts
-from tuskweb import PEER_B, AgentProcess, wait
-from web.test_metrics import samples
 
 POLICY = """zones:
   - {name: inside, interfaces: [eth1]}

@@ -7,6 +7,7 @@ import dataclasses
 import re
 
 import pytest
+from tuskweb import AGENT_NETNS, errors_of, wait
 
 from jobs.models import Job, PeriodicState
 from network import agent_jobs
@@ -14,7 +15,6 @@ from network import draft as drafts
 from network.core.normalise import to_toml
 from network.models import ConfirmToken, Draft, NetworkState
 from policy import draft as policy_drafts
-from tuskweb import AGENT_NETNS, errors_of, wait
 
 
 def version():
@@ -123,7 +123,7 @@ def test_a_vlan_an_address_and_a_route_through_the_forms(configured):
 
 
 def test_the_routes_page_shows_the_kernels_table(admin_client, machine, settings):
-    from policy.core.target import Target
+    from tusklib.target import Target
     target = Target(machine)
     target.run(["ip", "link", "set", "eth1", "up"])
     target.run(["ip", "link", "set", "eth2", "up"])
@@ -416,7 +416,7 @@ def test_apply_and_confirm_through_the_new_address(agent, admin_client, settings
     wait_until(lambda: NetworkState.objects.filter(confirmed__isnull=False,
                                                    pending__isnull=True).exists(), 10,
                "the confirmed change mirrored")
-    from policy.core.target import Target
+    from tusklib.target import Target
     addresses = Target(AGENT_NETNS).run(["ip", "-br", "addr"]).stdout
     assert "192.0.2.1/24" in addresses and "10.1.100.1/24" in addresses
     routes = Target(AGENT_NETNS).run(["ip", "route"]).stdout

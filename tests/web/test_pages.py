@@ -13,7 +13,6 @@ from lab.paths import ROOT
 from policy import draft as drafts
 
 
-
 def test_an_admin_creates_a_viewer_who_must_choose_a_password(admin_client, client):
     response = admin_client.post("/accounts/users/new/", {
         "username": "vera", "role": "viewer", "password": "a long first passphrase"})

@@ -1,11 +1,11 @@
 """The policy editor: every save validated whole by the policy engine; bad input gets
 errors on the right fields and leaves the draft exactly as it was."""
 import pytest
+from tuskweb import errors_of
 
 from accounts.models import AuditEntry
 from policy import draft as drafts
 from policy.models import Draft
-from tuskweb import errors_of
 
 
 def version():

@@ -2,9 +2,9 @@
 aliases that once expanded to 387 million strings and a page of hundreds of MB. It is
 refused like any malformed file - a clear error, a small page, the draft unchanged."""
 import pytest
+from yamlbomb import bomb
 
 from policy import draft as drafts
-from yamlbomb import bomb
 
 
 @pytest.mark.parametrize("levels", [6, 9])

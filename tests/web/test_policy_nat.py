@@ -7,6 +7,7 @@ import html
 import re
 
 import pytest
+from tuskweb import errors_of
 
 from accounts.models import AuditEntry
 from network.models import NetworkState
@@ -15,7 +16,6 @@ from policy.core.errors import PolicyError
 from policy.core.model import Interval, PortForward, Settings, SourceNat, TrafficClass
 from policy.core.normalise import load_policy
 from policy.models import Draft
-from tuskweb import errors_of
 
 # A DMZ web server behind the firewall; everything else from outside is refused by the
 # catch-all outside-rest (classes[2]), which a forward's new class must come before.

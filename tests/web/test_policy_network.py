@@ -5,12 +5,12 @@ of the draft, on import and on Review and apply; with no network configuration (
 machine tusk-net does not manage) nothing changes. The network configuration is what the
 agent mirrors (NetworkState, and a pending network revision), written here as it would."""
 import pytest
+from tuskweb import errors_of
 
 from jobs.models import Job
 from network.models import NetworkState
 from network.models import Revision as NetworkRevision
 from policy import draft as drafts
-from tuskweb import errors_of
 
 CONFIRMED = """version = 2
 [[interfaces]]

@@ -9,16 +9,16 @@ import subprocess
 import sys
 
 import pytest
-
-from accounts.models import AuditEntry
-from jobs.models import Job
-from lab.paths import WEBUI
-from selftest.models import SelfTest
 from tuskweb import PEER_A as A
 from tuskweb import PEER_A_GATEWAY as ROUTER_A
 from tuskweb import PEER_B as B
 from tuskweb import PEER_B_DIRECT as DIRECT
 from tuskweb import wait
+
+from accounts.models import AuditEntry
+from jobs.models import Job
+from lab.paths import WEBUI
+from selftest.models import SelfTest
 
 RESPONDER = WEBUI / "selftest" / "core" / "responder.py"
 PORT = 8009

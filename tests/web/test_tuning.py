@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from django.utils import timezone
+from tuskweb import wait
 
 from accounts.models import AuditEntry
 from jobs import queue
@@ -14,7 +15,6 @@ from jobs.models import Job
 from lab.paths import ROOT
 from tuning.core import profile as profiles
 from tuning.models import TuningReport
-from tuskweb import wait
 
 # what the forwarder profile sets in the namespace (0: no second routing lookup)
 RP_FILTER = ("net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter")

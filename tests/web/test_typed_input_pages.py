@@ -11,6 +11,7 @@ import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from tuskweb import errors_of
 
 from accounts.forms import UserCreateForm
 from diag.models import Capture
@@ -20,7 +21,6 @@ from metrics.forms import TokenForm
 from policy import draft as drafts
 from policy.models import Draft
 from selftest.forms import HOSTNAME
-from tuskweb import errors_of
 
 POLICY = "zones:\n  - {name: inside, interfaces: [eth1]%s}\n"
 # (what is typed as the zone's comment, the message after "not valid YAML at ")

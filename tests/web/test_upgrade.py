@@ -16,12 +16,12 @@ import subprocess
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from tuskweb import refusal_bundles, wait
 
 from jobs import queue
 from jobs.models import Job
-from tuskweb import refusal_bundles, wait
-
 from lab.paths import DEV_RAUC_CERT as DEV_CERT
+
 CONTENT = b"root only\n"
 
 

@@ -13,13 +13,12 @@ from http.cookiejar import CookieJar
 
 import pytest
 from django.contrib.auth.hashers import make_password
-
 from kit import wait_until
-from lab.paths import ROOT
-from tuskweb import AgentProcess, make_user, wait
-from jobs.models import Job
 from test_agent import POLICY
+from tuskweb import AgentProcess, make_user, wait
 
+from jobs.models import Job
+from lab.paths import ROOT
 
 
 def free_port():

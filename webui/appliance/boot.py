@@ -40,9 +40,10 @@ import sys
 
 from appliance import network, slots
 from policy.core import render_boot
-from policy.core.constants import FAMILY, HOST_TABLE, LOCKDOWN_TABLE, TABLE
 from policy.core.errors import PolicyError
 from tusklib.files import write_atomically
+from tusklib.names import FAMILY, HOST_TABLE, LOCKDOWN_TABLE, TABLE
+from tusklib.target import Target
 
 DATA = "/data"
 DATA_LABEL = "TUSK_DATA"
@@ -278,7 +279,6 @@ def load_firewall(target, network_path, state_dir, warning_path, ha_path=None):
 
 
 def cmd_firewall(args):
-    from policy.core.target import Target
     return load_firewall(Target(), f"{ETC}/network.toml", f"{STATE}/policy", FIREWALL_WARNING,
                          f"{ETC}/ha.toml")
 

@@ -25,7 +25,7 @@ interface, nothing is forwarded) are shown under the header.
 
 Input that is not an answer gets a message naming what was wrong, then the menu again.
 Ctrl-C returns to the menu, end of input (Ctrl-D) leaves (systemd starts the menu anew).
-Every program runs through appliance.commands.Runner: --root DIR and TUSK_COMMANDS
+Every program runs through tusklib.commands.Runner: --root DIR and TUSK_COMMANDS
 make a test tree and test programs of the paths and the command table.
 """
 import argparse
@@ -38,10 +38,10 @@ import sys
 import termios
 
 from appliance import consolepw, network
-from network.core import model
 from appliance.boot import FIREWALL_WARNING, is_mounted
-from appliance.commands import WEBUI, CommandError, Runner, ignore
 from appliance.netcli import current_config, interface_addresses
+from network.core import model
+from tusklib.commands import WEBUI, CommandError, Runner, ignore
 from tusklib.files import write_atomically
 
 VERSION_FILE = "/usr/lib/tusk/version"

@@ -16,7 +16,7 @@
 Options: --netns NS applies inside a network namespace with iproute2 (the lab; the
 confirmed file is then STATE_DIR/network.toml), --state-dir DIR the revision store
 (default /var/lib/tusk/network), --root DIR prefixes every path (a test tree in place of
-/; the programs run come from the table in appliance/commands.py, TUSK_COMMANDS).
+/; the programs run come from the table in tusklib/commands.py, TUSK_COMMANDS).
 Exit status: 0 ok, 1 a failed step (why on stderr), 2 usage, 40-50 an invalid
 configuration or a refused step (network.core.errors.Code of the first problem; every
 problem on stderr as `error[CODE]: file: field: why`).
@@ -27,7 +27,7 @@ import sys
 import time
 
 from appliance import network
-from appliance.commands import CommandError, Runner
+from tusklib.commands import CommandError, Runner
 from tusklib.problems import report
 
 STATE_DIR = "/var/lib/tusk/network"

@@ -6,32 +6,18 @@ tusk-net and boot); this module re-exports what the console and tusk-net use of 
 import dataclasses
 import json
 import os
-import re
 
-from network.core import checks, model
+from network.core import model
 from network.core.errors import Code, NetworkError
 from network.core.model import NetworkConfig, Port, Route
 from network.core.normalise import DEFAULT_PATH, load, parse, to_toml
+from network.core.sysfs import SYSFS_NET, Nic, detect_interfaces, natural, read_text
 from network.core.validate import validate
+from tusklib import checks
 from tusklib.files import write_atomically
 
 __all__ = ["Code", "NetworkError", "NetworkConfig", "Port", "Route", "load", "parse", "validate",
-           "checks", "model"]
-
-SYSFS_NET = "/sys/class/net"
-ARPHRD_ETHER = "1"
-# Interfaces with a device behind them that are still not Ethernet ports (uevent DEVTYPE)
-NOT_ETHERNET = {"wlan", "wwan", "bridge", "bond", "vlan", "team"}
-
-
-@dataclasses.dataclass(frozen=True)
-class Nic:
-    """A physical Ethernet interface found in /sys/class/net."""
-    name: str
-    mac: str
-    link: str        # "up" (carrier), "down" (no carrier) or the operstate when unknown
-    driver: str
-
+           "checks", "model", "SYSFS_NET", "Nic", "detect_interfaces", "read_text"]
 
 def write(config, path=DEFAULT_PATH, present=None):
     """Checks the configuration, then replaces the file; NetworkError and no write if bad."""
@@ -57,56 +43,10 @@ def with_management(config, port, dhcp, addresses, gateway, dns):
 
 # -- the machine ---------------------------------------------------------------------------
 
-def read_text(path):
-    """A small file's text, stripped; None when it cannot be read (the carrier of an
-    interface that is down: EINVAL)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read().strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _natural(name):
-    """enp0s2 < enp0s10, eth2 < eth10: numbers compare as numbers."""
-    return [(0, int(part), "") if part.isdigit() else (1, 0, part)
-            for part in re.split(r"(\d+)", name) if part]
-
-
-def detect_interfaces(sysfs=SYSFS_NET):
-    """The physical Ethernet interfaces (type 1, a device behind them, not Wi-Fi, a bridge
-    or a bond), by name with numbers in order."""
-    nics = []
-    try:
-        names = os.listdir(sysfs)
-    except OSError:
-        return []
-    for name in names:
-        base = os.path.join(sysfs, name)
-        if name == "lo" or read_text(f"{base}/type") != ARPHRD_ETHER:
-            continue
-        if not os.path.exists(f"{base}/device"):
-            continue   # veth, bridges, tunnels, dummies: no hardware behind them
-        if any(os.path.exists(f"{base}/{d}") for d in ("wireless", "phy80211", "bridge",
-                                                        "bonding")):
-            continue
-        uevent = read_text(f"{base}/uevent") or ""
-        devtype = dict(line.split("=", 1) for line in uevent.splitlines() if "=" in line)
-        if devtype.get("DEVTYPE") in NOT_ETHERNET:
-            continue
-        carrier = read_text(f"{base}/carrier")
-        link = {"1": "up", "0": "down"}.get(carrier) or read_text(f"{base}/operstate") \
-            or "unknown"
-        driver = os.path.basename(os.path.realpath(f"{base}/device/driver")) \
-            if os.path.exists(f"{base}/device/driver") else ""
-        nics.append(Nic(name, read_text(f"{base}/address") or "", link, driver))
-    return sorted(nics, key=lambda nic: _natural(nic.name))
-
-
 def default_config(interfaces):
     """A new box: the first Ethernet interface by name manages it, on DHCP; no traffic.
     interfaces: Nic objects or names."""
-    names = sorted((getattr(i, "name", i) for i in interfaces), key=_natural)
+    names = sorted((getattr(i, "name", i) for i in interfaces), key=natural)
     if not names:
         raise NetworkError(Code.INTERFACE, "", "no Ethernet interface found: there is "
                            "nothing to manage the box through (is the NIC's driver in the "

@@ -16,6 +16,7 @@ import time
 import urllib.request
 
 from tusklib.files import write_atomically
+from tusklib.names import FAMILY, TABLE
 
 SLOTS = ("A", "B")
 ESP_MOUNT = "/efi"
@@ -189,7 +190,6 @@ def check_firewall():
                      "host table (journalctl -u tusk-firewall)")
     if state != "active":
         return f"tusk-firewall did not load the confirmed policy ({state})"
-    from policy.core.constants import FAMILY, TABLE
     if run(["nft", "list", "table", FAMILY, TABLE], check=False).returncode != 0:
         return f"table {FAMILY} {TABLE} is not loaded"
     return None

@@ -5,10 +5,10 @@ page's own job code, which runs tusk-tune and keeps its report for that page."""
 import os
 
 from jobs.registry import JobFailed, handler
-from tusklib.files import write_atomically
 from tuning import agent_jobs as tuning_jobs
 from tuning.core import profile as profiles
 from tuning.core.applier import NO_PROFILE
+from tusklib.files import write_atomically
 
 from .document import tuning_problems
 

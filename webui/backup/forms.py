@@ -1,7 +1,7 @@
 from django import forms
 
 from network import draft as network_drafts
-from network.core.checks import interface_problem
+from tusklib.checks import interface_problem
 
 from . import document as backups
 from .restore import CONFIRMED, DRAFT, backup_ports

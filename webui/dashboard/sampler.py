@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from policy.core.target import Target
+from tusklib.target import Target
 
 from . import loss
 from .models import RETENTION, Sample

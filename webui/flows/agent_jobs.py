@@ -18,7 +18,7 @@ from diag import agent_jobs as diag_jobs
 from diag.core import capture as diag_capture
 from diag.models import Capture
 from jobs.registry import JobFailed, handler, on_start, periodic
-from policy.core.target import Target
+from tusklib.target import Target
 
 from .core import ctnetlink, flowref
 from .core.conntrack import Conntrack

@@ -13,7 +13,7 @@ import time
 from functools import partial
 
 from jobs.models import PeriodicState
-from jobs.registry import JobFailed, handler, known_args, problems_result, on_start, periodic
+from jobs.registry import JobFailed, handler, known_args, on_start, periodic, problems_result
 
 from . import configsync
 from .core import peer as peers

@@ -6,13 +6,23 @@ from datetime import UTC
 
 from django import forms
 
-from policy.core.constants import NAME_BODY
+from tusklib.names import NAME_BODY
 from tusklib.problems import ProblemsFormMixin
 
 from .choices import PROTOCOLS, TRANSPORTS, VERDICTS
-from .constants import (FILE_MB_MAX, FILE_MB_MIN, FILES_MAX, FILES_MIN, HOST_MAX, PORT_MAX,
-                        PORT_MIN, SYSLOG_PORT_DEFAULT, SYSLOG_TARGETS_MAX, TAIL_DEFAULT,
-                        TAIL_MAX)
+from .constants import (
+    FILE_MB_MAX,
+    FILE_MB_MIN,
+    FILES_MAX,
+    FILES_MIN,
+    HOST_MAX,
+    PORT_MAX,
+    PORT_MIN,
+    SYSLOG_PORT_DEFAULT,
+    SYSLOG_TARGETS_MAX,
+    TAIL_DEFAULT,
+    TAIL_MAX,
+)
 from .core import records
 from .core.settings import SettingsError, check
 

@@ -26,12 +26,19 @@ from policy.core.errors import PolicyError
 from policy.core.normalise import load_policy_text
 from policy.models import Revision, TargetState
 
-from .constants import (APPLY_JOB, FORWARDER_TASK, KEEP_TASK, LIVE_POLL_SECONDS, SCAN_BYTES,
-                        TAIL_DEFAULT)
+from .constants import (
+    APPLY_JOB,
+    FORWARDER_TASK,
+    KEEP_TASK,
+    LIVE_POLL_SECONDS,
+    SCAN_BYTES,
+    TAIL_DEFAULT,
+)
 from .core import paths, records, storage
 from .core.settings import SettingsError, check
 from .forms import DEFAULT_DENY, FilterForm, StorageForm, SyslogForm
 from .models import LogSettings
+
 
 @functools.lru_cache(maxsize=8)
 def _policy_of(number, ruleset_sha256):

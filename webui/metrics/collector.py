@@ -16,9 +16,9 @@ from prometheus_client.core import CollectorRegistry, CounterMetricFamily, Gauge
 
 from dashboard import loss
 from dashboard.models import Sample
+from diag.files import Directory, UnsafeFile
 from flows.agent_jobs import SAMPLE as FLOWS_SAMPLE
 from flows.classes import class_names
-from diag.files import Directory, UnsafeFile
 from jobs import registry
 from jobs.models import AgentHeartbeat, Job, PeriodicState
 from policy.models import TargetState

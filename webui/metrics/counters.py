@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 
 from django.utils import timezone
 
-from policy.core.constants import FAMILY, TABLE
-from policy.core.target import Target
+from tusklib.names import FAMILY, TABLE
+from tusklib.target import Target
 
 from .constants import READING_PK
 from .models import CounterReading

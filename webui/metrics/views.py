@@ -19,8 +19,8 @@ from dashboard.models import RETENTION, Sample
 
 from . import tokens
 from .collector import DROP_COUNTERS, FAMILIES, scrape_registry
-from .forms import TokenForm
 from .constants import READING_PK
+from .forms import TokenForm
 from .models import CounterReading, ScrapeToken
 from .values import number, utc_time
 

@@ -12,12 +12,12 @@ import re
 import time
 
 from jobs.models import PeriodicState
-from jobs.registry import JobFailed, handler, known_args, problems_result, periodic
+from jobs.registry import JobFailed, handler, known_args, periodic, problems_result
 from policy.core.errors import PolicyError
 from policy.core.normalise import parse_yaml
 from policy.core.revisions import Store as PolicyStore
-from policy.core.target import Target
 from tusklib.commit import ZONES_CHECKED
+from tusklib.target import Target
 
 from . import sync
 from .core import facts

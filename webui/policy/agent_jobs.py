@@ -9,6 +9,7 @@ configuration (the network jobs check the other way round).
 At start, the target kernel's capabilities, for the pages (views.seqrand_available)."""
 from jobs.registry import JobFailed, handler, on_start, periodic, problems_result
 from tusklib.commit import ZONES_CHECKED
+from tusklib.target import Target
 
 from . import draft as drafts
 from . import sync
@@ -17,7 +18,6 @@ from .core.applier import Applier
 from .core.constants import POLICY_MAX_BYTES
 from .core.errors import PolicyError
 from .core.normalise import load_policy_text
-from .core.target import Target
 
 CAPABILITIES = "policy.capabilities"
 

@@ -8,11 +8,11 @@ import select
 import sys
 import time
 
+from tusklib.names import FAMILY, TABLE
 from tusklib.problems import report
 
 from .core import capabilities
 from .core.applier import Applier, current_user
-from .core.constants import FAMILY, TABLE
 from .core.errors import Code, PolicyError
 from .core.normalise import load_policy_file
 from .core.render import render

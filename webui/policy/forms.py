@@ -6,12 +6,18 @@ import re
 
 from django import forms
 
+from tusklib.names import NAME_MAX
 from tusklib.problems import ProblemsFormMixin
 
 from .core import choices
 from .core.constants import (
-    COMMENT_MAX, CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN, NAME_MAX, POLICY_MAX_BYTES,
-    PORT_PROTOCOLS, PORTLESS_PROTOCOLS)
+    COMMENT_MAX,
+    CONFIRM_TIMEOUT_MAX,
+    CONFIRM_TIMEOUT_MIN,
+    POLICY_MAX_BYTES,
+    PORT_PROTOCOLS,
+    PORTLESS_PROTOCOLS,
+)
 
 
 def _split(text):

@@ -5,9 +5,15 @@ the item belongs to (problem_fields). The policy engine stays the one place that
 validates: these only parse what a text box holds."""
 from django import forms
 
+from tusklib.names import NAME_MAX
+
 from .core import choices
 from .core.constants import (
-    CONFIRM_TIMEOUT_DEFAULT, LOG_DEFAULT_DENY_DEFAULT, LOG_RATE_DEFAULT, NAME_MAX, PORT_PROTOCOLS)
+    CONFIRM_TIMEOUT_DEFAULT,
+    LOG_DEFAULT_DENY_DEFAULT,
+    LOG_RATE_DEFAULT,
+    PORT_PROTOCOLS,
+)
 from .forms import ItemForm, _comment, _name, _port, _split
 
 # The class choice of a port forward that makes one rather than naming one: no class can

@@ -6,9 +6,10 @@ from datetime import datetime, timezone
 
 from django.db import transaction
 
-from .core.constants import FAMILY, OFFLOAD_TABLE, TABLE
+from tusklib.names import FAMILY, OFFLOAD_TABLE, TABLE
+from tusklib.target import Target
+
 from .core.revisions import PENDING, Store
-from .core.target import Target
 from .models import Revision, TargetState
 
 _LOCK = threading.Lock()  # the agent syncs from job threads and its periodic task

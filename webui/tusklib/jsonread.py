@@ -12,9 +12,9 @@ pure-Python scanner, whose every value passes through a function that knows wher
 starts: that is the place named. Malformed text costs nothing extra, and good text is
 read once, by the C scanner. No Django here."""
 import json
-import math
 import json.decoder
 import json.scanner
+import math
 
 from .tomlread import place
 

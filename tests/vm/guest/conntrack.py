@@ -8,13 +8,18 @@ import socket
 import threading
 import time
 
+from pcaps import netns
 from pyroute2.netlink import NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST, nla
 from pyroute2.netlink.nfnetlink import NFNL_SUBSYS_CTNETLINK
 from pyroute2.netlink.nfnetlink.nfctsocket import (
-    IPCTNL_MSG_CT_DELETE, IPCTNL_MSG_CT_GET, IPCTNL_MSG_CT_NEW, NFCTAttrTuple, NFCTSocket,
-    nfct_msg, terminate_error_msg)
-
-from pcaps import netns
+    IPCTNL_MSG_CT_DELETE,
+    IPCTNL_MSG_CT_GET,
+    IPCTNL_MSG_CT_NEW,
+    NFCTAttrTuple,
+    NFCTSocket,
+    nfct_msg,
+    terminate_error_msg,
+)
 
 IPS_SEEN_REPLY, IPS_ASSURED, IPS_CONFIRMED = 1 << 1, 1 << 2, 1 << 3
 IPS_OFFLOAD = 1 << 14

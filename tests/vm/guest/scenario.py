@@ -14,8 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from lab.namespaces import SERVER_V4, Lab
 from pcaps import Capture
+
+from lab.namespaces import SERVER_V4, Lab
 
 TUSK = Path(__file__).resolve().parents[3] / "webui" / "bin" / "tusk"
 LAB_PREFIX = "vm"

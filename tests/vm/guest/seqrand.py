@@ -12,8 +12,9 @@ import struct
 import threading
 
 import conntrack
-from lab.namespaces import SERVER_V4
 from pcaps import ns_socket
+
+from lab.namespaces import SERVER_V4
 
 PORT_BOTH, PORT_PLAIN, PORT_INITIATOR, PORT_FAST = 5201, 5202, 5203, 5204
 

@@ -24,7 +24,7 @@ Plain Python: the agent's periodic task, the benchmark and the tests run it.
 import time
 from dataclasses import dataclass
 
-from policy.core.constants import CT_MARK_CLASS_MASK, CT_MARK_CLASS_SHIFT, CT_MARK_FASTPATH_BIT
+from tusklib.names import CT_MARK_CLASS_MASK, CT_MARK_CLASS_SHIFT, CT_MARK_FASTPATH_BIT
 
 from . import ctnetlink as nl
 from .conntrack import Brief, Conntrack, Stats

@@ -32,13 +32,23 @@ import signal
 import subprocess
 import time
 
-from policy.core.target import Target
+from tusklib.commands import Runner
 from tusklib.commit import CommitConfirm, Failure, RestoreFailed, current_user, timeout_problem
 from tusklib.files import write_atomically
+from tusklib.target import Target
 
 from . import peer, render, status
-from .config import (DEFAULT_PATH, PRIMARY, TEXT_MAX, Code, HaError, interfaces_problems, load,
-                     parse, to_toml)
+from .config import (
+    DEFAULT_PATH,
+    PRIMARY,
+    TEXT_MAX,
+    Code,
+    HaError,
+    interfaces_problems,
+    load,
+    parse,
+    to_toml,
+)
 
 CONFIG_NAME = "ha.toml"
 APPLIED_NAME = "applied.txt"
@@ -346,7 +356,6 @@ class HaApplier(CommitConfirm):
         """The appliance's table inet tusk_host admits VRRP on config's segments and the
         peer's sync (render_boot.host) - loaded as boot loads it, for the management
         port the loaded table admits."""
-        from appliance.commands import Runner
         from network.core.applier import HostTable
         from policy.core import render_boot
         from policy.core.applier import Applier

@@ -24,8 +24,8 @@ import tomllib
 from dataclasses import dataclass
 from enum import IntEnum
 
-from network.core.checks import address_problem, interface_problem, ip_problem
 from tusklib import tomlread, values
+from tusklib.checks import address_problem, interface_problem, ip_problem
 from tusklib.formats import FormatRefused, conntrackd, keepalived
 from tusklib.problems import Problem, Problems, table_values, type_name
 from tusklib.tomlwrite import toml_value

@@ -54,7 +54,7 @@ import time
 from collections import OrderedDict
 from http.server import BaseHTTPRequestHandler
 
-from policy.core.render_boot import HA_PEER_PORT as PEER_PORT
+from tusklib.names import HA_PEER_PORT as PEER_PORT
 
 PROTOCOL = "2"
 SKEW = 30                  # seconds a request's time may differ from this box's clock

@@ -11,10 +11,10 @@ events, no state filter (it would drop the SYN-time events that carry seqrand's
 offsets), the box's own addresses ignored (only forwarded connections are synced)."""
 import os
 
-from policy.core.render_boot import HA_SYNC_PORT
 from tusklib import values
 from tusklib.files import write_atomically
 from tusklib.formats import conntrackd, keepalived
+from tusklib.names import HA_SYNC_PORT
 
 from .config import PRIORITY, HaConfig
 

@@ -31,8 +31,15 @@ from tusklib import children, values
 from tusklib.files import write_atomically
 from tusklib.formats import rsyslog
 
-from ..constants import (CURRENT, SYSLOG_APP_NAME, SYSLOG_FACILITY, SYSLOG_MESSAGE_MAX,
-                         SYSLOG_MSGID, SYSLOG_QUEUE_MESSAGES, SYSLOG_SEVERITY)
+from ..constants import (
+    CURRENT,
+    SYSLOG_APP_NAME,
+    SYSLOG_FACILITY,
+    SYSLOG_MESSAGE_MAX,
+    SYSLOG_MSGID,
+    SYSLOG_QUEUE_MESSAGES,
+    SYSLOG_SEVERITY,
+)
 
 CONF = "rsyslog.conf"
 PID = "rsyslogd.pid"

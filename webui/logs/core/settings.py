@@ -16,9 +16,20 @@ from tusklib import values
 from tusklib.problems import Problem, Problems
 
 from ..choices import TRANSPORTS
-from ..constants import (FILE_MB_DEFAULT, FILE_MB_MAX, FILE_MB_MIN, FILES_DEFAULT, FILES_MAX,
-                         FILES_MIN, HOST_MAX, MB, PORT_MAX, PORT_MIN, SYSLOG_PORT_DEFAULT,
-                         SYSLOG_TARGETS_MAX)
+from ..constants import (
+    FILE_MB_DEFAULT,
+    FILE_MB_MAX,
+    FILE_MB_MIN,
+    FILES_DEFAULT,
+    FILES_MAX,
+    FILES_MIN,
+    HOST_MAX,
+    MB,
+    PORT_MAX,
+    PORT_MIN,
+    SYSLOG_PORT_DEFAULT,
+    SYSLOG_TARGETS_MAX,
+)
 
 KEYS = ("files", "file_mb", "syslog")
 TARGET_KEYS = ("host", "port", "transport")

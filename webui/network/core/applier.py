@@ -26,10 +26,11 @@ import os
 import re
 import subprocess
 
-from tusklib.commit import (CommitConfirm, Failure, RestoreFailed, current_user,
-                            timeout_problem)
-from policy.core.target import CommandResult, Target
+from tusklib.commands import CommandError, Runner
+from tusklib.commit import CommitConfirm, Failure, RestoreFailed, current_user, timeout_problem
 from tusklib.files import write_atomically
+from tusklib.names import FAMILY, HOST_TABLE
+from tusklib.target import CommandResult, Target
 
 from . import model
 from .errors import Code, NetworkError
@@ -59,12 +60,10 @@ class NetworkApplier(CommitConfirm):
     restored = "network configuration"
 
     def __init__(self, state_dir, netns=None, runner=None):
-        """runner: appliance.commands.Runner (tusk-net's --root and program table), for
+        """runner: tusklib.commands.Runner (tusk-net's --root and program table), for
         the networkd backend; None: the real system."""
         super().__init__(state_dir, netns)
         if netns is None:
-            from appliance.commands import Runner
-
             from .networkd import NetworkdBackend
             runner = runner or Runner(self.recorded_root())
             if runner.root:
@@ -238,7 +237,7 @@ class HostTable(Target):
     one a rollback, cancel or recover (the watchdog's too) puts back. Loaded as boot loads
     it: nft -c, then one nft -f, under the policy applier's lock.
 
-    nft runs from the command table (appliance/commands.py): under --root only when
+    nft runs from the command table (tusklib/commands.py): under --root only when
     TUSK_COMMANDS names it (the tests give it a namespace's nft); otherwise, and when
     there is no tusk_host table (boot has not loaded it yet, or the lockdown table stands
     in), the table is left as it is."""
@@ -257,8 +256,6 @@ class HostTable(Target):
     def management(self):
         """The port the loaded table admits the dashboard on ("" none), or None when
         there is no table or nft cannot be asked."""
-        from appliance.commands import CommandError
-        from policy.core.constants import FAMILY, HOST_TABLE
         try:
             result = self.run(["nft", "list", "table", FAMILY, HOST_TABLE])
         except (CommandError, OSError):

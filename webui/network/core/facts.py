@@ -1,4 +1,4 @@
-"""The machine's live network, read through a policy.core.target.Target (the host, or the
+"""The machine's live network, read through a tusklib.target.Target (the host, or the
 lab's fw namespace): its Ethernet ports with their facts, and its links, addresses and
 routes (table main, IPv4 and IPv6) as `ip -j` reports them.
 

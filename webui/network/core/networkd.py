@@ -2,7 +2,7 @@
 addresses, routes), systemd-resolved (DNS), systemd-timesyncd (NTP), the host name and
 the time zone.
 
-    backend = NetworkdBackend(runner)   # appliance.commands.Runner, or a root directory
+    backend = NetworkdBackend(runner)   # tusklib.commands.Runner, or a root directory
     backend.render(config) -> {path: text}    pure (golden-tested: tests/golden/network/)
     backend.apply(config)  -> [line]          writes, deletes, reloads; declarative
 
@@ -63,14 +63,17 @@ import ipaddress
 import os
 import socket
 
-from tusklib import values
+from tusklib import checks, values
+from tusklib.commands import CommandError, Runner
 from tusklib.files import write_atomically
 from tusklib.formats import systemd
+from tusklib.target import Target
 
-from . import checks, model
+from . import model
 from .errors import Code, NetworkError
 from .model import LACP, MANAGEMENT, UNUSED
 from .normalise import DEFAULT_PATH
+from .sysfs import SYSFS_NET, detect_interfaces
 from .validate import KIND_KEY
 
 NETWORK_DIR = "/run/systemd/network"
@@ -79,7 +82,7 @@ TIMESYNCD_DROPIN = "/run/systemd/timesyncd.conf.d/50-tusk.conf"
 HOSTNAME_FILE = "/etc/hostname"
 LOCALTIME = "/etc/localtime"
 TIMEZONE_FILE = "/etc/timezone"   # the zone's name, which Buildroot's tzdata writes too
-SYSFS_NET = "/sys/class/net"
+
 FILE_PREFIX = "10-tusk-"
 NETWORK, NETDEV = ".network", ".netdev"
 MII_MONITOR = "100ms"
@@ -271,9 +274,8 @@ def is_tusk_file(name):
 
 class NetworkdBackend:
     def __init__(self, runner=None):
-        """runner: an appliance.commands.Runner (its root prefixes every path; under a
+        """runner: an tusklib.commands.Runner (its root prefixes every path; under a
         root only the programs TUSK_COMMANDS names run), or a root directory ("" = /)."""
-        from appliance.commands import Runner
         self.runner = runner if isinstance(runner, Runner) else Runner(runner or "")
         self._target = None
 
@@ -284,7 +286,6 @@ class NetworkdBackend:
     def target(self):
         """The running system, for facts.py."""
         if self._target is None:
-            from policy.core.target import Target
             self._target = Target()
         return self._target
 
@@ -292,8 +293,6 @@ class NetworkdBackend:
         """The machine's Ethernet ports: facts.py's on the system; under a root tree (the
         tests' fake appliance) the ports its /sys/class/net shows, by tusk-net's detection."""
         if self.runner.root:
-            from appliance.network import SYSFS_NET, detect_interfaces
-
             from .facts import Port
             return {nic.name: Port(nic.name, nic.mac, nic.link, driver=nic.driver)
                     for nic in detect_interfaces(self.runner.path(SYSFS_NET))}
@@ -410,7 +409,6 @@ class NetworkdBackend:
     def _command(self, path, name, program, *args):
         """Runs a program of the runner's table; on failure NetworkError at path (a link's
         configuration path), naming name (the link or the service) and the output."""
-        from appliance.commands import CommandError
         step = " ".join((program,) + args)
         try:
             result = self.runner.run(program, *args)
@@ -424,7 +422,6 @@ class NetworkdBackend:
     def _active(self, unit, lines):
         """Whether the unit runs; None (with a line saying why) when systemctl cannot be
         asked (a --root tree whose TUSK_COMMANDS does not name it)."""
-        from appliance.commands import CommandError
         try:
             return self.runner.run("systemctl", "is-active", "--quiet", unit).returncode == 0
         except CommandError as exc:

@@ -33,7 +33,6 @@ from tusklib.problems import table_values, type_name
 from tusklib.tomlwrite import toml_value
 
 from . import model
-
 from .errors import Code, NetworkError, Problem
 from .model import Bond, NetworkConfig, Port, Route, System, Vlan
 from .validate import validate

@@ -12,7 +12,9 @@ an interface a zone names that is not a traffic link here is a problem naming th
 """
 import ipaddress
 
-from . import checks, model
+from tusklib import checks
+
+from . import model
 from .errors import Code, Problem
 from .model import MANAGEMENT, ROLES, UNUSED
 

@@ -13,17 +13,16 @@ import hashlib
 import re
 
 from tusklib.commit import CommitConfirm, RestoreFailed, current_user, timeout_problem
+from tusklib.names import FAMILY, OFFLOAD_TABLE, TABLE
+from tusklib.target import Target
 
 from . import capabilities
-from .constants import (
-    CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN, FAMILY, OFFLOAD_TABLE, POLICY_MAX_BYTES, TABLE,
-)
-from .errors import Code, PolicyError
+from .constants import CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN, POLICY_MAX_BYTES
+from .errors import Code, PolicyError, on_target
 from .fastpath import TABLE_OF, fastpath_addition, ruleset_fastpath_devices, with_fastpath_devices
 from .normalise import load_policy_text
 from .render import render
 from .revisions import FAILURE_CODES, Store
-from .target import Target
 
 __all__ = ["Applier", "EMPTY_RULESET", "current_user"]
 
@@ -46,7 +45,8 @@ class Applier(CommitConfirm):
 
     def __init__(self, state_dir, netns=None):
         super().__init__(state_dir, netns, store=Store(state_dir))
-        self.target = Target(netns)
+        with on_target():
+            self.target = Target(netns)
 
     # -- apply ---------------------------------------------------------------------------
 
@@ -189,7 +189,8 @@ class Applier(CommitConfirm):
             wanted = ruleset_fastpath_devices(ruleset, name)
             if not wanted:
                 continue
-            present = self.target.interfaces() if present is None else present
+            with on_target():
+                present = self.target.interfaces() if present is None else present
             if any(device not in present for device in wanted):
                 ruleset = with_fastpath_devices(ruleset, [d for d in wanted if d in present],
                                                 name)
@@ -208,7 +209,8 @@ class Applier(CommitConfirm):
                 live = self.target.flowtable_devices(name, table) if wanted else None
                 if live is None:
                     continue
-                present = self.target.interfaces() if present is None else present
+                with on_target():
+                    present = self.target.interfaces() if present is None else present
                 added = [d for d in wanted if d in present and d not in live]
                 missing_all += [d for d in wanted if d not in present and d not in missing_all]
                 if added:

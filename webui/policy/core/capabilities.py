@@ -8,7 +8,7 @@ from tusklib.formats import FormatRefused, nft
 from tusklib.values import InterfaceName, Refused
 
 from . import choices
-from .errors import Code, PolicyError, Problem
+from .errors import Code, PolicyError, Problem, on_target
 from .fastpath import class_devices, fastpath_devices
 
 _PROBE_TABLE = "tusk_probe"
@@ -67,7 +67,8 @@ def offloads(target, device):
 def check(policy, target):
     """Raises PolicyError naming each class (and zone interface) the target cannot serve."""
     problems = []
-    present = target.interfaces()
+    with on_target():
+        present = target.interfaces()
     for zi, zone in enumerate(policy.zones):
         for ii, ifname in enumerate(zone.interfaces):
             if ifname not in present:
@@ -145,6 +146,8 @@ def report(target):
     found = {f"{h} helper": has_helper(target, h) for h in choices.SEQRAND_HELPER_TYPES.values()}
     found["flowtable"] = flowtable_refusals(target, []) is None
     found["seqrand on the fast path"] = has_fastpath_seqadj(target)
-    for device in sorted(target.interfaces() - {"lo"}):
+    with on_target():
+        devices = sorted(target.interfaces() - {"lo"})
+    for device in devices:
         found[f"hardware offload on {device}"] = offloads(target, device)
     return found

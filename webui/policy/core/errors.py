@@ -6,11 +6,13 @@ path of the offending field (tusklib.problems: the shape every domain shares).
 The code is the CLI's exit status; the path places the message next to its field
 in the web UI.
 """
+from contextlib import contextmanager
 from enum import IntEnum
 
 from tusklib.problems import Problem, Problems
+from tusklib.target import TargetError
 
-__all__ = ["Code", "PolicyError", "Problem", "quoted", "shortened"]
+__all__ = ["Code", "PolicyError", "Problem", "on_target", "quoted", "shortened"]
 
 QUOTE_MAX = 60  # characters of a value quoted in a message: one line, whatever was sent
 
@@ -40,6 +42,17 @@ class PolicyError(Problems):
     """Raised with one or more problems; the first one names the code."""
 
     codes = Code
+
+
+@contextmanager
+def on_target():
+    """What the target (tusklib.target) refuses, as the policy engine's own error: a
+    TargetError inside becomes the PolicyError with the same code, TARGET."""
+    try:
+        yield
+    except TargetError as error:
+        raise PolicyError([Problem(Code(p.code), p.path, p.message) for p in error]) \
+            from None
 
 
 def shortened(text):

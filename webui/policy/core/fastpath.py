@@ -13,9 +13,7 @@ class's mark has no fast-path bit, so table tusk never takes its connections.
 """
 import re
 
-from .constants import (
-    CT_MARK_CLASS_MASK, CT_MARK_CLASS_SHIFT, FAMILY, OFFLOAD_TABLE, TABLE,
-)
+from tusklib.names import CT_MARK_CLASS_MASK, CT_MARK_CLASS_SHIFT, FAMILY, OFFLOAD_TABLE, TABLE
 
 FLOWTABLE = "fastpath"
 HW_FLOWTABLE = "hardware"

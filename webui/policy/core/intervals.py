@@ -5,7 +5,8 @@ auto-merge) keeps the rendered text a pure function of the policy.
 """
 import ipaddress
 
-from .constants import PORT_MAX, PORT_MIN
+from tusklib.names import PORT_MAX, PORT_MIN
+
 from .errors import quoted
 from .model import Interval
 

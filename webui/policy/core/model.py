@@ -8,7 +8,10 @@ from functools import cached_property
 
 from . import choices
 from .constants import (
-    CONFIRM_TIMEOUT_DEFAULT, FASTPATH_AFTER_DEFAULT, LOG_DEFAULT_DENY_DEFAULT, LOG_RATE_DEFAULT,
+    CONFIRM_TIMEOUT_DEFAULT,
+    FASTPATH_AFTER_DEFAULT,
+    LOG_DEFAULT_DENY_DEFAULT,
+    LOG_RATE_DEFAULT,
 )
 
 

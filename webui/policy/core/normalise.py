@@ -11,18 +11,37 @@ import unicodedata
 
 import yaml
 
+from tusklib.names import IFNAME_PATTERN, MAX_CLASSES, NAME_PATTERN
+
 from . import choices
 from .constants import (
-    COMMENT_MAX, CONFIRM_TIMEOUT_DEFAULT, CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN,
-    FASTPATH_AFTER_DEFAULT, FASTPATH_AFTER_MAX, IFNAME_PATTERN, LOG_DEFAULT_DENY_DEFAULT,
-    LOG_RATE_DEFAULT, LOG_RATE_MAX, LOG_RATE_MIN,
-    MAX_CLASSES, MSS_MAX, MSS_MIN, NAME_PATTERN, POLICY_VERSION, PORT_PROTOCOLS,
+    COMMENT_MAX,
+    CONFIRM_TIMEOUT_DEFAULT,
+    CONFIRM_TIMEOUT_MAX,
+    CONFIRM_TIMEOUT_MIN,
+    FASTPATH_AFTER_DEFAULT,
+    FASTPATH_AFTER_MAX,
+    LOG_DEFAULT_DENY_DEFAULT,
+    LOG_RATE_DEFAULT,
+    LOG_RATE_MAX,
+    LOG_RATE_MIN,
+    MSS_MAX,
+    MSS_MIN,
+    POLICY_VERSION,
+    PORT_PROTOCOLS,
     PORTLESS_PROTOCOLS,
 )
 from .errors import Code, PolicyError, Problem, quoted, shortened
 from .intervals import OutOfRange, merge, parse_address, parse_port
 from .model import (
-    AddressSet, Mss, Policy, Service, Settings, TcpOptions, TrafficClass, Zone,
+    AddressSet,
+    Mss,
+    Policy,
+    Service,
+    Settings,
+    TcpOptions,
+    TrafficClass,
+    Zone,
 )
 from .nat import NatChecker
 

@@ -1,7 +1,7 @@
 """Stage 2 of 3: render. Pure and deterministic: the same policy gives the same bytes.
 
 The skeleton lives in ruleset.nft.in (skeleton() fills in the table names of
-constants.py, for render_boot.py's tables too); this module emits the rule lines.
+tusklib/names.py, for render_boot.py's tables too); this module emits the rule lines.
 Names follow one grammar - zone_<zone>, addr_<set>_v4|_v6, svc_<service>,
 class_<class> (for classes whose actions take more than one rule or that a map goes
 to), classes_<from>.<to> (a zone pair's dispatch), its splits' maps
@@ -18,11 +18,19 @@ tiny sets cost seconds per apply.
 """
 from importlib import resources
 
-from . import choices
-from .constants import (
-    CT_MARK_CLASS_MASK, CT_MARK_CLASS_SHIFT, CT_MARK_FASTPATH_BIT, CT_MARK_PROFILE_MASK, FAMILY,
-    HOST_TABLE, LOCKDOWN_TABLE, LOG_BURST_FACTOR, LOG_GROUP, LOG_LIMIT, LOG_PREFIX, TABLE,
+from tusklib.names import (
+    CT_MARK_CLASS_MASK,
+    CT_MARK_CLASS_SHIFT,
+    CT_MARK_FASTPATH_BIT,
+    CT_MARK_PROFILE_MASK,
+    FAMILY,
+    HOST_TABLE,
+    LOCKDOWN_TABLE,
+    TABLE,
 )
+
+from . import choices
+from .constants import LOG_BURST_FACTOR, LOG_GROUP, LOG_LIMIT, LOG_PREFIX
 from .dispatch import ANY_PORT, OTHER, PROTOCOL_NUMBERS, Match, compile_plan
 from .fastpath import FLOWTABLE, fastpath_devices, flowtable_block, offload_table
 from .intervals import address_text, literal, merge, port_text

@@ -15,15 +15,12 @@ lockdown()        table inet tusk_lockdown - all input but loopback dropped: wha
 from tusklib import values
 from tusklib.formats import nft
 
-from .render import skeleton
+# The management interface answers on HTTPS, and HTTP, which redirects. No SSH: no SSH
+# server ships (the console and the dashboard are the ways in, and one daemon fewer is
+# one fewer to keep safe), so port 22 stays closed.
+from tusklib.names import HA_PEER_PORT, HA_SYNC_PORT, MGMT_TCP_PORTS, VRRP
 
-# Ports the management interface answers on: HTTPS, and HTTP, which redirects. No SSH:
-# no SSH server ships (the console and the dashboard are the ways in, and one daemon
-# fewer is one fewer to keep safe), so port 22 stays closed.
-MGMT_TCP_PORTS = (80, 443)
-VRRP = 112            # IP protocol number (keepalived's advertisements)
-HA_SYNC_PORT = 3780   # conntrackd's UDP (ha/core/render.py)
-HA_PEER_PORT = 3781   # the peer's agent: status and configuration (ha/core/peer.py)
+from .render import skeleton
 
 _FAILSAFE = skeleton("failsafe.nft.in")
 _HOST = skeleton("host.nft.in")

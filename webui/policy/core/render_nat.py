@@ -10,8 +10,9 @@ sets META_MARK_HAIRPIN_BIT on that first packet; nat_postrouting masquerades the
 that carry it, so the server answers through the firewall, not straight to a host that
 expects the external address.
 """
+from tusklib.names import META_MARK_HAIRPIN_BIT
+
 from . import choices
-from .constants import META_MARK_HAIRPIN_BIT
 from .intervals import literal, port_text
 
 _KEYWORD = {"ipv4": "ip", "ipv6": "ip6"}

@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 
 from tusklib.problems import Problem
 
-from . import hardware, planner, profile as profiles
-from .report import Write, same
+from . import hardware, planner
+from . import profile as profiles
 from .errors import Code, TuneError
 from .host import Unsupported
+from .report import Write, same
 
 WRITABLE = ("/sys/class/net/", "/proc/irq/", planner.SYSCTL_ROOT + "/")
 STATE_FILE = "applied.json"

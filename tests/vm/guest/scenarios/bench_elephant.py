@@ -35,9 +35,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[4]
 sys.path.insert(0, str(ROOT / "webui"))
+from scenario import listening  # noqa: E402
+
 from dashboard import loss as loss_path  # noqa: E402  (plain Python: no Django here)
 from lab.namespaces import CLIENT_V4, SERVER_V4  # noqa: E402
-from scenario import listening  # noqa: E402
 from scenarios import bench_flow  # noqa: E402
 from scenarios.bench_flow import example_policy  # noqa: E402
 

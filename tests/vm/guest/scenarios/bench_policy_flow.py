@@ -15,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
 from bench_policy import CONNTRACK_ONLY, classes_policy  # noqa: E402
+
 from policy.core.normalise import load_policy  # noqa: E402
 from policy.core.render import render  # noqa: E402
 

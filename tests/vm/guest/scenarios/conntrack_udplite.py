@@ -11,8 +11,9 @@ received by the client), checksum.txt (fw's nf_conntrack_checksum), after- state
 import socket
 
 import seqrand
-from lab.namespaces import SERVER_V4, SERVER_V6
 from pcaps import ns_socket
+
+from lab.namespaces import SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 120
 PORT = 5301

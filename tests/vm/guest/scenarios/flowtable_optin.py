@@ -20,6 +20,7 @@ import time
 
 import conntrack
 import seqrand
+
 from lab.namespaces import SERVER_V4
 
 TIME_LIMIT = 90

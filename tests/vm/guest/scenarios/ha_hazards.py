@@ -23,6 +23,7 @@ import time
 import conntrack
 from hapair import Flow, Pair
 from scenario import pair_firewall
+
 from scenarios.ha_seqrand import ADVERT_MS, POLICY, PORT
 
 TIME_LIMIT = 480

@@ -40,8 +40,9 @@ from pathlib import Path
 
 import conntrack
 import seqrand
-from lab.namespaces import SERVER_V4
 from scenario import TUSK, listening
+
+from lab.namespaces import SERVER_V4
 
 TIME_LIMIT = 420
 WAIT = 15

@@ -13,6 +13,7 @@ import subprocess
 import conntrack
 import seqrand
 from scenario import listening
+
 from lab.namespaces import SERVER_V4
 
 TIME_LIMIT = 180

@@ -18,8 +18,9 @@ import subprocess
 
 import conntrack
 import seqrand
-from lab.namespaces import FW_C_V4, SERVER_V4
 from scenario import listening
+
+from lab.namespaces import FW_C_V4, SERVER_V4
 
 TIME_LIMIT = 300
 SECONDS = 4

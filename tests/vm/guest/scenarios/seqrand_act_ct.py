@@ -19,6 +19,7 @@ both fw interfaces), after- state (seqadj counters, client nstat).
 import socket
 
 import seqrand
+
 from lab.namespaces import SERVER_V4
 
 TIME_LIMIT = 120

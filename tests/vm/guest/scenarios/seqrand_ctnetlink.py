@@ -17,10 +17,10 @@ update of the restored one's offsets (half_update) and to a UDP entry with offse
 after- state (seqrand_skipped_midstream).
 """
 
-from pyroute2.netlink.exceptions import NetlinkError
-
 import conntrack
 import seqrand
+from pyroute2.netlink.exceptions import NetlinkError
+
 from lab.namespaces import CLIENT_V4, SERVER_V4
 
 TIME_LIMIT = 120

@@ -22,6 +22,7 @@ import time
 
 import conntrack
 import seqrand
+
 from lab.namespaces import SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 180

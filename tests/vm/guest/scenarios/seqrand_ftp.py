@@ -18,9 +18,10 @@ import subprocess
 
 import conntrack
 import seqrand
-from scenario import listening
-from lab.namespaces import SERVER_V4
 from pcaps import netns
+from scenario import listening
+
+from lab.namespaces import SERVER_V4
 
 TIME_LIMIT = 240
 PUBLIC, SNAT_ADDRESS = "172.16.100.100", "10.10.2.100"

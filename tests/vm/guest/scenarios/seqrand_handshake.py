@@ -11,6 +11,7 @@ import os
 import socket
 
 import seqrand
+
 from lab.namespaces import SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 180

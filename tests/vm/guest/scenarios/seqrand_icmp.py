@@ -13,9 +13,10 @@ route-<family>.txt (the server's route to the client afterwards), after- state.
 import socket
 
 import seqrand
-from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 from pcaps import ns_socket
 from scenario import CommandFailed
+
+from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 180
 SETTLE = 5

@@ -18,8 +18,9 @@ import socket
 
 import conntrack
 import seqrand
-from lab.namespaces import SERVER_V4, SERVER_V6
 from nfqueue import Mangler
+
+from lab.namespaces import SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 300
 CONNECTIONS = ((socket.AF_INET, SERVER_V4, 12), (socket.AF_INET6, SERVER_V6, 6))

@@ -12,6 +12,7 @@ import socket
 
 import conntrack
 import seqrand
+
 from lab.namespaces import SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 400

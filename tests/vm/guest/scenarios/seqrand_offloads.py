@@ -20,6 +20,7 @@ Saved: <case>-fw-inside.pcap / -fw-outside.pcap, transfers.json, <case>- state
 import socket
 
 import seqrand
+
 from lab.namespaces import SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 360

@@ -16,8 +16,9 @@ import struct
 
 import seqrand
 from inet import tcp_packet
-from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 from pcaps import ns_socket
+
+from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 180
 FIRST_ID = 0x7a00

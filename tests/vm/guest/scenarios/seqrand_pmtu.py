@@ -31,6 +31,7 @@ route to the server afterwards), fw-<case>-*.pcap (ICMP on both fw interfaces),
 import socket
 
 import seqrand
+
 from lab.namespaces import FW_S_V4, SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 480

@@ -12,6 +12,7 @@ import socket
 import time
 
 import seqrand
+
 from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 120

@@ -13,6 +13,7 @@ state before and after each run (seqadj counters, conntrack, both endpoints' nst
 before, upload, download, duplicates, upload-v6, download-v6, then fast-upload, ...
 """
 import seqrand
+
 from lab.namespaces import SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 420

@@ -13,8 +13,9 @@ import socket
 
 import seqrand
 from inet import tcp_packet
-from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 from pcaps import ns_socket
+
+from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 
 TIME_LIMIT = 120
 FIRST_PORT = 41000

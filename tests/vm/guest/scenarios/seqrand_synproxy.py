@@ -10,6 +10,7 @@ import os
 
 import conntrack
 import seqrand
+
 from lab.namespaces import SERVER_V4
 
 TIME_LIMIT = 120

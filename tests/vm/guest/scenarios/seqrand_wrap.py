@@ -14,6 +14,7 @@ import time
 import conntrack
 import seqrand
 from scenario import listening
+
 from lab.namespaces import SERVER_V4
 
 TIME_LIMIT = 420

@@ -1,15 +1,26 @@
 """Where rulesets go: the running system, or a named network namespace (lab mode).
 
-The only module that runs nft and ip. Everything else asks a Target.
+The only module that runs nft and ip. Everything else asks a Target. It raises
+TargetError (code TARGET, 26: the policy engine's exit status for the same failure);
+the policy engine turns it into its PolicyError where it meets one.
 """
 import json
 import os
 import re
 import shutil
 import subprocess
+from enum import IntEnum
 
-from .constants import FAMILY, TABLE
-from .errors import Code, PolicyError
+from .names import FAMILY, TABLE
+from .problems import Problems
+
+
+class Code(IntEnum):
+    TARGET = 26          # the target (its tools, its namespace) cannot be used
+
+
+class TargetError(Problems):
+    codes = Code
 
 
 class CommandResult:
@@ -32,10 +43,10 @@ class Target:
         self.netns = netns
         for tool in ("nft", "ip"):
             if shutil.which(tool) is None:
-                raise PolicyError(Code.TARGET, "", f"'{tool}' is not installed (Debian package "
+                raise TargetError(Code.TARGET, "", f"'{tool}' is not installed (Debian package "
                                   f"{'nftables' if tool == 'nft' else 'iproute2'})")
         if netns is not None and not os.path.exists(f"/run/netns/{netns}"):
-            raise PolicyError(Code.TARGET, "", f"network namespace {netns!r} does not exist")
+            raise TargetError(Code.TARGET, "", f"network namespace {netns!r} does not exist")
 
     def __str__(self):
         return f"namespace {self.netns}" if self.netns else "this system"
@@ -86,7 +97,7 @@ class Target:
     def interfaces(self):
         result = self.run(["ip", "-o", "link", "show"])
         if not result.ok:
-            raise PolicyError(Code.TARGET, "", f"cannot list interfaces of {self}: "
+            raise TargetError(Code.TARGET, "", f"cannot list interfaces of {self}: "
                               f"{result.stderr.strip()}")
         return {re.split(r"[@:]", line.split(": ", 2)[1])[0]
                 for line in result.stdout.splitlines() if ": " in line}
