@@ -1,7 +1,8 @@
-"""The appliance's host table follows the management port (network/core/applier.py
-HostTable): a network change that moves management to another port loads table inet
-tusk_host for the new port - the confirm must arrive over it - and a rollback, a cancel
-or the watchdog after a SIGKILL of the applier loads it for the old port again.
+"""The appliance's host table follows the management port (box/hosttable.py, wired into
+the appliance's NetworkApplier by box/appliers.py): a network change that moves
+management to another port loads table inet tusk_host for the new port - the confirm
+must arrive over it - and a rollback, a cancel or the watchdog after a SIGKILL of the
+applier loads it for the old port again.
 
 tusk-net runs as on the appliance (the networkd backend) on a --root tree with two
 ports (tests/appliancetree.py), and nft is real: TUSK_COMMANDS gives tusk-net the nft of
@@ -133,7 +134,7 @@ def test_a_cancelled_move_puts_the_table_back_on_the_old_port(box):
 
 def test_the_watchdog_puts_it_back_after_a_sigkill_of_the_applier(box):
     script = ("import sys, time\n"
-              "from network.core.applier import NetworkApplier\n"
+              "from box.appliers import NetworkApplier\n"
               "NetworkApplier(sys.argv[1]).apply(open(sys.argv[2]).read(), "
               f"timeout={TIMEOUT})\n"
               "print('applied', flush=True)\n"

@@ -38,8 +38,13 @@ import socket
 import subprocess
 import sys
 
+from box.appliers import HaApplier
+
 from appliance import network, slots
+from ha.core import config as ha_config
+from ha.core import render as ha_render
 from policy.core import render_boot
+from policy.core.applier import Applier
 from policy.core.errors import PolicyError
 from tusklib.files import write_atomically
 from tusklib.names import FAMILY, HOST_TABLE, LOCKDOWN_TABLE, TABLE
@@ -251,8 +256,6 @@ def load_firewall(target, network_path, state_dir, warning_path, ha_path=None):
     state_dir. ha_path: an HA pair's ha.toml, whose sync and VRRP the host table admits
     (docs/HA.md). warning_path gets what the console menu must say, and is removed when
     all is as configured. Returns the exit status: 1 when the kernel refused anything."""
-    from ha.core import config as ha_config
-    from policy.core.applier import Applier
     set_forwarding(target, False)
     applier = Applier(state_dir, target.netns)
     mgmt = management(network_path)
@@ -296,8 +299,6 @@ def write_ha(ha_path, network_path, state_dir=HA_RUN, tcp_loose=TCP_LOOSE):
     either way: it would refuse to start again. A pair's boxes never pick a TCP
     connection up in its middle (nf_conntrack_tcp_loose=0): that is the peer's sync's
     job, and a randomised connection picked up that way would stall. -> 0."""
-    from ha.core import config as ha_config
-    from ha.core import render as ha_render
     ha, _ = ha_config.enabled(ha_path)
     if ha is None:
         ha_render.write_files(None, state_dir)
@@ -317,7 +318,6 @@ def write_ha(ha_path, network_path, state_dir=HA_RUN, tcp_loose=TCP_LOOSE):
 def cmd_ha(args):
     # a change still pending at power loss was never confirmed: what comes up is the
     # confirmed ha.toml, and the dashboard's record says so
-    from ha.core.applier import HaApplier
     if HaApplier(f"{STATE}/ha").drop_pending("rolled back: the box started again before "
                                              "it was confirmed"):
         log("HA: a change pending at shutdown was rolled back")

@@ -26,7 +26,10 @@ import os
 import sys
 import time
 
+from box.appliers import NetworkApplier
+
 from appliance import network
+from network.core.applier import CONFIG_NAME
 from tusklib.commands import CommandError, Runner
 from tusklib.problems import report
 
@@ -67,13 +70,11 @@ def interface_addresses(runner, interface):
 
 
 def applier(runner, args):
-    from network.core.applier import NetworkApplier
     return NetworkApplier(runner.path(args.state_dir), args.netns, runner=runner)
 
 
 def config_path(runner, args):
     """The confirmed network.toml: the appliance's, or the namespace's in its state dir."""
-    from network.core.applier import CONFIG_NAME
     return os.path.join(runner.path(args.state_dir), CONFIG_NAME) if args.netns else \
         runner.path(network.DEFAULT_PATH)
 

@@ -12,12 +12,13 @@ import threading
 import time
 from functools import partial
 
+from box.appliers import HaApplier
+
 from jobs.models import PeriodicState
 from jobs.registry import JobFailed, handler, known_args, on_start, periodic, problems_result
 
 from . import configsync
 from .core import peer as peers
-from .core.applier import HaApplier
 from .core.config import TEXT_MAX, HaError, from_document, to_toml
 
 STATUS = "ha.status"

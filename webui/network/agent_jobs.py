@@ -11,6 +11,8 @@ import json
 import re
 import time
 
+from box.appliers import NetworkApplier
+
 from jobs.models import PeriodicState
 from jobs.registry import JobFailed, handler, known_args, periodic, problems_result
 from policy.core.errors import PolicyError
@@ -21,7 +23,7 @@ from tusklib.target import Target
 
 from . import sync
 from .core import facts
-from .core.applier import NetworkApplier, confirm_timeout
+from .core.applier import confirm_timeout
 from .core.errors import NetworkError
 from .core.normalise import TEXT_MAX, from_document, to_toml
 from .draft import FACTS, merge_zones, zones_of

@@ -296,11 +296,12 @@ def _diff(old, new, old_name, new_name):
 def policy_mtu_warnings(config):
     """validate.mtu_warnings along the paths of the policy the box runs (pending, else
     confirmed) and of the policy draft, which is applied next: each once."""
+    from box.paths import policy_paths
+
     from policy import draft as policy_drafts
     from policy.core.errors import PolicyError
     from policy.core.normalise import load_policy, load_policy_text
     from policy.views import live_revision
-    from tuning.core.planner import policy_paths
     live = live_revision(fields=("number", "policy_text"))
     policies = [lambda: load_policy(policy_drafts.current()[1])]
     if live is not None:

@@ -8,13 +8,14 @@ import json
 import os
 import sys
 
+from box.paths import policy_paths
+
 from tusklib.problems import report
 
 from .core import profile as profiles
 from .core.applier import Tuner
 from .core.errors import Code, TuneError
 from .core.host import SystemHost, TreeHost
-from .core.planner import policy_paths
 from .core.report import describe_nic, machine_dict
 
 DEFAULT_STATE_DIR = "/var/lib/tusk/tuning"

@@ -53,8 +53,8 @@ WATCHDOG_TICK = 0.2
 # network configuration's applier.
 DOMAINS = {
     "policy": "policy.core.applier:Applier",
-    "network": "network.core.applier:NetworkApplier",
-    "ha": "ha.core.applier:HaApplier",
+    "network": "box.appliers:NetworkApplier",   # with what follows it (box/dependents.py)
+    "ha": "box.appliers:HaApplier",
 }
 # For the tests only: extra domains, "name=module:Class" comma-separated, which a test
 # sets in its own environment (the watchdog inherits it). Like TUSK_AGENT_PLUGINS, an

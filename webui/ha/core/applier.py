@@ -32,7 +32,6 @@ import signal
 import subprocess
 import time
 
-from tusklib.commands import Runner
 from tusklib.commit import CommitConfirm, Failure, RestoreFailed, current_user, timeout_problem
 from tusklib.files import write_atomically
 from tusklib.target import Target
@@ -53,8 +52,6 @@ from .config import (
 CONFIG_NAME = "ha.toml"
 APPLIED_NAME = "applied.txt"
 RUN_DIR = "/run/tusk/ha"
-NETWORK_PATH = "/etc/tusk/network.toml"
-POLICY_STATE_DIR = "/var/lib/tusk/policy"      # the host table loads under its lock
 TCP_LOOSE = "net.netfilter.nf_conntrack_tcp_loose"
 CONFIRM_TIMEOUT_DEFAULT = 120
 CONFIRM_TIMEOUT_MIN, CONFIRM_TIMEOUT_MAX = 10, 3600   # as the policy's
@@ -310,7 +307,7 @@ class HaApplier(CommitConfirm):
                 raise HaError(Code.APPLY, "", f"{TCP_LOOSE}=0: {result.stderr.strip()}")
             lines.append(f"{TCP_LOOSE}=0: a TCP connection is never picked up midstream")
         if self.netns is None:
-            lines += self.load_host_table(config)
+            lines += self.follow(config)
         if config is None:          # stopped first: keepalived's notify records STOP
             self.daemons.restart(None)
         render.write_files(config, self.run_dir, self.own_addresses(config),
@@ -333,16 +330,10 @@ class HaApplier(CommitConfirm):
         return os.path.normpath(tree) if os.path.exists(tree) else render.NOTIFY
 
     def own_addresses(self, config):
-        """The box's own addresses conntrackd ignores: network.toml's on the appliance,
-        the namespace's global ones in the lab."""
+        """The box's own addresses conntrackd ignores: the namespace's global ones in the
+        lab (the appliance's applier, box/appliers.py, reads network.toml's)."""
         if config is None:
             return ()
-        if self.netns is None:
-            from network.core import normalise
-            try:
-                return [a for link in normalise.load(NETWORK_PATH).links for a in link.addresses]
-            except Exception:   # noqa: BLE001 - no usable network.toml: none to add
-                return ()
         result = self.target.run(["ip", "-o", "addr", "show", "scope", "global"])
         virtual = {a.split("/")[0] for v in config.virtual for a in v.addresses}
         found = []
@@ -352,26 +343,11 @@ class HaApplier(CommitConfirm):
                 found.append(fields[3])
         return found
 
-    def load_host_table(self, config):
-        """The appliance's table inet tusk_host admits VRRP on config's segments and the
-        peer's sync (render_boot.host) - loaded as boot loads it, for the management
-        port the loaded table admits."""
-        from network.core.applier import HostTable
-        from policy.core import render_boot
-        from policy.core.applier import Applier
-        from policy.core.errors import PolicyError
-        table = HostTable(Runner(""))
-        port = table.management()
-        if port is None:
-            return ["host table: not loaded yet; boot loads it with the pair's lines"]
-        applier = Applier(POLICY_STATE_DIR)
-        applier.target = table
-        try:
-            applier.check_and_load(render_boot.host(port or None, config))
-        except PolicyError as error:
-            raise HaError(Code.APPLY, "", "table inet tusk_host could not admit the pair's "
-                          f"VRRP and sync: {error.problems[0].message}") from None
-        return [f"host table: VRRP and the peer's sync {'admitted' if config else 'removed'}"]
+    def follow(self, config):
+        """What follows the pair (box/dependents.py), before its daemons start: nothing
+        here; the appliance's applier (box/appliers.py) loads the host table with
+        config's VRRP and sync. Returns what was done."""
+        return []
 
     def restore(self, pending):
         """The confirmed pair again (only confirm() writes the file, so it is the base);

@@ -17,20 +17,18 @@ marker records them (confirm_over), and confirm(arrived_at=...) refuses a confir
 arrived elsewhere - if the operator's browser never reaches the new address, the old
 one comes back by itself. The web UI's one-time link to the new address carries a token
 whose hash the pending marker keeps (token_sha256). On the appliance the host table
-(tusk_host) follows the management port into and out of every change (HostTable).
+(tusk_host) follows the management port into and out of every change: follow() is the
+hook, which box/appliers.py's NetworkApplier fills in (box/hosttable.py).
 """
 import hashlib
 import hmac
 import ipaddress
 import os
-import re
-import subprocess
 
-from tusklib.commands import CommandError, Runner
+from tusklib.commands import Runner
 from tusklib.commit import CommitConfirm, Failure, RestoreFailed, current_user, timeout_problem
 from tusklib.files import write_atomically
-from tusklib.names import FAMILY, HOST_TABLE
-from tusklib.target import CommandResult, Target
+from tusklib.target import Target
 
 from . import model
 from .errors import Code, NetworkError
@@ -42,9 +40,6 @@ CONFIG_NAME = "network.toml"
 APPLIED_NAME = "applied.txt"
 ROOT_NAME = "root"   # tests only: the --root tree this state directory belongs to
 DHCP = "dhcp"       # confirm_over: an address DHCP or router advertisements give
-POLICY_STATE_DIR = "/var/lib/tusk/policy"   # the appliance's policy store: its lock
-# the rule of table inet tusk_host that admits the dashboard (render_boot.host)
-MANAGEMENT_RULE = re.compile(r'iifname "([^"]+)" tcp dport .*comment "tusk: management"')
 
 
 def token_sha256(token):
@@ -72,7 +67,7 @@ class NetworkApplier(CommitConfirm):
                                  runner.root + "\n")
             self.backend = NetworkdBackend(runner)
             self.config_path = runner.path(DEFAULT_PATH)
-            self.host_table = HostTable(runner)
+            self.runner = runner
         else:
             from .iproute2 import IprouteBackend
             self.backend = IprouteBackend(Target(netns),
@@ -80,7 +75,7 @@ class NetworkApplier(CommitConfirm):
             self.config_path = os.path.join(self.store.state_dir, CONFIG_NAME)
             # the lab's fw has no host table: its policy filters forwarding only, and the
             # web UI's nginx there answers on every address
-            self.host_table = None
+            self.runner = None
 
     def recorded_root(self):
         """The --root tree an earlier NetworkApplier of this state directory applied to
@@ -132,7 +127,7 @@ class NetworkApplier(CommitConfirm):
 
             def make_live():
                 lines = self.backend.apply(config)
-                self.follow_management(config, lines)
+                self.follow(config, lines)
                 return lines
             lines = self.go_live(revision, previous, make_live)
             write_atomically(os.path.join(revision.path, APPLIED_NAME),
@@ -151,15 +146,14 @@ class NetworkApplier(CommitConfirm):
                                 "to go back to")
         try:
             self.backend.apply(config)
-            self.follow_management(config, [])
+            self.follow(config, [])
         except NetworkError as error:
             raise RestoreFailed(str(error.problems[0])) from None
 
-    def follow_management(self, config, lines):
-        """The host table admits the dashboard on config's management port (the
-        appliance's; the lab has none)."""
-        if self.host_table is not None:
-            self.host_table.follow(config, lines)
+    def follow(self, config, lines):
+        """What follows the network configuration (box/dependents.py), after config was
+        put into effect: nothing here; the appliance's applier (box/appliers.py) loads
+        the host table for config's management port, adding what it did to lines."""
 
     def confirm(self, user=None, arrived_at=None, token=None):
         """Confirm the pending configuration and make it the confirmed file. arrived_at:
@@ -210,7 +204,7 @@ class NetworkApplier(CommitConfirm):
             if config is None:
                 raise NetworkError(Code.IO, self.config_path, "does not exist")
             lines = self.backend.apply(config)
-            self.follow_management(config, lines)
+            self.follow(config, lines)
             text = to_toml(config)
             last = self.store.confirmed_id()
             if last is None or self.store.get(last).read(CONFIG_NAME) != text:
@@ -227,67 +221,6 @@ class NetworkApplier(CommitConfirm):
 
     def history(self):
         return self.store.all()
-
-
-class HostTable(Target):
-    """The appliance's table inet tusk_host (policy/core/render_boot.host, loaded at boot
-    by appliance/boot.py) admits the dashboard on the management port only. When a change
-    moves management to another port, the confirm must arrive over the new port, so the
-    table follows every configuration put into effect: the applied one, and the confirmed
-    one a rollback, cancel or recover (the watchdog's too) puts back. Loaded as boot loads
-    it: nft -c, then one nft -f, under the policy applier's lock.
-
-    nft runs from the command table (tusklib/commands.py): under --root only when
-    TUSK_COMMANDS names it (the tests give it a namespace's nft); otherwise, and when
-    there is no tusk_host table (boot has not loaded it yet, or the lockdown table stands
-    in), the table is left as it is."""
-
-    def __init__(self, runner):   # no namespace, no tool check: the command table has them
-        self.runner = runner
-        self.netns = None
-
-    def run(self, argv, stdin=None):
-        """Target.run through the command table, for the policy applier's nft_check and
-        nft_load and for the listing below."""
-        proc = subprocess.run(self.runner.argv(*argv), input=stdin, capture_output=True,
-                              text=True)
-        return CommandResult(proc.returncode, proc.stdout, proc.stderr)
-
-    def management(self):
-        """The port the loaded table admits the dashboard on ("" none), or None when
-        there is no table or nft cannot be asked."""
-        try:
-            result = self.run(["nft", "list", "table", FAMILY, HOST_TABLE])
-        except (CommandError, OSError):
-            return None
-        if not result.ok:
-            return None
-        found = MANAGEMENT_RULE.search(result.stdout)
-        return found.group(1) if found else ""
-
-    def follow(self, config, lines):
-        """Loads the table for config's management port if the loaded one admits another;
-        NetworkError(APPLY) when the kernel or the lock refuses it (nothing changed)."""
-        from ha.core import config as ha_config
-        from policy.core import render_boot
-        from policy.core.applier import Applier
-        from policy.core.errors import PolicyError
-        port = config.management.name if config.management else ""
-        loaded = self.management()
-        if loaded is None or loaded == port:
-            return
-        applier = Applier(self.runner.path(POLICY_STATE_DIR))
-        applier.target = self   # its nft, as boot's is the system's
-        try:
-            # an HA pair's lines stay (what tusk-boot loaded them from)
-            ha, _ = ha_config.enabled(self.runner.path(ha_config.DEFAULT_PATH))
-            applier.check_and_load(render_boot.host(port or None, ha))
-        except PolicyError as error:
-            raise NetworkError(Code.APPLY, "", "table inet tusk_host could not follow the "
-                               f"management port to {port or '(none)'}: "
-                               f"{error.problems[0].message}") from None
-        lines.append(f"host table: the dashboard answers on {port or 'no port'} "
-                     f"(was {loaded or 'none'})")
 
 
 def confirm_timeout(timeout):

@@ -13,6 +13,7 @@ an interface a zone names that is not a traffic link here is a problem naming th
 import ipaddress
 
 from tusklib import checks
+from tusklib.paths import path_mtu_warnings
 
 from . import model
 from .errors import Code, Problem
@@ -510,7 +511,7 @@ def _addresses(link):
 def mtu_warnings(config, paths):
     """Where the network meets the policy's paths: a class between two interfaces of
     different MTU - VLANs and bonds included, each with the MTU it will have - whose MSS
-    is not clamped relies on path MTU discovery. paths: tuning.core.planner.policy_paths'
+    is not clamped relies on path MTU discovery. paths: box.paths.policy_paths'
     [(class, from interfaces, to interfaces, clamped)]. Warnings, not problems: PMTUD
     may work; the operator decides."""
     names = {link.name for link in config.links}
@@ -518,21 +519,3 @@ def mtu_warnings(config, paths):
                              if name in names else None)
 
 
-def path_mtu_warnings(paths, mtu_of):
-    """The one wording of the MTU warning, for the Network pages and tusk-tune's plan.
-    mtu_of(interface): the MTU it will have, None when unknown (then no warning)."""
-    warnings = []
-    for name, inside, outside, clamped in paths:
-        if clamped:
-            continue
-        for a in inside:
-            for b in outside:
-                mtu_a, mtu_b = mtu_of(a), mtu_of(b)
-                if mtu_a is None or mtu_b is None or mtu_a == mtu_b:
-                    continue
-                big, small = (a, b) if mtu_a > mtu_b else (b, a)
-                warnings.append(f"class {name}: {a} (MTU {mtu_a}) -> {b} (MTU {mtu_b}): "
-                                f"segments sized for {big} must be cut down to {small}'s "
-                                "by path MTU discovery; set the class's MSS clamp to "
-                                "pmtu, or the same MTU on both")
-    return warnings

@@ -7,7 +7,7 @@ txqueuelen, queue interrupts, RPS, XPS; then the RFS table and the [sysctl]
 section. Channels come first because they create and remove queues: apply writes
 them, detects again and plans the rest against the queues that then exist.
 """
-from network.core.validate import path_mtu_warnings
+from tusklib.paths import path_mtu_warnings
 from tusklib.problems import Problem
 
 from . import profile as profiles
@@ -476,14 +476,3 @@ def plan(profile, machine, host, paths=(), network=None):
     return Planner(profile, machine, host, paths, network).run()
 
 
-def policy_paths(policy):
-    """A policy model -> the paths its classes open, for the MTU check:
-    [(class, interfaces of from-zone, interfaces of to-zone, whether MSS is clamped)]."""
-    zones = {zone.name: zone.interfaces for zone in policy.zones}
-    paths = []
-    for cls in policy.classes:
-        if cls.action != "accept" or not cls.from_zone or not cls.to_zone:
-            continue
-        paths.append((cls.name, list(zones.get(cls.from_zone, ())),
-                      list(zones.get(cls.to_zone, ())), cls.mss.mode != "none"))
-    return paths
