@@ -22,8 +22,8 @@ from netns.pcaps import ns_socket, tcp_connect  # importable from the web tier t
 
 from lab.namespaces import CLIENT_V4, CLIENT_V6, SERVER_V4, SERVER_V6
 from lab.ulogd import Ulogd
-from logs.constants import CURRENT
 from logs.core import forwarder, records, storage
+from logs.core.constants import CURRENT
 from logs.core.settings import check
 
 RATE, BURST = 50, 100      # the policy's default log rate, and twice it as the burst

@@ -34,7 +34,7 @@ from jobs.models import PeriodicState
 from lab.paths import WEBUI
 from lab.ulogd import make_log_dir
 from lab.users import WEB_USER, reach_interpreter
-from logs.constants import CURRENT, FORWARDER_TASK, KEEP_TASK
+from logs.core.constants import CURRENT, FORWARDER_TASK, KEEP_TASK
 from logs.models import LogSettings
 
 VALID = {"host": "127.0.0.1", "port": 514, "transport": "udp"}

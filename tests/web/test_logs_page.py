@@ -17,7 +17,7 @@ from tuskweb import PEER_A, PEER_B, errors_of, wait
 from accounts.models import AuditEntry
 from jobs.models import Job, PeriodicState
 from lab.ulogd import Ulogd
-from logs.constants import CURRENT, FORWARDER_TASK, KEEP_TASK
+from logs.core.constants import CURRENT, FORWARDER_TASK, KEEP_TASK
 from logs.models import LogSettings
 from policy.models import Revision, TargetState
 

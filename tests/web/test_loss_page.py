@@ -6,7 +6,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from dashboard.models import Sample
-from metrics.models import CounterReading
+from policy.models import CounterReading
 
 EVIL = "<script>x</script>"
 

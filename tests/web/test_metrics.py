@@ -20,9 +20,10 @@ from accounts.models import AuditEntry
 from dashboard.models import Sample
 from jobs.models import AgentHeartbeat, Job, PeriodicState
 from metrics.collector import FAMILIES, SEQADJ
-from metrics.counters import carried_over, merge
-from metrics.models import CounterReading, ScrapeToken
+from metrics.models import ScrapeToken
 from policy import draft as drafts
+from policy.counters import carried_over, merge
+from policy.models import CounterReading
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "METRICS.md"
 POLICY = """zones:
@@ -179,7 +180,7 @@ def test_the_scrape_exports_what_the_agent_stored(admin_client, tmp_path):
              "invalid": [3, 180, None], "default_deny": [9, 540, hit]})
     AgentHeartbeat.objects.create(agent="host:1:1", started_at=now - timedelta(hours=1),
                                   seen_at=now - timedelta(seconds=2))
-    PeriodicState.objects.create(name="metrics.counters", interval=2, runs=30, failures=2,
+    PeriodicState.objects.create(name="policy.counters", interval=2, runs=30, failures=2,
                                  skipped=1, started_at=now, duration=0.25, error="boom")
     for state in ("queued", "failed", "failed", "succeeded"):
         Job.objects.create(kind="agent.ping", state=state)
@@ -209,7 +210,7 @@ def test_the_scrape_exports_what_the_agent_stored(admin_client, tmp_path):
     assert value(found, "tusk_dropped_packets_total", reason="invalid") == 3
     assert value(found, "tusk_dropped_bytes_total", reason="default_deny") == 540
     assert 1.5 < value(found, "tusk_agent_heartbeat_age_seconds") < 30
-    labels = {"task": "metrics.counters"}
+    labels = {"task": "policy.counters"}
     assert value(found, "tusk_agent_task_runs_total", **labels) == 30
     assert value(found, "tusk_agent_task_failures_total", **labels) == 2
     assert value(found, "tusk_agent_task_skipped_total", **labels) == 1
@@ -359,3 +360,21 @@ def test_elephants_per_class_by_the_name_of_the_live_revision(admin_client):
     labelled = {dict(labels)["class"] for name, labels in found
                 if name == "tusk_class_elephant_bytes"}
     assert labelled == {"web", "idle"}, labelled
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_counter_reading_moves_to_the_policy_app_with_its_row():
+    """CounterReading moved from metrics to policy (issue 37): the table is taken over and
+    renamed, so the last hits an agent carries over survive the upgrade."""
+    from django.db.migrations.executor import MigrationExecutor
+    MigrationExecutor(connection).migrate([("metrics", "0001_initial"),
+                                           ("policy", "0001_initial")])
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO metrics_counterreading (id, read_at, observed_since, "
+                       "table_loaded, counters) VALUES (1, now(), now(), true, %s)",
+                       ['{"class_web": [3, 180, 1795961385]}'])
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    row = CounterReading.objects.get(pk=1)
+    assert row.counters == {"class_web": [3, 180, 1795961385]} and row.table_loaded
+    assert "metrics_counterreading" not in connection.introspection.table_names()

@@ -15,8 +15,8 @@ from web.test_metrics import samples
 
 from jobs import queue
 from jobs.models import Job, PeriodicState
-from metrics.models import CounterReading
 from policy import draft as drafts
+from policy.models import CounterReading
 
 POLICY = """zones:
   - {name: inside, interfaces: [eth1]}
@@ -108,7 +108,7 @@ def test_real_traffic_through_a_class_is_scraped_and_listed(agent, netns, peers,
     assert value(found, "tusk_seqadj_counters_available") == 0   # the host's kernel
 
     assert value(found, "tusk_agent_heartbeat_age_seconds") < 10
-    task = {"task": "metrics.counters"}
+    task = {"task": "policy.counters"}
     assert value(found, "tusk_agent_task_runs_total", **task) >= 2
     assert value(found, "tusk_agent_task_failures_total", **task) == 0
     assert value(found, "tusk_agent_task_failing", **task) == 0
@@ -146,7 +146,7 @@ def test_a_forged_counter_reading_makes_the_starting_agent_do_nothing(
         assert (row.counters, row.table_loaded) == ({}, False)   # no table in the namespace
         assert row.observed_since <= datetime.now(UTC)
         state = wait_until(lambda: PeriodicState.objects.filter(
-            name="metrics.counters", runs__gte=1).first(), 10, "the reading recorded")
+            name="policy.counters", runs__gte=1).first(), 10, "the reading recorded")
         assert (state.error, state.failures) == ("", 0)
         assert not planted.exists()
         assert not Job.objects.exists()

@@ -12,6 +12,7 @@ mapping renames the port wherever it is named - the network's links and referenc
 VLANs named after it (<port>.<id>) and the restored policy's zones."""
 import copy
 
+from box import snapshot, verify
 from django.contrib.auth import get_user_model, update_session_auth_hash
 from django.db import transaction
 
@@ -243,8 +244,8 @@ def restore(request, pending, token, source=DRAFT, apply=True, ports=None,
         apply_job = None
         # Applied now only if it fits the network the box runs: a zone on a link only the
         # restored network has waits until that network is applied (the agent would refuse).
-        waits = restored is not None and bool(drafts.network_problems(
-            load_policy(draft.document), drafts.network_configs()))
+        waits = restored is not None and bool(verify.network_problems(
+            load_policy(draft.document), snapshot.read(snapshot.WEB, "network").network))
         if restored is not None:
             restored["policy_waits"] = waits
         if apply and not waits and status_context(draft)["changes_pending"]:

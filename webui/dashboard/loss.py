@@ -8,7 +8,7 @@ namespaced): the interfaces' standard statistics (`ip -s -s -j link`: what every
 reports through netlink - missed, FIFO, over, CRC, dropped), the root qdisc of each
 interface (`tc -s -j qdisc`), /proc/net/softnet_stat, conntrack's per-CPU statistics
 (/proc/net/stat/nf_conntrack) and Tusk's seqadj counters. The ruleset's own drops (the
-default deny, invalid, classes that drop) are the named counters metrics/counters.py
+default deny, invalid, classes that drop) are the named counters policy/counters.py
 reads; the Loss page shows them beside these.
 
 A key is "<stage>" for the box, "<stage>@<interface>" per interface. Everything here is

@@ -10,7 +10,7 @@ from django.utils import timezone
 from jobs import registry
 from jobs.models import AgentHeartbeat, Job, PeriodicState
 from policy.models import TargetState
-from policy.views import seqrand_available
+from policy.selectors import seqrand_available
 
 from . import calculators, loss, stats
 from .agent_jobs import WEB_CHECK

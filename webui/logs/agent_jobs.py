@@ -23,8 +23,14 @@ import threading
 from accounts.models import AuditEntry
 from jobs.registry import JobFailed, handler, on_start, periodic
 
-from .constants import APPLY_JOB, FORWARDER_CHECK_SECONDS, FORWARDER_TASK, KEEP_TASK, START_TASK
 from .core import forwarder, paths, storage
+from .core.constants import (
+    APPLY_JOB,
+    FORWARDER_CHECK_SECONDS,
+    FORWARDER_TASK,
+    KEEP_TASK,
+    START_TASK,
+)
 from .core.settings import Settings, SettingsError, check
 from .models import LogSettings
 

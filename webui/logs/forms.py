@@ -9,8 +9,9 @@ from django import forms
 from tusklib.names import NAME_BODY
 from tusklib.problems import ProblemsFormMixin
 
-from .choices import PROTOCOLS, TRANSPORTS, VERDICTS
-from .constants import (
+from .core import records
+from .core.choices import PROTOCOLS, TRANSPORTS, VERDICTS
+from .core.constants import (
     FILE_MB_MAX,
     FILE_MB_MIN,
     FILES_MAX,
@@ -23,7 +24,6 @@ from .constants import (
     TAIL_DEFAULT,
     TAIL_MAX,
 )
-from .core import records
 from .core.settings import SettingsError, check
 
 DEFAULT_DENY = "(default)"   # no class name starts with "(": the default deny's records

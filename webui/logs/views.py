@@ -26,7 +26,8 @@ from policy.core.errors import PolicyError
 from policy.core.normalise import load_policy_text
 from policy.models import Revision, TargetState
 
-from .constants import (
+from .core import paths, records, storage
+from .core.constants import (
     APPLY_JOB,
     FORWARDER_TASK,
     KEEP_TASK,
@@ -34,7 +35,6 @@ from .constants import (
     SCAN_BYTES,
     TAIL_DEFAULT,
 )
-from .core import paths, records, storage
 from .core.settings import SettingsError, check
 from .forms import DEFAULT_DENY, FilterForm, StorageForm, SyslogForm
 from .models import LogSettings

@@ -21,11 +21,8 @@ from flows.agent_jobs import SAMPLE as FLOWS_SAMPLE
 from flows.classes import class_names
 from jobs import registry
 from jobs.models import AgentHeartbeat, Job, PeriodicState
-from policy.models import TargetState
-
-from .constants import READING_PK
-from .models import CounterReading
-from .values import number
+from policy.models import READING_PK, CounterReading, TargetState
+from tusklib.rowvalues import number
 
 COUNTER, GAUGE = "counter", "gauge"
 

@@ -4,5 +4,3 @@ TOKEN_NAME_MAX = 64
 # secrets.token_urlsafe(TOKEN_BYTES): 43 characters of the URL-safe base64 alphabet
 TOKEN_BYTES = 32
 TOKEN_PATTERN = r"[A-Za-z0-9_-]{43}"
-# the one row of CounterReading
-READING_PK = 1

@@ -16,13 +16,13 @@ from accounts import audit
 from accounts.roles import is_admin
 from dashboard import loss
 from dashboard.models import RETENTION, Sample
+from policy.models import READING_PK, CounterReading
+from tusklib.rowvalues import number, utc_time
 
 from . import tokens
 from .collector import DROP_COUNTERS, FAMILIES, scrape_registry
-from .constants import READING_PK
 from .forms import TokenForm
-from .models import CounterReading, ScrapeToken
-from .values import number, utc_time
+from .models import ScrapeToken
 
 _REALM = 'Bearer realm="tusk metrics"'
 

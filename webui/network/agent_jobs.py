@@ -11,13 +11,11 @@ import json
 import re
 import time
 
+from box import snapshot
 from box.appliers import NetworkApplier
 
 from jobs.models import PeriodicState
 from jobs.registry import JobFailed, handler, known_args, periodic, problems_result
-from policy.core.errors import PolicyError
-from policy.core.normalise import parse_yaml
-from policy.core.revisions import Store as PolicyStore
 from tusklib.commit import ZONES_CHECKED
 from tusklib.target import Target
 
@@ -70,15 +68,11 @@ def _after(run, applier):
 def policy_zones(config):
     """{zone: [interfaces]} of the confirmed and the pending policy in the policy's own
     store (root's, on disk): an interface either of them uses may not go away."""
-    store = PolicyStore(config.state_dir)
-    pending = store.pending()
-    numbers = {store.confirmed_id(), pending["revision"] if pending else None} - {None}
     try:
-        return merge_zones(*(zones_of(parse_yaml(store.get(n).policy_text) or {})
-                             for n in sorted(numbers)))
-    except PolicyError as error:
-        raise JobFailed(f"the policy's revision cannot be read for its zones: {error}") \
-            from None
+        policies = snapshot.read(snapshot.AGENT, "policy", config=config).values("policy")
+    except snapshot.SnapshotError as error:
+        raise JobFailed(f"{error}: its zones cannot be checked") from None
+    return merge_zones(*(zones_of(document) for document in policies))
 
 
 def _result(revision, applier):

@@ -9,3 +9,7 @@ class NetworkConfig(AppConfig):
 
     name = "network"
     verbose_name = "Network"
+
+    def ready(self):
+        from . import readers  # noqa: F401  (registers its part of the box's snapshot: not
+        #                                      before Django's apps are ready, as its models)

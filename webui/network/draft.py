@@ -5,12 +5,13 @@ the policy's zones (the draft's and the live revision's) before it is saved, so 
 change leaves the draft as it was. The agent checks the same way again before applying."""
 import copy
 
+from box import snapshot
 from django.db import transaction
 
 from jobs.models import PeriodicState
 
 from .core import model
-from .core.errors import NetworkError
+from .core.errors import Code, NetworkError
 from .core.normalise import from_document, parse, to_document
 from .models import Draft, NetworkState
 
@@ -60,15 +61,13 @@ def merge_zones(*zone_maps):
 
 
 def policy_zones():
-    """The zones of the policy draft and of the live policy: an interface either of them
+    """The zones of the live policy and of the policy draft: an interface either of them
     uses may not go away."""
-    from policy import draft as policy_drafts
-    from policy.core.normalise import parse_yaml
-    from policy.views import live_revision
-    _, document = policy_drafts.current()
-    live = live_revision(fields=("number", "policy_text"))
-    live_zones = zones_of(parse_yaml(live.policy_text) or {}) if live else {}
-    return merge_zones(zones_of(document), live_zones)
+    try:
+        policies = snapshot.read(snapshot.WEB, "policy").values("policy")
+    except snapshot.SnapshotError as error:
+        raise NetworkError(Code.POLICY, "", f"{error}: its zones cannot be checked") from None
+    return merge_zones(*(zones_of(document) for document in policies))
 
 
 def confirmed_config():

@@ -8,6 +8,7 @@ import ipaddress
 import secrets
 from datetime import timedelta
 
+from box import snapshot, verify
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_not_required
@@ -27,7 +28,6 @@ from . import draft as drafts
 from .core.applier import DHCP, confirm_over
 from .core.errors import NetworkError
 from .core.normalise import to_toml
-from .core.validate import mtu_warnings
 from .forms import FORMS_BY_SECTION, ApplyForm, PortForm, SystemForm
 from .models import ConfirmToken, NetworkState, Revision
 
@@ -293,27 +293,14 @@ def _diff(old, new, old_name, new_name):
                                         old_name, new_name))
 
 
-def policy_mtu_warnings(config):
-    """validate.mtu_warnings along the paths of the policy the box runs (pending, else
-    confirmed) and of the policy draft, which is applied next: each once."""
-    from box.paths import policy_paths
-
-    from policy import draft as policy_drafts
-    from policy.core.errors import PolicyError
-    from policy.core.normalise import load_policy, load_policy_text
-    from policy.views import live_revision
-    live = live_revision(fields=("number", "policy_text"))
-    policies = [lambda: load_policy(policy_drafts.current()[1])]
-    if live is not None:
-        policies.insert(0, lambda: load_policy_text(live.policy_text))
-    warnings = []
-    for policy in policies:
-        try:
-            paths = policy_paths(policy())
-        except PolicyError:   # a revision of an older release: the draft's paths still count
-            continue
-        warnings += [w for w in mtu_warnings(config, paths) if w not in warnings]
-    return warnings
+def mtu_warnings(config):
+    """The MTU warnings of config along the paths of the policy the box runs and of the
+    policy draft, which is applied next (box/verify.py)."""
+    try:
+        policies = snapshot.read(snapshot.WEB, "policy").values("policy")
+    except snapshot.SnapshotError:
+        return []   # warnings only: the policy's own page says what cannot be read
+    return verify.mtu_warnings(config, policies)
 
 
 def apply(request):
@@ -344,7 +331,7 @@ def apply(request):
         "diff": _diff(old_text, to_toml(config), "confirmed network.toml",
                       f"draft version {draft.version}") if config else "",
         "summary": summary(confirmed, config) if config else [],
-        "mtu_warnings": policy_mtu_warnings(config) if config else [],
+        "mtu_warnings": mtu_warnings(config) if config else [],
         "over": [a for a in over if a != DHCP], "over_dhcp": DHCP in over},
         status=400 if (form.errors or problems) and request.method == "POST" else 200)
 

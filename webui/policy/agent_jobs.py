@@ -3,16 +3,19 @@ revision. Each runs the policy engine's applier on the configured target and the
 mirrors the revision store into the database - as the periodic policy.sync does, for
 what changes without a job (a watchdog's rollback, the CLI, a table changed by hand);
 the periodic policy.fastpath_devices adds interfaces made after the policy was loaded to
-the fast path.
+the fast path; the periodic policy.counters reads the ruleset's named counters (the
+classes' hits, the drops /metrics exports: counters.py).
 Apply and roll back first check the policy's zones against the box's network
 configuration (the network jobs check the other way round).
-At start, the target kernel's capabilities, for the pages (views.seqrand_available)."""
+At start, the target kernel's capabilities, for the pages (selectors.seqrand_available)."""
+from box import snapshot
+
 from jobs.registry import JobFailed, handler, on_start, periodic, problems_result
 from tusklib.commit import ZONES_CHECKED
 from tusklib.target import Target
 
+from . import counters, sync
 from . import draft as drafts
-from . import sync
 from .core import capabilities as kernel
 from .core.applier import Applier
 from .core.constants import POLICY_MAX_BYTES
@@ -20,6 +23,7 @@ from .core.errors import PolicyError
 from .core.normalise import load_policy_text
 
 CAPABILITIES = "policy.capabilities"
+COUNTERS = "policy.counters"
 
 
 @on_start(CAPABILITIES)
@@ -31,6 +35,13 @@ def capabilities(agent):
 @periodic("policy.sync", lambda config: config.sample_interval)
 def sync_store(agent):
     sync.sync(agent.config, periodic=True)
+
+
+@periodic(COUNTERS, lambda config: config.sample_interval)
+def read_counters(agent):
+    """The ruleset's named counters (counters.py), read every sample_interval like the
+    dashboard's statistics: the classes' hits, and the drops /metrics exports."""
+    return counters.read(agent.config)
 
 
 @periodic("policy.fastpath_devices", lambda config: max(config.sample_interval, 5))
@@ -52,26 +63,10 @@ def _revision_result(revision, applier):
             "deadline": pending["deadline"] if pending else None}
 
 
-def network_configs(config):
-    """[(which, NetworkConfig)] of the box, from the network's own file and store (root's,
-    as the network jobs read them; never the database's mirror): the confirmed
-    configuration and a change awaiting confirmation; [] when there is none (a machine
-    tusk-net does not manage, such as the tests' namespaces)."""
-    from network.agent_jobs import applier_for
-    from network.core.errors import NetworkError
-    try:
-        network = applier_for(config)
-        found = [(drafts.CONFIRMED_NETWORK, network.confirmed()),
-                 (drafts.PENDING_NETWORK, network.pending_config())]
-    except NetworkError as error:
-        raise JobFailed("the box's network configuration cannot be read, so the zones "
-                        f"cannot be checked against it: {error}") from None
-    return [(which, network) for which, network in found if network is not None]
-
-
 def check_network(config, policy_text):
     """PolicyError when a zone of policy_text names an interface that is not a traffic
-    link of the box's network configuration (drafts.network_problems). Text that is no
+    link of the box's network configuration (box/verify.py), as the network's own store
+    has it (the agent's snapshot). Text that is no
     valid policy is left to the applier, which names its problems."""
     if not isinstance(policy_text, str) or len(policy_text) > POLICY_MAX_BYTES:
         return
@@ -79,7 +74,11 @@ def check_network(config, policy_text):
         policy = load_policy_text(policy_text)
     except PolicyError:
         return
-    drafts.check_network(policy, network_configs(config))
+    try:
+        networks = snapshot.read(snapshot.AGENT, "network", config=config).network
+    except snapshot.SnapshotError as error:
+        raise JobFailed(f"{error}, so the zones cannot be checked against it") from None
+    drafts.check_network(policy, networks)
 
 
 @handler("policy.apply", "Apply policy")

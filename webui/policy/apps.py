@@ -7,3 +7,7 @@ class PolicyConfig(AppConfig):
 
     name = "policy"
     verbose_name = "Policy"
+
+    def ready(self):
+        from . import readers  # noqa: F401  (registers its part of the box's snapshot: not
+        #                                      before Django's apps are ready, as its models)

@@ -6,10 +6,10 @@ import copy
 import hashlib
 
 import yaml
+from box import snapshot, verify
 from django.db import transaction
 
 from .core.errors import Code, PolicyError, Problem
-from .core.nat import first_class_taking, network_facts, taken_first
 from .core.normalise import load_policy, load_policy_text, parse_yaml
 from .core.render import render
 from .models import Draft, Revision
@@ -27,7 +27,6 @@ REFERENCES = {
     "classes": (("nat.forwards", "class", "port forward"),),
 }
 EMPTY = {"version": 1, "zones": [], "address_sets": [], "services": [], "classes": []}
-CONFIRMED_NETWORK, PENDING_NETWORK = "confirmed", "pending"   # network_configs()' which
 
 
 class StaleDraft(Exception):
@@ -85,69 +84,12 @@ def to_yaml(document):
     return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
 
 
-def network_configs():
-    """[(which, NetworkConfig)]: the box's network configuration as the agent last
-    mirrored it - the confirmed one, and a change awaiting confirmation - or [] when the
-    box has none (a machine tusk-net does not manage: the tests' namespaces). One that
-    cannot be read is left out here; the agent reads the files again before applying."""
-    from network.core.errors import NetworkError
-    from network.core.normalise import parse
-    from network.models import NetworkState
-    from network.models import Revision as NetworkRevision
-    state = NetworkState.objects.filter(pk=1).first()
-    if state is None:
-        return []
-    texts = [(CONFIRMED_NETWORK, state.confirmed_text)]
-    if state.pending:
-        texts.append((PENDING_NETWORK, NetworkRevision.objects.filter(
-            number=state.pending).values_list("text", flat=True).first()))
-    configs = []
-    for which, text in texts:
-        if not text:
-            continue
-        try:
-            configs.append((which, parse(text, "network.toml")))
-        except NetworkError:
-            continue
-    return configs
-
-
-def network_problems(policy, configs):
-    """[Problem]: each zone interface of policy (a Policy) that is not a traffic link of
-    one of configs (network_configs(), or the agent's), and its NAT where the network
-    cannot carry it: the policy and the network checked together where they meet
-    (network.core.validate.zone_problems, nat_problems). A place wrong in both is named
-    once.
-
-    A forward's traffic goes to the server's zone, which only the network knows: with
-    configs, the first class that takes it there must be the forward's own; without
-    (configs empty), a class to some zone that would drop, reject or untrack it there is
-    refused too, before a forward's class to any zone (core.nat.first_class_taking)."""
-    from network.core.validate import nat_problems, zone_problems
-    zones = [(zone.name, zone.interfaces) for zone in policy.zones]
-    forwards, masquerades = network_facts(policy)
-    found = {}
-    if not configs:
-        for index, forward in enumerate(policy.nat.forwards):
-            taking = first_class_taking(policy, forward)
-            if taking is not None:
-                path = f"nat.forwards[{index}].class"
-                found[path] = Problem(Code.CONTRADICTION, path, taking.reason())
-    for which, config in configs:
-        for code, problems in ((Code.INTERFACE, zone_problems(config, zones)),
-                               (Code.CONTRADICTION, nat_problems(
-                                   config, zones, forwards, masquerades, taken_first(policy)))):
-            for path, message in problems:
-                if which == PENDING_NETWORK:
-                    message += " (in the network change that awaits confirmation)"
-                found.setdefault(path, Problem(code, path, message))
-    return list(found.values())
-
-
-def check_network(policy, configs=None):
-    """Raises PolicyError with network_problems() of the box's network (configs: the
-    mirrored ones when None)."""
-    problems = network_problems(policy, network_configs() if configs is None else configs)
+def check_network(policy, networks=None):
+    """Raises PolicyError with the problems of policy against the box's network
+    (box/verify.py; networks: a snapshot's network part, the web process's when None)."""
+    if networks is None:
+        networks = snapshot.read(snapshot.WEB, "network").network
+    problems = verify.network_problems(policy, networks)
     if problems:
         raise PolicyError(problems)
 
@@ -155,7 +97,7 @@ def check_network(policy, configs=None):
 def save_document(document, version, user, network=None):
     """Validates and stores document, the whole policy, if the draft is still at version
     (None: whatever it is) - also against the box's network configuration (network:
-    check_network's configs). All or nothing: raises PolicyError (every problem) or
+    check_network's networks). All or nothing: raises PolicyError (every problem) or
     StaleDraft, and saves nothing then."""
     check_network(load_policy(document), network)
     get_meta()  # exists

@@ -50,3 +50,29 @@ class TargetState(models.Model):
     # None: nothing to compare with; True/False: live table == the live revision's listing
     matches = models.BooleanField(null=True)
     synced_at = models.DateTimeField(null=True, blank=True)
+
+
+# the one row of CounterReading
+READING_PK = 1
+
+
+class CounterReading(models.Model):
+    """The named counters of table inet tusk (class_<name>, invalid, default_deny) as the
+    agent last read them. One row (pk=1), replaced at every reading: latest values only.
+
+    counters: {counter name: [packets, bytes, last hit]}, the last hit being the Unix time
+    of the reading in which the agent first saw the counter higher than in the reading
+    before (a counter that starts again from zero - every apply replaces the table - and
+    has any packets counts too); null when it has not been seen to grow since
+    observed_since, the agent's first reading, before which nothing is known."""
+
+    read_at = models.DateTimeField()
+    observed_since = models.DateTimeField()
+    table_loaded = models.BooleanField()
+    counters = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-read_at"]
+
+    def __str__(self):
+        return f"counter reading of {self.read_at:%Y-%m-%d %H:%M:%S}"

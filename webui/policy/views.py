@@ -4,6 +4,7 @@ import difflib
 import functools
 import hashlib
 
+from box import snapshot, verify
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
@@ -17,15 +18,15 @@ from django.views.decorators.http import require_POST
 from accounts import audit
 from accounts.roles import is_admin
 from jobs import queue
-from metrics.hits import ClassHits
 
 from . import draft as drafts
-from .agent_jobs import CAPABILITIES
 from .core.errors import PolicyError
 from .core.normalise import load_policy
 from .core.render import render as render_ruleset
 from .forms import FORMS, TITLES, ApplyForm, ImportForm, fastpath_text
+from .hits import ClassHits
 from .models import Revision, TargetState
+from .selectors import live_revision, seqrand_available
 
 
 def _section(section):
@@ -34,29 +35,9 @@ def _section(section):
     return section
 
 
-def live_revision(fields=("number", "ruleset_sha256", "outcome"), state=None):
-    """The revision loaded now: pending if any, else the confirmed one (None: empty)."""
-    state = state or TargetState.objects.filter(pk=1).first()
-    number = state and (state.pending or state.confirmed)
-    if not number:
-        return None
-    revisions = Revision.objects.filter(number=number)
-    return (revisions.only(*fields) if fields else revisions).first()
-
-
 @functools.cache
 def _empty_sha256():
     return hashlib.sha256(render_ruleset(load_policy(drafts.EMPTY)).encode()).hexdigest()
-
-
-def seqrand_available():
-    """As the agent found the target's kernel at its start (agent_jobs.capabilities);
-    None when no agent has reported yet."""
-    from jobs.models import PeriodicState
-    found = PeriodicState.last_result(CAPABILITIES)
-    if found is None:
-        return None
-    return any(present is True for name, present in found.items() if "helper" in name)
 
 
 def status_context(draft=None):
@@ -86,7 +67,7 @@ PAGE_SIZE = 50
 def _rows(section, items, base, admin, last, hits=None):
     """The list's rows as HTML, built here rather than in a template loop: Django's
     template engine made a page of 50 classes cost 20 ms (bench-ui). hits: the classes'
-    counters (metrics.hits.ClassHits)."""
+    counters (hits.ClassHits)."""
     rows = []
     for index, item in items:
         link = format_html('<a href="{}{}/">{}</a>', base, index, item.get("name", ""))
@@ -257,7 +238,7 @@ def apply(request):
     new = render_ruleset(policy)
     old = live.ruleset if live else ""
     # the network may have changed since the draft was saved (a port made management)
-    problems = drafts.network_problems(policy, drafts.network_configs())
+    problems = verify.network_problems(policy, snapshot.read(snapshot.WEB, "network").network)
     form = ApplyForm(request.POST or None, initial={"version": draft.version})
     if request.method == "POST" and form.is_valid():
         if problems:

@@ -31,7 +31,7 @@ from tusklib import children, values
 from tusklib.files import write_atomically
 from tusklib.formats import rsyslog
 
-from ..constants import (
+from .constants import (
     CURRENT,
     SYSLOG_APP_NAME,
     SYSLOG_FACILITY,

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..choices import PROTOCOL_NAMES, VERDICTS
+from .choices import PROTOCOL_NAMES, VERDICTS
 
 PREFIX = re.compile(rf"tusk:({'|'.join(VERDICTS)}):([a-z][a-z0-9_-]{{0,31}}|)")
 TCP_FLAGS = ("syn", "ack", "fin", "rst", "psh", "urg")

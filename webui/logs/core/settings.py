@@ -15,8 +15,8 @@ from enum import IntEnum
 from tusklib import values
 from tusklib.problems import Problem, Problems
 
-from ..choices import TRANSPORTS
-from ..constants import (
+from .choices import TRANSPORTS
+from .constants import (
     FILE_MB_DEFAULT,
     FILE_MB_MAX,
     FILE_MB_MIN,

@@ -26,7 +26,7 @@ import signal
 import stat
 from dataclasses import dataclass
 
-from ..constants import CURRENT, MB
+from .constants import CURRENT, MB
 
 _NAME = re.compile(rf"{re.escape(CURRENT)}(?:\.([1-9][0-9]{{0,3}}))?")
 BLOCK = 256 * 1024

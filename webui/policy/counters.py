@@ -17,8 +17,7 @@ from django.utils import timezone
 from tusklib.names import FAMILY, TABLE
 from tusklib.target import Target
 
-from .constants import READING_PK
-from .models import CounterReading
+from .models import READING_PK, CounterReading
 
 _NO_TABLE = "No such file or directory"
 

@@ -1,4 +1,4 @@
-"""The hit counters on the policy's traffic classes list (policy/views.py): packets, bytes
+"""The hit counters on the policy's traffic classes list (views.py): packets, bytes
 and last hit of each class's named counter (`class_<name>`) in the live ruleset, as the
 agent last read them (counters.py). The list is the draft's, so a class may not be in
 the live ruleset yet."""
@@ -9,11 +9,10 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from dashboard.templatetags.tusk import si
+from tusklib.rowvalues import number, utc_time
+from tusklib.units import si
 
-from .constants import READING_PK
-from .models import CounterReading
-from .values import number, utc_time
+from .models import READING_PK, CounterReading
 
 
 def _ago(seconds):

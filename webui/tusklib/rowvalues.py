@@ -1,5 +1,5 @@
-"""Values read back from rows the web user can write (CounterReading, dashboard samples):
-taken only when they are what the agent writes there."""
+"""Values read back from rows the web user can write (policy's CounterReading, the
+dashboard's samples): taken only when they are what the agent writes there."""
 import math
 from datetime import UTC, datetime
 
