@@ -7,6 +7,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from ha.agent_jobs import STATUS
 from jobs import registry
 from jobs.models import AgentHeartbeat, Job, PeriodicState
 from policy.models import TargetState
@@ -114,7 +115,6 @@ HA_ROLES = ("MASTER", "BACKUP")
 def _ha_checks():
     """An HA pair's box (the agent's ha.status): its role and daemons, the peer as it
     answers over the sync link, and the sync link's state sync. Nothing for a box alone."""
-    from ha.agent_jobs import STATUS
     state = PeriodicState.last_result(STATUS) or {}
     if not isinstance(state, dict) or not (state.get("confirmed_text") or state.get("pending")):
         return []

@@ -14,14 +14,20 @@ A box that is MASTER takes nothing from its peer.
 """
 import hashlib
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
+from network.core.applier import CONFIG_NAME
+from policy.agent_jobs import check_network
 from policy.core.applier import Applier as PolicyApplier
 from policy.core.constants import CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN, POLICY_MAX_BYTES
 from policy.core.errors import PolicyError
 from policy.core.revisions import Store as PolicyStore
+from tuning.core.applier import BOOT_FILE, NO_PROFILE
+from tuning.forms import ProfileForm
+from tusklib import children
 from tusklib.commit import ZONES_CHECKED
 
 from .core import peer as peers
@@ -61,7 +67,6 @@ def tuning_state(config):
     """This box's tuning profile as its peer compares it: the last applied profile's name,
     "none" after a roll back, None when none was ever applied (tusk-tune's boot-profile:
     what the box applies at start-up)."""
-    from tuning.core.applier import BOOT_FILE
     try:
         with open(os.path.join(config.tuning_state_dir, BOOT_FILE), encoding="utf-8") as f:
             return f.read(200).strip() or None
@@ -73,8 +78,6 @@ def tusk_tune(config, *argv):
     """tusk-tune --json on this box's target (the tuning jobs' call, without their
     report rows: a step from the peer is recorded in tusk-tune's own state) -> its JSON;
     ChildFailed or TimeoutExpired when it fails."""
-    from network.core.applier import CONFIG_NAME
-    from tusklib import children
     call = [sys.executable, str(TUSK_TUNE), "--json", "--state-dir", config.tuning_state_dir,
             "--policy-dir", config.state_dir]
     if config.netns:
@@ -89,10 +92,6 @@ def take_tuning(config, role, request):
     """The master's tuning profile -> (HTTP status, JSON-able). request: {"profile": a
     profile's name, or "none" (rolled back on the master)}; checked as the Tuning page's
     form checks it: one of the profiles this box has."""
-    import subprocess
-
-    from tuning.core.applier import NO_PROFILE
-    from tusklib import children
     if role == "MASTER":
         return 409, {"error": "this box is the master: it takes no configuration from its "
                               "peer"}
@@ -103,7 +102,6 @@ def take_tuning(config, role, request):
         if name == NO_PROFILE:
             tusk_tune(config, "rollback")
         else:
-            from tuning.forms import ProfileForm
             form = ProfileForm({"profile": name if isinstance(name, str) else ""})
             if not form.is_valid():
                 return 422, {"error": "; ".join(f"{field}: {' '.join(errors)}"
@@ -121,7 +119,6 @@ def take_policy(config, role, peer_address, request):
     """One step from the master -> (HTTP status, JSON-able). request: {"action": "apply",
     "text", "timeout" | "confirm": true} | {"action": "confirm", "digest"} |
     {"action": "cancel"}; checked as any job's arguments are."""
-    from policy.agent_jobs import check_network
     if role == "MASTER":
         return 409, {"error": "this box is the master: it takes no configuration from its "
                               "peer"}

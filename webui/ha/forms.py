@@ -8,7 +8,7 @@ from django import forms
 from tusklib.problems import ProblemsFormMixin
 
 from .core.applier import CONFIRM_TIMEOUT_DEFAULT, CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN
-from .core.config import ADVERT_MS_MAX, ADVERT_MS_MIN, PRIMARY, PRIORITY, from_document
+from .core.config import ADVERT_MS_MAX, ADVERT_MS_MIN, PRIMARY, PRIORITY, HaError, from_document
 from .core.peer import KEY_MAX, KEY_MIN, key_problem, new_key
 
 SEGMENTS_HELP = ("One traffic segment per line: its interface, then the addresses the "
@@ -101,7 +101,6 @@ class HaForm(ProblemsFormMixin, forms.Form):
     def clean(self):
         data = super().clean()
         if not self.errors:
-            from .core.config import HaError
             try:
                 from_document(self.to_document())
             except HaError as error:

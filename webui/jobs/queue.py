@@ -11,6 +11,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from .models import Job
+from .registry import known_kinds
 
 log = logging.getLogger("tusk.agent")
 CHANNEL_NEW = "tusk_jobs"  # payload: job id
@@ -18,7 +19,6 @@ MAX_ATTEMPTS = 3
 
 
 def enqueue(kind, args=None, user=None):
-    from .registry import known_kinds
     if kind not in known_kinds():
         raise ValueError(f"unknown job kind {kind!r}")
     with transaction.atomic():

@@ -10,6 +10,11 @@ import sys
 
 from box.paths import policy_paths
 
+from network.core.errors import NetworkError
+from network.core.normalise import DEFAULT_PATH, load
+from policy.core.errors import PolicyError
+from policy.core.normalise import load_policy_file, load_policy_text
+from policy.core.revisions import Store
 from tusklib.problems import report
 
 from .core import profile as profiles
@@ -28,12 +33,9 @@ def live_policy_paths(args):
     live policy revision when there is one; [] otherwise."""
     if args.no_policy:
         return []
-    from policy.core.errors import PolicyError
-    from policy.core.normalise import load_policy_file, load_policy_text
     try:
         if args.policy:
             return policy_paths(load_policy_file(args.policy))
-        from policy.core.revisions import Store
         store = Store(args.policy_dir)
         pending = store.pending()
         rev_id = pending["revision"] if pending else store.confirmed_id()
@@ -53,8 +55,6 @@ def network_config(args):
     policy to check or without the file (a lab or a machine tusk-net does not manage)."""
     if args.no_policy:
         return None
-    from network.core.errors import NetworkError
-    from network.core.normalise import DEFAULT_PATH, load
     path = args.network or (os.path.join(args.root, DEFAULT_PATH.lstrip("/")) if args.root
                             else DEFAULT_PATH)
     if not os.path.exists(path):

@@ -54,6 +54,7 @@ import time
 from collections import OrderedDict
 from http.server import BaseHTTPRequestHandler
 
+from tusklib.files import write_atomically
 from tusklib.names import HA_PEER_PORT as PEER_PORT
 
 PROTOCOL = "2"
@@ -107,7 +108,6 @@ def read_key(state_dir, name=KEY_NAME):
 
 def write_key(state_dir, key, name=KEY_NAME):
     """key (text) into state_dir/name: root's (the writer's), 0600."""
-    from tusklib.files import write_atomically
     write_atomically(os.path.join(state_dir, name), key + "\n", 0o600)
 
 

@@ -26,12 +26,22 @@ import ipaddress
 import os
 
 from tusklib.commands import Runner
-from tusklib.commit import CommitConfirm, Failure, RestoreFailed, current_user, timeout_problem
+from tusklib.commit import (
+    CONFIRMED,
+    CommitConfirm,
+    Failure,
+    RestoreFailed,
+    current_user,
+    timeout_problem,
+)
 from tusklib.files import write_atomically
 from tusklib.target import Target
 
 from . import model
 from .errors import Code, NetworkError
+from .facts import addresses
+from .iproute2 import IprouteBackend
+from .networkd import NetworkdBackend
 from .normalise import DEFAULT_PATH, TEXT_MAX, load, parse, to_toml
 
 CONFIRM_TIMEOUT_DEFAULT = 120
@@ -59,7 +69,6 @@ class NetworkApplier(CommitConfirm):
         the networkd backend; None: the real system."""
         super().__init__(state_dir, netns)
         if netns is None:
-            from .networkd import NetworkdBackend
             runner = runner or Runner(self.recorded_root())
             if runner.root:
                 # the watchdog gets the state directory only: it must find the same tree
@@ -69,7 +78,6 @@ class NetworkApplier(CommitConfirm):
             self.config_path = runner.path(DEFAULT_PATH)
             self.runner = runner
         else:
-            from .iproute2 import IprouteBackend
             self.backend = IprouteBackend(Target(netns),
                                           os.path.join(self.store.state_dir, "system"))
             self.config_path = os.path.join(self.store.state_dir, CONFIG_NAME)
@@ -176,7 +184,6 @@ class NetworkApplier(CommitConfirm):
 
     def management_addresses(self):
         """The management port's addresses now (DHCP's included), without prefixes."""
-        from .facts import addresses
         config = self.pending_config() or self.confirmed()
         mgmt = config.management if config else None
         if mgmt is None:
@@ -196,7 +203,6 @@ class NetworkApplier(CommitConfirm):
         dropped: it was never confirmed. A file that differs from the last confirmed
         revision (the console's edit) becomes a confirmed revision. Returns the backend's
         lines."""
-        from tusklib.commit import CONFIRMED
         with self.locked():
             self.drop_pending(f"rolled back: {self.config_path} was applied as it is "
                               f"({action})")

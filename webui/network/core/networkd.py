@@ -69,7 +69,7 @@ from tusklib.files import write_atomically
 from tusklib.formats import systemd
 from tusklib.target import Target
 
-from . import model
+from . import facts, model
 from .errors import Code, NetworkError
 from .model import LACP, MANAGEMENT, UNUSED
 from .normalise import DEFAULT_PATH
@@ -293,11 +293,9 @@ class NetworkdBackend:
         """The machine's Ethernet ports: facts.py's on the system; under a root tree (the
         tests' fake appliance) the ports its /sys/class/net shows, by tusk-net's detection."""
         if self.runner.root:
-            from .facts import Port
-            return {nic.name: Port(nic.name, nic.mac, nic.link, driver=nic.driver)
+            return {nic.name: facts.Port(nic.name, nic.mac, nic.link, driver=nic.driver)
                     for nic in detect_interfaces(self.runner.path(SYSFS_NET))}
-        from .facts import ports
-        return ports(self.target)
+        return facts.ports(self.target)
 
     def render(self, config):
         return {**render_links(config), **render_system(config)}
