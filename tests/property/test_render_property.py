@@ -69,7 +69,7 @@ DENSE_PORT_ITEM = st.one_of(st.integers(1, 100), st.tuples(st.integers(1, 100), 
 
 
 @st.composite
-def policies(draw, max_classes=6, dense=False):
+def policies(draw, max_classes=6, dense=False):  # noqa: C901 - a generator draws every part of a policy in turn
     """dense: addresses and ports from narrow ranges, so classes overlap (the dispatch
     compiler's test)."""
     names = draw(st.lists(NAMES, min_size=11 + max_classes, max_size=30 + max_classes,

@@ -8,12 +8,21 @@ class Role(models.TextChoices):
 
 
 class Profile(models.Model):
+    """What Tusk adds to a Django user: the role (admin changes things, viewer only
+    looks) and whether the password must be changed before anything else."""
+
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                                 related_name="profile")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
     # set for a password someone else chose (a new user, `make run`'s one-time
     # password): every page leads to the password change until it is changed
     must_change_password = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["user__username"]
+
+    def __str__(self):
+        return f"{self.user.username} ({self.role})"
 
 
 class LoginFailure(models.Model):
@@ -26,6 +35,12 @@ class LoginFailure(models.Model):
     # (2001:db8:1::/64), an IPv4-mapped IPv6 one as its IPv4 address; None with no address
     network = models.CharField(max_length=43, null=True, db_index=True)
     at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self):
+        return f"failed login of {self.username} from {self.address or 'no address'}"
 
 
 class AuditEntry(models.Model):
@@ -42,3 +57,6 @@ class AuditEntry(models.Model):
 
     class Meta:
         ordering = ["-at", "-id"]
+
+    def __str__(self):
+        return f"{self.username}: {self.action} {self.target}".rstrip()

@@ -14,5 +14,8 @@ class PendingRestore(models.Model):
     sha256 = models.CharField(max_length=64)
     uploaded_at = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        ordering = ["-uploaded_at", "-id"]
+
     def __str__(self):
         return f"pending restore {self.pk} of {self.name}"

@@ -6,6 +6,8 @@ RETENTION = 3600
 
 
 class Sample(models.Model):
+    """One reading of the box's counters by the agent (dashboard/sampler.py)."""
+
     taken = models.DateTimeField(db_index=True)
     # {ifname: {rx_bytes, tx_bytes, rx_packets, tx_packets, rx_dropped, tx_dropped,
     #           rx_errors, tx_errors, operstate}}
@@ -22,3 +24,6 @@ class Sample(models.Model):
 
     class Meta:
         ordering = ["-taken"]
+
+    def __str__(self):
+        return f"sample of {self.taken:%Y-%m-%d %H:%M:%S}"

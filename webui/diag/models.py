@@ -7,6 +7,10 @@ from jobs.models import JobSubject
 
 
 class Capture(JobSubject):
+    """One packet capture: taken by the agent on the box's interfaces (spec: the filter,
+    interfaces, limits and format) or uploaded by an operator, with why it stopped and
+    what it holds."""
+
     class Source(models.TextChoices):
         CAPTURE = "capture"
         UPLOAD = "upload"
@@ -40,3 +44,6 @@ class Report(models.Model):
 
     class Meta:
         ordering = ["-id"]
+
+    def __str__(self):
+        return f"report {self.pk} of capture {self.capture_id}"

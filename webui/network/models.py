@@ -17,6 +17,12 @@ class Draft(models.Model):
                                    on_delete=models.SET_NULL, related_name="+")
     updated_at = models.DateTimeField(auto_now=True)
 
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self):
+        return f"network draft version {self.version}"
+
 
 class Revision(models.Model):
     """One apply of a network configuration, as the agent's store records it."""
@@ -51,6 +57,12 @@ class NetworkState(models.Model):
     token_sha256 = models.CharField(max_length=64, blank=True)   # of its one-time link
     synced_at = models.DateTimeField(null=True, blank=True)
 
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self):
+        return f"network state: confirmed {self.confirmed}, pending {self.pending}"
+
 
 class ConfirmToken(models.Model):
     """The one-time link to the new management address: only the token's hash is kept
@@ -63,3 +75,9 @@ class ConfirmToken(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     expires = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self):
+        return f"confirm link of {self.created:%Y-%m-%d %H:%M:%S}"

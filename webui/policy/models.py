@@ -18,8 +18,16 @@ class Draft(models.Model):
                                    on_delete=models.SET_NULL, related_name="+")
     updated_at = models.DateTimeField(auto_now=True)
 
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self):
+        return f"policy draft version {self.version}"
+
 
 class Revision(models.Model):
+    """One apply of a policy, as the agent's store records it (core/revisions.py)."""
+
     number = models.PositiveIntegerField(unique=True)
     created = models.DateTimeField()
     user = models.CharField(max_length=150, blank=True)
@@ -50,6 +58,12 @@ class TargetState(models.Model):
     # None: nothing to compare with; True/False: live table == the live revision's listing
     matches = models.BooleanField(null=True)
     synced_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self):
+        return f"policy state: confirmed {self.confirmed}, pending {self.pending}"
 
 
 # the one row of CounterReading

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "logs.apps.LogsConfig",
     "flows.apps.FlowsConfig",
     "metrics.apps.MetricsConfig",
+    "tusk.apps.TuskConfig",
 ]
 
 # The login and role checks come before CSRF's: its check reads request.POST, which would

@@ -295,7 +295,7 @@ class Flow:
                 r.spurious += 1
                 return
 
-    def _data(self, ts, s, start, length, fin):
+    def _data(self, ts, s, start, length, fin):  # noqa: C901 - TCP's sequence cases
         end = start + length
         if s.first_data is None and length:
             s.first_data = ts

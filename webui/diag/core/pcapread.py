@@ -132,7 +132,7 @@ class Reader:
     def _pcapng(self, head):
         return self._pcapng_blocks(head)
 
-    def _pcapng_blocks(self, head):
+    def _pcapng_blocks(self, head):  # noqa: C901 - one branch per block type, on the hot path
         read = self._file.read
         offset, order, section = 0, None, []   # section: interface indices of this section
         epb = None

@@ -61,7 +61,7 @@ def _whole(value, low, high):
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
-def flow_ref(data, path="flow"):
+def flow_ref(data, path="flow"):  # noqa: C901 - one check per field, each naming it
     """FlowRef from plain data ({field: value}, values of their own types: integers as
     int, addresses as text), or FlowError naming every bad field (path.field)."""
     problems = []

@@ -222,7 +222,7 @@ def format_problem(*checks):
     return None
 
 
-def validate(config):
+def validate(config):  # noqa: C901 - one check per field, each naming it
     """Every bad value and conflict of a well-formed model -> [Problem]."""
     problems = []
 

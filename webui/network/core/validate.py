@@ -252,7 +252,7 @@ class Checker:
 
     # -- routes ---------------------------------------------------------------------------
 
-    def route(self, route, path):
+    def route(self, route, path):  # noqa: C901 - one check per field, each naming it
         reason = checks.destination_problem(route.destination)
         if reason:
             self.fail(f"{path}.destination", reason)
@@ -415,7 +415,7 @@ def zone_problems(config, zones):
     return problems
 
 
-def nat_problems(config, zones, forwards, masquerades, taken_first=None):
+def nat_problems(config, zones, forwards, masquerades, taken_first=None):  # noqa: C901 - one rule per NAT case
     """Where the policy's NAT meets the network, from the policy's side (zone_problems'
     neighbour; the policy's own paths). zones: [(zone, [interface names])];
     forwards: [(to_address, class name, the class's to zone or None)] in the order of
