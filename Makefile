@@ -77,37 +77,13 @@ venv: $(VENV)/.installed
 vm-deps:
 	@tools/ensure-apt $(KERNEL_APT_PACKAGES) $(VM_APT_PACKAGES)
 
-# After pytest, however it ended: nothing of the tests' may be left running (their
-# PostgreSQL cluster, labs, namespaces, agents, nginx, gunicorn).
-# A whole run builds what the VM tier boots (kernels, root filesystems) in the background
-# while the host tiers run (tools/warm-caches; its log in tests/artifacts/), and
-# runs the tests that boot the appliance (its ISO, install, upgrades: half an hour under
-# TCG, mostly one core's work) as a second pytest session beside the first: it waits for
-# those builds, then boots while the first finishes the host tiers and boots the guest's
-# scenarios; then the guest scenarios of a boot of their own (tests/vm/conftest.py's
-# BESIDE: the HA hazards). Its output is in tests/artifacts/appliance-session.log,
-# printed at the end.
-APPLIANCE_TESTS := vm/test_appliance.py vm/test_iso_live.py vm/test_iso_boot.py \
-                   vm/test_vm_ha_hazards.py
+# Every tier, from tools/run-tests (which lists them): a whole run builds what the VM
+# tier boots in the background (tools/warm-caches) and runs the appliance's tests as a
+# second pytest session beside the first; tests/leftovers.py then fails the run if a test
+# left anything running.
 test: deps vm-deps lint
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test needs root: the namespace tests create network namespaces"; exit 1; }
-	@mkdir -p tests/artifacts
-	@# /run/netns made a shared mount point once, before two sessions race to: each would
-	@# bind it over the other, and a namespace made under the lower mount could never go
-	@ip netns add tusk-init-$$$$ && ip netns del tusk-init-$$$$
-	warm=; second=; first_args='$(PYTEST_ARGS)'; if [ -z "$(PYTEST_ARGS)" ]; then \
-	  tools/warm-caches > tests/artifacts/warm-caches.log 2>&1 & warm=$$!; \
-	  (cd tests && exec ../$(PY) -m pytest -p no:cacheprovider $(APPLIANCE_TESTS) \
-	    --junit-xml=artifacts/pytest-appliance.xml) > tests/artifacts/appliance-session.log 2>&1 & \
-	  second=$$!; first_args='$(addprefix --ignore=,$(APPLIANCE_TESTS))'; fi; \
-	cd tests && { BUILDROOT="$(BUILDROOT)" ../$(PY) -m pytest $$first_args; status=$$?; first_status=$$status; \
-	  if [ -n "$$second" ]; then wait $$second; second_status=$$?; \
-	    echo "the appliance's session, run beside (tests/artifacts/appliance-session.log):"; \
-	    cat artifacts/appliance-session.log; [ $$second_status -eq 0 ] || status=1; \
-	    echo "sessions: host tiers and guest scenarios exit $$first_status, appliance exit $$second_status"; fi; \
-	  [ -z "$$warm" ] || { wait $$warm; echo "background builds (tests/artifacts/warm-caches.log):"; \
-	  grep -E '^== .*: [0-9]+ s$$' ../tests/artifacts/warm-caches.log; }; \
-	  ../$(PY) leftovers.py || status=1; exit $$status; }
+	BUILDROOT="$(BUILDROOT)" $(PY) tools/run-tests all $(PYTEST_ARGS)
 
 # ruff over the Python (pyproject.toml's rule set), import-linter's contracts (imports
 # point down), shellcheck over every shell script
@@ -115,14 +91,13 @@ lint: deps
 	@tools/lint
 
 # The fast tiers, no namespaces, database or VM, and the lint: for the edit-test loop.
-CHECK_TIERS := unit diag golden tuning property
 check: deps lint
 	@[ "$$(id -u)" -eq 0 ] || { echo "make check needs root: nft -c runs in a scratch network namespace"; exit 1; }
-	cd tests && ../$(PY) -m pytest -q $(CHECK_TIERS) $(PYTEST_ARGS)
+	$(PY) tools/run-tests check $(PYTEST_ARGS)
 
 vm-test: deps vm-deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make vm-test needs root (debootstrap, QEMU's 9p shares)"; exit 1; }
-	cd tests && ../$(PY) -m pytest vm $(PYTEST_ARGS)
+	$(PY) tools/run-tests vm $(PYTEST_ARGS)
 
 run: deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make run needs root: namespaces, nftables, PostgreSQL's cluster"; exit 1; }
