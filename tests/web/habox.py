@@ -2,6 +2,10 @@
 its peer box, the pair key, and one box's half of the pair as the HA page's form makes
 it. A module of its own: test modules import it (conftest is not importable by name
 when several tiers run in one session)."""
+import dataclasses
+import time
+
+from ha.contracts import HaStatus, PeerStatus, SyncState
 
 HA_SEGMENT = ("198.51.100.2/24", "198.51.100.3/24")     # the agent's box, its peer's
 HA_SYNC = ("192.168.255.1/30", "192.168.255.2/30")
@@ -16,3 +20,20 @@ def ha_document(role="primary", advert_ms=100, **changes):
                    "preempt": False, "sync_interface": "sync0", "sync_address": HA_SYNC[own],
                    "peer_address": HA_SYNC[peer].split("/")[0], **changes},
             "virtual": [{"interface": "seg0", "addresses": [HA_VIRTUAL]}]}
+
+
+def ha_status(**changes):
+    """A whole ha.status row as the agent stores it (ha/contracts.py), with changes: a box
+    of a confirmed pair, MASTER, both daemons running, no peer yet, read now."""
+    row = dataclasses.asdict(HaStatus(
+        role="MASTER", running={"keepalived": True, "conntrackd": True}, confirmed=1,
+        confirmed_text="[ha]", pending=None, pending_text="", stats=None, has_key=True,
+        listener_error=None, peer=None, peer_address=None, config_sync=None,
+        tuning_sync=None, at=time.time()))
+    for key in ("peer",):
+        if isinstance(changes.get(key), dict):
+            changes[key] = dataclasses.asdict(PeerStatus(**changes[key]))
+    for key in ("config_sync", "tuning_sync"):
+        if isinstance(changes.get(key), dict):
+            changes[key] = dataclasses.asdict(SyncState(**changes[key]))
+    return {**row, **changes}

@@ -7,7 +7,7 @@ import html
 import re
 import time
 
-from habox import HA_KEY, HA_VIRTUAL, ha_document
+from habox import HA_KEY, HA_VIRTUAL, ha_document, ha_status
 from kit import wait_until
 from tuskweb import AGENT_NETNS, errors_of, wait
 
@@ -37,9 +37,7 @@ def health(client):
 
 
 def test_the_health_panel_names_what_is_wrong_with_the_pair(admin_client):
-    base = {"confirmed_text": "[ha]", "pending": None, "at": time.time(),
-            "running": {"keepalived": True, "conntrackd": True}, "peer_address": "192.0.2.2",
-            "stats": {"entries": 3, "injected": 2}}
+    base = {"peer_address": "192.0.2.2", "stats": {"entries": 3, "injected": 2}}
     cases = [
         ({"role": "MASTER", "peer": {"role": "BACKUP"}}, {"HA": "ok", "HA peer": "ok",
                                                          "HA sync": "ok"}, ""),
@@ -53,22 +51,40 @@ def test_the_health_panel_names_what_is_wrong_with_the_pair(admin_client):
          {"HA": "bad", "HA sync": "bad"}, "conntrackd stopped"),
     ]
     for changes, badges, detail in cases:
-        PeriodicState.objects.update_or_create(name="ha.status",
-                                               defaults={"result": {**base, **changes}})
+        PeriodicState.objects.update_or_create(
+            name="ha.status", defaults={"result": ha_status(**{**base, **changes})})
         found = health(admin_client)
         assert {name: found[name][0] for name in badges} == badges, (changes, found)
         assert detail in " ".join(d for _, d in found.values()), found
-    PeriodicState.objects.filter(name="ha.status").update(result={"role": None, "at": 1})
+    PeriodicState.objects.filter(name="ha.status").update(
+        result=ha_status(role=None, confirmed_text="", confirmed=None))
     assert not any(name.startswith("HA") for name in health(admin_client))
 
 
+def test_a_forged_status_row_reads_as_nothing_reported(admin_client):
+    """The row is the web user's to write: one not of ha.status's shape (ha/contracts.py)
+    is no report - no banner, no HA checks, no traceback - on every page that reads it."""
+    forged = [{"confirmed_text": "[ha]", "at": time.time(), "running": "yes"},
+              {**ha_status(role="BACKUP"), "at": "now"},
+              {**ha_status(role="BACKUP"), "peer": {"role": ["MASTER"]}},
+              {**ha_status(role="BACKUP"), "stats": {"entries": "many"}},
+              ["not", "a", "table"]]
+    for row in forged:
+        PeriodicState.objects.update_or_create(name="ha.status", defaults={"result": row})
+        found = health(admin_client)
+        assert not any(name.startswith("HA") for name in found), (row, found)
+        for url in ("/", "/policy/", "/ha/"):
+            response = admin_client.get(url)
+            assert response.status_code == 200, (row, url)
+            assert 'id="ha-backup-banner"' not in response.content.decode(), (row, url)
+
+
 def test_a_backup_says_on_every_page_that_the_master_replaces_its_policy(admin_client):
-    PeriodicState.objects.update_or_create(name="ha.status", defaults={"result": {
-        "role": "BACKUP", "confirmed_text": "[ha]", "at": time.time()}})
+    PeriodicState.objects.update_or_create(name="ha.status", defaults={
+        "result": ha_status(role="BACKUP")})
     for url in ("/", "/policy/", "/tuning/", "/ha/"):
         assert 'id="ha-backup-banner"' in admin_client.get(url).content.decode(), url
-    PeriodicState.objects.filter(name="ha.status").update(result={
-        "role": "MASTER", "confirmed_text": "[ha]", "at": time.time()})
+    PeriodicState.objects.filter(name="ha.status").update(result=ha_status(role="MASTER"))
     assert 'id="ha-backup-banner"' not in admin_client.get("/policy/").content.decode()
 
 
@@ -87,8 +103,7 @@ def test_each_problem_lands_next_to_its_field_and_nothing_is_queued(admin_client
 
 
 def test_a_viewer_sees_the_state_and_cannot_apply_or_fail_over(viewer_client):
-    PeriodicState.objects.create(name="ha.status", result={"role": "MASTER", "at": 1e12,
-                                                           "running": {}})
+    PeriodicState.objects.create(name="ha.status", result=ha_status(running={}))
     page = viewer_client.get("/ha/").content.decode()
     assert 'id="ha-role"' in page and 'id="ha-form"' not in page
     assert 'id="ha-failover"' not in page

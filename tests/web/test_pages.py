@@ -118,6 +118,23 @@ def test_the_pages_say_whether_the_kernel_has_seqrand_as_the_agent_found(admin_c
     assert ('id="seqrand-unavailable"' in page) != helper
 
 
+@pytest.mark.parametrize("name, row", [
+    ("policy.capabilities", ["seqrand helper"]),
+    ("policy.capabilities", {"seqrand helper": "yes"}),
+    ("dashboard.web_check", {"at": 1e12, "status": 200}),
+    ("dashboard.web_check", {"url": "http://x/", "at": "now", "status": 200, "ms": 1}),
+    ("dashboard.web_check", "not a table"),
+])
+def test_a_forged_agent_row_reads_as_nothing_reported(admin_client, name, row):
+    """The rows are the web user's to write: one not of its contract's shape
+    (tusklib/contracts.py) is no report on the pages that read it - never a traceback."""
+    PeriodicState.objects.create(name=name, result=row)
+    for url in ("/policy/classes/new/", "/dashboard/live/", "/dashboard/health/", "/"):
+        assert admin_client.get(url).status_code == 200, url
+    page = admin_client.get("/dashboard/health/").content.decode()
+    assert "checked by the agent" not in page
+
+
 def test_tls_gives_secure_cookies_and_hsts(tmp_path):
     (tmp_path / "secret").write_text("x" * 50)
     config = tmp_path / "tusk.toml"

@@ -7,6 +7,7 @@ import urllib.request
 from jobs.registry import periodic
 
 from . import sampler
+from .contracts import WebCheck
 
 WEB_CHECK = "dashboard.web_check"
 WEB_TIMEOUT = 5   # seconds
@@ -21,7 +22,7 @@ def sample(agent):
     sampler.sample(agent.config)
 
 
-@periodic(WEB_CHECK, _every_sample)
+@periodic(WEB_CHECK, _every_sample, contract=WebCheck)
 def check_web(agent):
     """GET [agent] web_url as a client would: {"url", "status", "ms", "error", "at"}; {}
     when there is no web_url."""

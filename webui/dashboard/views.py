@@ -8,6 +8,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from ha.agent_jobs import STATUS
+from ha.contracts import HaStatus, PeerStatus
 from jobs import registry
 from jobs.models import AgentHeartbeat, Job, PeriodicState
 from policy.models import TargetState
@@ -15,6 +16,7 @@ from policy.selectors import seqrand_available
 
 from . import calculators, loss, stats
 from .agent_jobs import WEB_CHECK
+from .contracts import WebCheck
 from .forms import PcieForm, WindowForm
 from .models import Sample
 
@@ -84,13 +86,13 @@ def health_checks():
     """What the agent keeps current on its own (heartbeat, web check, the table's
     state), read: polling this creates nothing."""
     checks = []
-    web = PeriodicState.last_result(WEB_CHECK)
-    if web:
-        age = time.time() - web.get("at", 0)
-        ok = web.get("status") == 200 and age < AGENT_STALE * 2
-        checks.append(_check("web", ok, f"GET {web['url']}: "
-                             + (f"HTTP {web['status']} in {web['ms']} ms"
-                                if web.get("status") else web.get("error", "no answer"))
+    web = PeriodicState.read(WEB_CHECK, WebCheck)
+    if web is not None and web.url and web.at is not None:
+        age = time.time() - web.at
+        ok = web.status == 200 and age < AGENT_STALE * 2
+        checks.append(_check("web", ok, f"GET {web.url}: "
+                             + (f"HTTP {web.status} in {web.ms} ms"
+                                if web.status else web.error or "no answer")
                              + f", {age:.0f} s ago (checked by the agent)"))
     else:
         checks.append(_check("web", None, "not checked: the agent has no web_url configured"))
@@ -113,25 +115,26 @@ HA_ROLES = ("MASTER", "BACKUP")
 
 
 def _ha_checks():
-    """An HA pair's box (the agent's ha.status): its role and daemons, the peer as it
-    answers over the sync link, and the sync link's state sync. Nothing for a box alone."""
-    state = PeriodicState.last_result(STATUS) or {}
-    if not isinstance(state, dict) or not (state.get("confirmed_text") or state.get("pending")):
+    """An HA pair's box (the agent's ha.status, ha/contracts.py): its role and daemons, the
+    peer as it answers over the sync link, and the sync link's state sync. Nothing for a
+    box alone."""
+    state = PeriodicState.read(STATUS, HaStatus)
+    if state is None or not (state.confirmed_text or state.pending):
         return []
-    age = time.time() - state["at"] if isinstance(state.get("at"), (int, float)) else None
-    if age is None or age > AGENT_STALE * 2:
-        return [_check("HA", False, "the agent has not reported the pair's state "
-                       + (f"for {age:.0f} s" if age is not None else "yet"))]
-    role, running = state.get("role"), state.get("running") or {}
-    stopped = [name for name in ("keepalived", "conntrackd") if not running.get(name)]
+    age = time.time() - state.at
+    if age > AGENT_STALE * 2:
+        return [_check("HA", False, f"the agent has not reported the pair's state for "
+                       f"{age:.0f} s")]
+    role = state.role
+    stopped = [name for name in ("keepalived", "conntrackd") if not state.running.get(name)]
     checks = [_check("HA", role in HA_ROLES and not stopped,
                      f"this box is {role or 'not reporting a role'}"
                      + (f"; {' and '.join(stopped)} stopped" if stopped else
                         "; keepalived and conntrackd running"))]
-    peer = state.get("peer") or {}
-    peer_role = peer.get("role")
-    if peer.get("error"):
-        checks.append(_check("HA peer", False, peer["error"]))
+    peer = state.peer or PeerStatus()
+    peer_role = peer.role
+    if peer.error:
+        checks.append(_check("HA peer", False, peer.error))
     elif role == peer_role == "MASTER":
         checks.append(_check("HA peer", False, "both boxes are MASTER: they do not hear each "
                              "other's VRRP on the segments (split brain)"))
@@ -140,19 +143,18 @@ def _ha_checks():
                              f"and this box {role or 'without one'}: no box holds the "
                              "addresses"))
     else:
-        checks.append(_check("HA peer", True, f"{state.get('peer_address')} is {peer_role}, "
+        checks.append(_check("HA peer", True, f"{state.peer_address} is {peer_role}, "
                              "answering over the sync link"))
-    for key, name in (("config_sync", "HA policy"), ("tuning_sync", "HA tuning")):
-        sync = state.get(key)
-        if isinstance(sync, dict):
-            checks.append(_check(name, {"in sync": True, "refused": False}.get(
-                sync.get("state")), f"{sync.get('state')}: {sync.get('detail')}"))
-    stats = state.get("stats")
+    for sync, name in ((state.config_sync, "HA policy"), (state.tuning_sync, "HA tuning")):
+        if sync is not None:
+            checks.append(_check(name, {"in sync": True, "refused": False}.get(sync.state),
+                                 f"{sync.state}: {sync.detail}"))
+    stats = state.stats
     if stats is None:
         checks.append(_check("HA sync", False, "conntrackd does not answer"))
     else:
         trouble = stats.get("inject_failures", 0) + stats.get("send_errors", 0)
-        checks.append(_check("HA sync", not peer.get("error") and not trouble,
+        checks.append(_check("HA sync", not peer.error and not trouble,
                              f"{stats.get('entries', 0)} connections in the sync cache; "
                              f"{stats.get('injected', 0)} put into this kernel from the peer "
                              f"({stats.get('inject_failures', 0)} failed); "

@@ -16,8 +16,10 @@ from box.appliers import HaApplier
 
 from jobs.models import PeriodicState
 from jobs.registry import JobFailed, handler, known_args, on_start, periodic, problems_result
+from tusklib import contracts
 
 from . import configsync
+from .contracts import HaStatus
 from .core import peer as peers
 from .core.config import TEXT_MAX, HaError, from_document, to_toml
 
@@ -159,7 +161,7 @@ def snapshot(config):
     return found
 
 
-@periodic(STATUS, lambda config: max(1.0, config.sample_interval))
+@periodic(STATUS, lambda config: max(1.0, config.sample_interval), contract=HaStatus)
 def status_task(agent):
     return snapshot(agent.config)
 
@@ -173,7 +175,7 @@ def recover(agent):
 
 def _after(run):
     PeriodicState.objects.update_or_create(name=STATUS, defaults={
-        "result": snapshot(run.config)})
+        "result": contracts.stored(HaStatus, snapshot(run.config))})
 
 
 def _result(revision, applier):

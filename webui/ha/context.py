@@ -3,12 +3,13 @@ policy and tuning profile replace what is changed here (ha/configsync.py)."""
 from jobs.models import PeriodicState
 
 from .agent_jobs import STATUS
+from .contracts import HaStatus
 
 
 def pair_role(request):
     if request.headers.get("HX-Request") == "true" or not request.user.is_authenticated:
         return {}
-    state = PeriodicState.last_result(STATUS) or {}
-    backup = isinstance(state, dict) and state.get("role") == "BACKUP" and \
-        bool(state.get("confirmed_text") or state.get("pending"))
+    state = PeriodicState.read(STATUS, HaStatus)
+    backup = state is not None and state.role == "BACKUP" and \
+        bool(state.confirmed_text or state.pending)
     return {"ha_backup": backup}

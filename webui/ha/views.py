@@ -1,6 +1,7 @@
 """The High availability page: this box's role, daemons and state sync live (the agent's
 ha.status, polled by htmx), a pending change's countdown with Confirm and Roll back, the
 maintenance "Fail over now", and the form for this box's half of the pair."""
+import dataclasses
 import time
 
 from django.contrib import messages
@@ -14,6 +15,7 @@ from jobs import queue
 from jobs.models import PeriodicState
 
 from .agent_jobs import STATUS
+from .contracts import HaStatus
 from .core.config import HaError, parse, to_document
 from .forms import HaForm
 
@@ -22,7 +24,8 @@ STALE_SECONDS = 30      # an ha.status older than this: the agent is not reporti
 
 def snapshot():
     """The agent's last ha.status, with what the page derives from it."""
-    found = PeriodicState.last_result(STATUS) or {}
+    status = PeriodicState.read(STATUS, HaStatus)
+    found = dataclasses.asdict(status) if status is not None else {}
     pending = found.get("pending") or None
     seconds_left = None
     if isinstance(pending, dict) and isinstance(pending.get("deadline"), (int, float)):

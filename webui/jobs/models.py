@@ -1,6 +1,8 @@
 from django.conf import settings
 from django.db import models
 
+from tusklib import contracts
+
 
 class Tracked(models.Model):
     """Who asked for it, when it ran, and why it failed: jobs and what they work on."""
@@ -109,3 +111,9 @@ class PeriodicState(models.Model):
     def last_result(cls, name):
         """What the task's last good run returned; None before it has run."""
         return cls.objects.filter(name=name).values_list("result", flat=True).first()
+
+    @classmethod
+    def read(cls, name, contract):
+        """The task's last result as its contract's dataclass (tusklib/contracts.py);
+        None before it has run, or when the row is not of that shape (a forged row)."""
+        return contracts.read(contract, cls.last_result(name))

@@ -22,7 +22,7 @@ def run_once(task, agent, skipped=0):
     close_old_connections()
     started, clock = timezone.now(), time.monotonic()
     try:
-        result, error = task.function(agent), ""
+        result, error = task.result(task.function(agent)), ""
     except Exception as exc:  # the task's own failure, recorded for the Jobs page
         log.exception("agent task %s failed", task.name)
         result, error = None, f"{type(exc).__name__}: {exc}"

@@ -10,11 +10,16 @@ message for the operator.
 number, or a function of the configuration); @on_start(name): once when the agent
 starts, before it takes jobs. Either function receives the agent (agent.config,
 agent.id) and may return a JSON-serialisable result, which is kept for the pages
-(jobs.models.PeriodicState.last_result). jobs/periodic.py runs them, each on its own.
+(jobs.models.PeriodicState.last_result). With contract=Type (a dataclass of
+tusklib/contracts.py) the result is checked against it before it is kept - a result that
+breaks it is the task's failure - and the pages read it with PeriodicState.read(Type).
+jobs/periodic.py runs them, each on its own.
 """
 from dataclasses import dataclass
 
 from django.utils.module_loading import autodiscover_modules
+
+from tusklib import contracts
 
 _HANDLERS = {}
 _TASKS = {}
@@ -73,28 +78,36 @@ class Task:
     name: str
     function: object
     interval: object  # seconds, or interval(config) -> seconds; None: once, at agent start
+    contract: object = None  # the dataclass its result must be (tusklib/contracts.py)
+
+    def result(self, value):
+        """value as the row keeps it: checked against the contract (ContractError when it
+        breaks it) and stored as its table, the contract's fields alone."""
+        if self.contract is None:
+            return value
+        return contracts.stored(self.contract, value)
 
     def seconds(self, config):
         return self.interval(config) if callable(self.interval) else self.interval
 
 
-def _register_task(name, interval):
+def _register_task(name, interval, contract=None):
     def register(function):
         if name in _TASKS and _TASKS[name].function is not function:
             raise RuntimeError(f"agent task {name} registered twice")
-        _TASKS[name] = Task(name, function, interval)
+        _TASKS[name] = Task(name, function, interval, contract)
         return function
     return register
 
 
-def periodic(name, interval):
+def periodic(name, interval, contract=None):
     if interval is None:
         raise ValueError(f"agent task {name}: a periodic task needs an interval")
-    return _register_task(name, interval)
+    return _register_task(name, interval, contract)
 
 
-def on_start(name):
-    return _register_task(name, None)
+def on_start(name, contract=None):
+    return _register_task(name, None, contract)
 
 
 def _discover():

@@ -16,6 +16,7 @@ from tusklib.target import Target
 
 from . import counters, sync
 from . import draft as drafts
+from .contracts import Capabilities
 from .core import capabilities as kernel
 from .core.applier import Applier
 from .core.constants import POLICY_MAX_BYTES
@@ -26,7 +27,7 @@ CAPABILITIES = "policy.capabilities"
 COUNTERS = "policy.counters"
 
 
-@on_start(CAPABILITIES)
+@on_start(CAPABILITIES, contract=Capabilities)
 def capabilities(agent):
     """What the target's kernel offers (seqrand helpers, flowtables): name -> bool."""
     return kernel.report(Target(agent.config.netns or None))

@@ -3,6 +3,7 @@ agent found its kernel can do."""
 from jobs.models import PeriodicState
 
 from .agent_jobs import CAPABILITIES
+from .contracts import Capabilities
 from .models import Revision, TargetState
 
 
@@ -18,8 +19,8 @@ def live_revision(fields=("number", "ruleset_sha256", "outcome"), state=None):
 
 def seqrand_available():
     """As the agent found the target's kernel at its start (agent_jobs.capabilities);
-    None when no agent has reported yet."""
-    found = PeriodicState.last_result(CAPABILITIES)
+    None when no agent has reported yet (or the row is not of its contract's shape)."""
+    found = PeriodicState.read(CAPABILITIES, Capabilities)
     if found is None:
         return None
     return any(present is True for name, present in found.items() if "helper" in name)
