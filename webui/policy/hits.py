@@ -63,6 +63,13 @@ class ClassHits:
                 "a connection's first packet (the rest pass as established), every packet of "
                 "a notrack class. Every apply starts them again from zero.")
 
+    def packets(self, name):
+        """The packets class name's rule matched, or None when it has no counter read."""
+        value = self.counters.get(name)
+        if isinstance(value, list) and len(value) == 3:
+            return number(value[0])
+        return None
+
     def cell(self, name):
         """The <td> of class name."""
         reading = self.reading

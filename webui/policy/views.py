@@ -25,6 +25,7 @@ from .core.normalise import load_policy
 from .core.render import render as render_ruleset
 from .forms import FORMS, TITLES, ApplyForm, ImportForm, fastpath_text
 from .hits import ClassHits
+from .matrix import shown_names, zone_matrix
 from .models import Revision, TargetState
 from .selectors import live_revision, seqrand_available
 
@@ -57,8 +58,14 @@ def status_context(draft=None):
 def overview(request):
     draft, document = drafts.current()
     sections = [(s, TITLES[s][0], drafts.items(document, s)) for s in drafts.SECTIONS]
-    return render(request, "policy/overview.html", {**status_context(draft), "sections": sections,
-                                                    "draft": draft})
+    zones, rows = zone_matrix(document)
+    hits = ClassHits(shown_names(rows))
+    matrix = [(source, [(to, [(index, name, action, hits.packets(name))
+                              for index, name, action in cell.classes], cell.more)
+                         for to, cell in zip(zones, cells)]) for source, cells in rows]
+    return render(request, "policy/overview.html", {
+        **status_context(draft), "sections": sections, "draft": draft, "zones": zones,
+        "matrix": matrix, "hits_caption": hits.caption()})
 
 
 PAGE_SIZE = 50

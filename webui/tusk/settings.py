@@ -73,6 +73,7 @@ TEMPLATES = [{
         "django.contrib.messages.context_processors.messages",
         "accounts.context_processors.role",
         "tusk.context.layout",
+        "tusk.navigation.navigation",
         "ha.context.pair_role",
     ]},
 }]
