@@ -421,3 +421,23 @@ def test_apply_and_confirm_through_the_new_address(agent, admin_client, settings
     assert "192.0.2.1/24" in addresses and "10.1.100.1/24" in addresses
     routes = Target(AGENT_NETNS).run(["ip", "route"]).stdout
     assert "10.20.0.0/16 via 10.1.100.254 dev eth2 proto static" in routes
+
+
+@pytest.mark.parametrize("change", [
+    {"ports": {"eth1": {"name": "eth1", "mtu": "big"}}},
+    {"ports": ["eth1"]},
+    {"routes": [{"destination": 7}]},
+    {"addresses": {"eth1": "192.0.2.1"}},
+    {"at": None},
+])
+def test_forged_facts_read_as_not_reported(admin_client, machine, change):
+    """network.facts is the web user's row to write: one not of its contract's shape
+    (network/contracts.py) reads as nothing reported - the pages show, and a port's checks
+    wait for the agent's own - never a server error."""
+    real = PeriodicState.last_result(drafts.FACTS)
+    PeriodicState.objects.filter(name=drafts.FACTS).update(result={**real, **change})
+    assert drafts.facts() == {} and drafts.present() is None
+    for path in ("/network/", "/network/routes/", "/network/apply/"):
+        assert admin_client.get(path).status_code == 200, path
+    # a port nothing reported and no draft names is no port to edit yet
+    assert admin_client.get("/network/interfaces/edit/?port=eth1").status_code == 404

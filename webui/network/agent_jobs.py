@@ -16,10 +16,12 @@ from box.appliers import NetworkApplier
 
 from jobs.models import PeriodicState
 from jobs.registry import JobFailed, handler, known_args, periodic, problems_result
+from tusklib import contracts
 from tusklib.commit import ZONES_CHECKED
 from tusklib.target import Target
 
 from . import sync
+from .contracts import Facts
 from .core import facts
 from .core.applier import confirm_timeout
 from .core.errors import NetworkError
@@ -49,7 +51,7 @@ def live_facts(config):
             "at": time.time()}
 
 
-@periodic(FACTS, lambda config: max(5.0, config.sample_interval * 5))
+@periodic(FACTS, lambda config: max(5.0, config.sample_interval * 5), contract=Facts)
 def facts_task(agent):
     return live_facts(agent.config)
 
@@ -62,7 +64,8 @@ def sync_store(agent):
 def _after(run, applier):
     """After a job, whatever its outcome: the store mirrored, the facts fresh."""
     sync.sync(applier)
-    PeriodicState.objects.filter(name=FACTS).update(result=live_facts(run.config))
+    PeriodicState.objects.filter(name=FACTS).update(
+        result=contracts.stored(Facts, live_facts(run.config)))
 
 
 def policy_zones(config):

@@ -4,12 +4,14 @@ changed one item at a time. Every change is validated whole by the network core
 the policy's zones (the draft's and the live revision's) before it is saved, so a refused
 change leaves the draft as it was. The agent checks the same way again before applying."""
 import copy
+import dataclasses
 
 from box import snapshot
 from django.db import transaction
 
 from jobs.models import PeriodicState
 
+from .contracts import Facts
 from .core import model
 from .core.errors import Code, NetworkError
 from .core.normalise import from_document, parse, to_document
@@ -27,8 +29,10 @@ class StaleDraft(Exception):
 
 
 def facts():
-    """What the agent last found on the machine, or {} before it has reported."""
-    return PeriodicState.last_result(FACTS) or {}
+    """What the agent last found on the machine (network.facts, contracts.Facts, as its
+    table), or {} before it has reported - or when the row is not of that shape."""
+    found = PeriodicState.read(FACTS, Facts)
+    return dataclasses.asdict(found) if found is not None else {}
 
 
 def present():
