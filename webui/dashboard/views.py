@@ -7,8 +7,6 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from ha.agent_jobs import STATUS
-from ha.contracts import HaStatus, PeerStatus
 from jobs import registry
 from jobs.models import AgentHeartbeat, Job, PeriodicState
 from policy.models import TargetState
@@ -18,10 +16,11 @@ from . import calculators, loss, stats
 from .agent_jobs import WEB_CHECK
 from .contracts import WebCheck
 from .forms import PcieForm, WindowForm
+from .health import AGENT_STALE, check, register
+from .health import run as run_checks
 from .models import Sample
 
 JOB_PATIENCE = 5     # seconds a job may wait to be claimed before the agent counts as stuck
-AGENT_STALE = 15     # seconds without a heartbeat
 
 
 def dashboard(request):
@@ -33,7 +32,7 @@ def live(request):
 
 
 def health(request):
-    return render(request, "dashboard/health.html", {"checks": health_checks()})
+    return render(request, "dashboard/health.html", {"checks": run_checks()})
 
 
 def live_context():
@@ -68,98 +67,42 @@ def _loss_check():
     """Packet loss: failing while a stage that should stay at zero grows (the Loss page)."""
     rows = recent_loss()
     if not rows:
-        return _check("packet loss", None, "no samples of the loss path yet")
+        return check("packet loss", None, "no samples of the loss path yet")
     alarms = [row for row in rows if row.alarm]
     if not alarms:
-        return _check("packet loss", True, f"no stage that should stay at zero grew in the "
-                      f"last {loss.RECENT // 60} minutes")
-    return _check("packet loss", False, "losing at " + ", ".join(
+        return check("packet loss", True, f"no stage that should stay at zero grew in the "
+                     f"last {loss.RECENT // 60} minutes")
+    return check("packet loss", False, "losing at " + ", ".join(
         f"{row.stage.label}{' on ' + row.interface if row.interface else ''} ({row.total})"
         for row in alarms) + ": see the Loss page")
 
 
-def _check(name, ok, detail):
-    return {"name": name, "ok": ok, "detail": detail}
-
-
-def health_checks():
+@register
+def own_checks():
     """What the agent keeps current on its own (heartbeat, web check, the table's
-    state), read: polling this creates nothing."""
+    state) and the loss path, read: polling this creates nothing."""
     checks = []
     web = PeriodicState.read(WEB_CHECK, WebCheck)
     if web is not None and web.url and web.at is not None:
         age = time.time() - web.at
         ok = web.status == 200 and age < AGENT_STALE * 2
-        checks.append(_check("web", ok, f"GET {web.url}: "
-                             + (f"HTTP {web.status} in {web.ms} ms"
+        checks.append(check("web", ok, f"GET {web.url}: "
+                            + (f"HTTP {web.status} in {web.ms} ms"
                                 if web.status else web.error or "no answer")
                              + f", {age:.0f} s ago (checked by the agent)"))
     else:
-        checks.append(_check("web", None, "not checked: the agent has no web_url configured"))
+        checks.append(check("web", None, "not checked: the agent has no web_url configured"))
     started = time.monotonic()
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
-        checks.append(_check("database", True, f"answered a query in "
-                             f"{(time.monotonic() - started) * 1000:.1f} ms"))
+        checks.append(check("database", True, f"answered a query in "
+                            f"{(time.monotonic() - started) * 1000:.1f} ms"))
     except Exception as exc:  # the check reports, it does not fail the page
-        checks.append(_check("database", False, f"query failed: {exc}"))
+        checks.append(check("database", False, f"query failed: {exc}"))
     checks.append(_agent_check())
     checks.append(_nft_check())
     checks.append(_loss_check())
-    checks += _ha_checks()
-    return checks
-
-
-HA_ROLES = ("MASTER", "BACKUP")
-
-
-def _ha_checks():
-    """An HA pair's box (the agent's ha.status, ha/contracts.py): its role and daemons, the
-    peer as it answers over the sync link, and the sync link's state sync. Nothing for a
-    box alone."""
-    state = PeriodicState.read(STATUS, HaStatus)
-    if state is None or not (state.confirmed_text or state.pending):
-        return []
-    age = time.time() - state.at
-    if age > AGENT_STALE * 2:
-        return [_check("HA", False, f"the agent has not reported the pair's state for "
-                       f"{age:.0f} s")]
-    role = state.role
-    stopped = [name for name in ("keepalived", "conntrackd") if not state.running.get(name)]
-    checks = [_check("HA", role in HA_ROLES and not stopped,
-                     f"this box is {role or 'not reporting a role'}"
-                     + (f"; {' and '.join(stopped)} stopped" if stopped else
-                        "; keepalived and conntrackd running"))]
-    peer = state.peer or PeerStatus()
-    peer_role = peer.role
-    if peer.error:
-        checks.append(_check("HA peer", False, peer.error))
-    elif role == peer_role == "MASTER":
-        checks.append(_check("HA peer", False, "both boxes are MASTER: they do not hear each "
-                             "other's VRRP on the segments (split brain)"))
-    elif "MASTER" not in (role, peer_role):
-        checks.append(_check("HA peer", False, f"the peer is {peer_role or 'without a role'} "
-                             f"and this box {role or 'without one'}: no box holds the "
-                             "addresses"))
-    else:
-        checks.append(_check("HA peer", True, f"{state.peer_address} is {peer_role}, "
-                             "answering over the sync link"))
-    for sync, name in ((state.config_sync, "HA policy"), (state.tuning_sync, "HA tuning")):
-        if sync is not None:
-            checks.append(_check(name, {"in sync": True, "refused": False}.get(sync.state),
-                                 f"{sync.state}: {sync.detail}"))
-    stats = state.stats
-    if stats is None:
-        checks.append(_check("HA sync", False, "conntrackd does not answer"))
-    else:
-        trouble = stats.get("inject_failures", 0) + stats.get("send_errors", 0)
-        checks.append(_check("HA sync", not peer.error and not trouble,
-                             f"{stats.get('entries', 0)} connections in the sync cache; "
-                             f"{stats.get('injected', 0)} put into this kernel from the peer "
-                             f"({stats.get('inject_failures', 0)} failed); "
-                             f"{stats.get('lost', 0)} messages lost, "
-                             f"{stats.get('send_errors', 0)} send errors"))
     return checks
 
 
@@ -170,35 +113,35 @@ def _agent_check():
     now = timezone.now()
     heartbeat = AgentHeartbeat.objects.first()
     if heartbeat is None:
-        return _check("agent", None, "has not started yet")
+        return check("agent", None, "has not started yet")
     silent = (now - heartbeat.seen_at).total_seconds()
     if silent > AGENT_STALE:
-        return _check("agent", False, f"no heartbeat for {silent:.0f} s")
+        return check("agent", False, f"no heartbeat for {silent:.0f} s")
     waiting = (Job.objects.filter(state=Job.State.QUEUED)
                .exclude(kind__in=registry.long_running_kinds()).order_by("id").first())
     waited = (now - waiting.created_at).total_seconds() if waiting else 0
     if waited > JOB_PATIENCE:
-        return _check("agent", False, f"alive, but job {waiting.pk} ({waiting.kind}) has "
-                      f"waited {waited:.0f} s to be taken")
-    return _check("agent", True, f"heartbeat {silent:.0f} s ago, taking jobs")
+        return check("agent", False, f"alive, but job {waiting.pk} ({waiting.kind}) has "
+                     f"waited {waited:.0f} s to be taken")
+    return check("agent", True, f"heartbeat {silent:.0f} s ago, taking jobs")
 
 
 def _nft_check():
     state = TargetState.objects.filter(pk=1).first()
     if state is None or state.synced_at is None:
-        return _check("nftables", None, "the agent has not reported yet")
+        return check("nftables", None, "the agent has not reported yet")
     age = (timezone.now() - state.synced_at).total_seconds()
     if not state.table_loaded:
-        return _check("nftables", state.confirmed is None, "no Tusk ruleset is loaded" + (
+        return check("nftables", state.confirmed is None, "no Tusk ruleset is loaded" + (
             "" if state.confirmed is None else f" but revision {state.confirmed} is confirmed"))
     if state.pending:
-        return _check("nftables", True, f"revision {state.pending} loaded, awaiting "
-                      f"confirmation (checked {age:.0f} s ago)")
+        return check("nftables", True, f"revision {state.pending} loaded, awaiting "
+                     f"confirmation (checked {age:.0f} s ago)")
     if state.matches:
-        return _check("nftables", True, f"revision {state.confirmed} loaded and unchanged "
-                      f"(checked {age:.0f} s ago)")
-    return _check("nftables", False, f"the loaded ruleset differs from revision "
-                  f"{state.confirmed}: changed outside Tusk (checked {age:.0f} s ago)")
+        return check("nftables", True, f"revision {state.confirmed} loaded and unchanged "
+                     f"(checked {age:.0f} s ago)")
+    return check("nftables", False, f"the loaded ruleset differs from revision "
+                 f"{state.confirmed}: changed outside Tusk (checked {age:.0f} s ago)")
 
 
 @login_not_required

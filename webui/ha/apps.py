@@ -9,3 +9,7 @@ class HaConfig(AppConfig):
 
     name = "ha"
     verbose_name = "High availability"
+
+    def ready(self):
+        from . import health  # noqa: F401  (registers the pair's rows of the health panel:
+        #                                    not before Django's apps are ready, as its models)

@@ -1,0 +1,61 @@
+"""The HA pair's rows of the dashboard's health panel (dashboard/health.py), registered
+in HaConfig.ready()."""
+import time
+
+from dashboard.health import AGENT_STALE, check, register
+from jobs.models import PeriodicState
+
+from .agent_jobs import STATUS
+from .contracts import HaStatus, PeerStatus
+
+HA_ROLES = ("MASTER", "BACKUP")
+
+
+@register
+def pair_checks():
+    """An HA pair's box (the agent's ha.status, ha/contracts.py): its role and daemons, the
+    peer as it answers over the sync link, and the sync link's state sync. Nothing for a
+    box alone."""
+    state = PeriodicState.read(STATUS, HaStatus)
+    if state is None or not (state.confirmed_text or state.pending):
+        return []
+    age = time.time() - state.at
+    if age > AGENT_STALE * 2:
+        return [check("HA", False, f"the agent has not reported the pair's state for "
+                      f"{age:.0f} s")]
+    role = state.role
+    stopped = [name for name in ("keepalived", "conntrackd") if not state.running.get(name)]
+    checks = [check("HA", role in HA_ROLES and not stopped,
+                    f"this box is {role or 'not reporting a role'}"
+                    + (f"; {' and '.join(stopped)} stopped" if stopped else
+                       "; keepalived and conntrackd running"))]
+    peer = state.peer or PeerStatus()
+    peer_role = peer.role
+    if peer.error:
+        checks.append(check("HA peer", False, peer.error))
+    elif role == peer_role == "MASTER":
+        checks.append(check("HA peer", False, "both boxes are MASTER: they do not hear each "
+                            "other's VRRP on the segments (split brain)"))
+    elif "MASTER" not in (role, peer_role):
+        checks.append(check("HA peer", False, f"the peer is {peer_role or 'without a role'} "
+                            f"and this box {role or 'without one'}: no box holds the "
+                            "addresses"))
+    else:
+        checks.append(check("HA peer", True, f"{state.peer_address} is {peer_role}, "
+                            "answering over the sync link"))
+    for sync, name in ((state.config_sync, "HA policy"), (state.tuning_sync, "HA tuning")):
+        if sync is not None:
+            checks.append(check(name, {"in sync": True, "refused": False}.get(sync.state),
+                                f"{sync.state}: {sync.detail}"))
+    stats = state.stats
+    if stats is None:
+        checks.append(check("HA sync", False, "conntrackd does not answer"))
+    else:
+        trouble = stats.get("inject_failures", 0) + stats.get("send_errors", 0)
+        checks.append(check("HA sync", not peer.error and not trouble,
+                            f"{stats.get('entries', 0)} connections in the sync cache; "
+                            f"{stats.get('injected', 0)} put into this kernel from the peer "
+                            f"({stats.get('inject_failures', 0)} failed); "
+                            f"{stats.get('lost', 0)} messages lost, "
+                            f"{stats.get('send_errors', 0)} send errors"))
+    return checks
