@@ -20,6 +20,7 @@ import threading
 import time
 from pathlib import Path
 
+from kit import wait_until
 from pcaps import netns
 
 from ha.core import config as ha_config
@@ -210,7 +211,13 @@ class Pair(Topology):
             raise AssertionError(f"fwA {self.state('a')}, fwB {self.state('b')}"
                                  + self.logs("b"))
         assert self.has("a", VIP_IN) and self.has("a", VIP_OUT)
-        assert not self.has("b", VIP_IN) and not self.has("b", VIP_OUT)
+        # a backup that was master for a moment (its master-down timer ran out on a loaded
+        # machine before fwA's advert came) drops the addresses as it goes back: they must
+        # be gone, and stay gone, once it is BACKUP - waited for, not assumed at an instant
+        wait_until(lambda: not self.has("b", VIP_IN) and not self.has("b", VIP_OUT), 5,
+                   lambda: f"fwB is {self.state('b')} and still holds the virtual addresses"
+                           + self.logs("b"))
+        assert (self.state("a"), self.state("b")) == ("MASTER", "BACKUP"), self.logs("b")
 
     def logs(self, side):
         """What a failure should show: each daemon's state and output, conntrackd's
