@@ -18,7 +18,6 @@ from . import hosttable
 NETWORK_PATH = network_normalise.DEFAULT_PATH
 
 
-
 class NetworkApplier(network_applier.NetworkApplier):
     follows = ("hosttable",)   # dependents.followers("network"): a test holds them equal
 

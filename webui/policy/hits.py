@@ -63,23 +63,29 @@ class ClassHits:
                 "a connection's first packet (the rest pass as established), every packet of "
                 "a notrack class. Every apply starts them again from zero.")
 
+    def entry(self, name):
+        """(packets, bytes, last hit) of class name, or None when it has no counter read
+        (or the row's entry is not numbers: the row is the web user's to write)."""
+        value = self.counters.get(name)
+        if not (isinstance(value, list) and len(value) == 3) or \
+                number(value[0]) is None or number(value[1]) is None:
+            return None
+        return value
+
     def packets(self, name):
         """The packets class name's rule matched, or None when it has no counter read."""
-        value = self.counters.get(name)
-        if isinstance(value, list) and len(value) == 3:
-            return number(value[0])
-        return None
+        found = self.entry(name)
+        return found[0] if found is not None else None
 
     def cell(self, name):
         """The <td> of class name."""
         reading = self.reading
-        value = self.counters.get(name)
-        if not (isinstance(value, list) and len(value) == 3) or \
-                number(value[0]) is None or number(value[1]) is None:
+        found = self.entry(name)
+        if found is None:
             why = ("not read yet" if reading is None else
                    "no ruleset loaded" if not reading["table_loaded"] else "not applied")
             return format_html('<td class="hits muted">{}</td>', why)
-        packets, octets, last_hit = value
+        packets, octets, last_hit = found
         when = utc_time(last_hit)
         if when is not None:
             hit = format_html('<span title="{}" data-last-hit="{}">last hit {}</span>',

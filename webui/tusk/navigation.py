@@ -1,6 +1,8 @@
 """The navigation bar, grouped by what an operator comes to do (issue 37): watch the
 traffic, configure the box, diagnose a flow, administer the appliance. Each page is in
 one group; the page shown - and every page under its address - is marked current."""
+import functools
+
 from django.urls import reverse
 
 GROUPS = (
@@ -14,13 +16,20 @@ GROUPS = (
 )
 
 
+@functools.cache
+def _links():
+    """GROUPS with each page's address: the URLconf does not change while a process runs,
+    so it is reversed once, not on every page."""
+    return [(group, [(reverse(name), label) for name, label in pages])
+            for group, pages in GROUPS]
+
+
 def navigation(request):
     """{"nav": [(group, [(url, label, current)])]}: the current link is the one whose
     address is the longest start of the page's ("/" only for itself)."""
     if not getattr(request, "user", None) or not request.user.is_authenticated:
         return {}
-    links = [(group, [(reverse(name), label) for name, label in pages])
-             for group, pages in GROUPS]
+    links = _links()
     path = request.path
     matching = [url for _, pages in links for url, _ in pages
                 if path == url or (url != "/" and path.startswith(url))]
