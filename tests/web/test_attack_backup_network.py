@@ -15,7 +15,7 @@ from test_backup import problems
 from test_backup_network import NETWORK, box, saved, snapshot  # noqa: F401
 from tuskweb import errors_of, wait
 
-from backup import document as backups
+from backup import collect as collected
 from backup.models import PendingRestore
 from jobs import queue
 from network.models import Draft as NetworkDraft
@@ -62,7 +62,7 @@ def test_a_planted_pending_restore_with_a_malformed_network_is_refused(
     page = admin_client.get(url)
     assert page.status_code == 400 and 'id="confirm"' not in page.content.decode()
     assert any(p.startswith(message) for p in problems(page)), problems(page)
-    response = admin_client.post(url, {"token": backups.state_token(), "source": "draft"})
+    response = admin_client.post(url, {"token": collected.state_token(), "source": "draft"})
     assert response.status_code == 400
     assert any(p.startswith(message) for p in problems(response)), problems(response)
     assert snapshot() == before

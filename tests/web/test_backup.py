@@ -18,6 +18,7 @@ from django.test import Client
 from tuskweb import AgentProcess, make_user, wait
 
 from accounts.models import AuditEntry, Profile
+from backup import collect as collected
 from backup import document as backups
 from backup.models import PendingRestore
 from jobs import queue
@@ -98,13 +99,13 @@ def restore(client, document, **fields):
 
 def snapshot():
     """Everything a refused restore must leave as it was."""
-    return (backups.contents(), drafts.get_meta().version, Job.objects.count(),
+    return (collected.contents(), drafts.get_meta().version, Job.objects.count(),
             AuditEntry.objects.exclude(action="backup download").count(),
             PendingRestore.objects.count())
 
 
 def users():
-    return {u["username"]: u for u in backups.users()}
+    return {u["username"]: u for u in collected.users()}
 
 
 # -- the round trip, through the agent ------------------------------------------------------
@@ -166,7 +167,7 @@ def test_backup_change_everything_restore_and_it_is_all_back(agent, netns, admin
     assert all(u["password_hash"].startswith("md5$") for u in saved["users"])
     assert b"correct horse battery" not in json.dumps(saved).encode()
     assert AuditEntry.objects.filter(action="backup download", username="alice").exists()
-    before = backups.contents()
+    before = collected.contents()
 
     # everything changes: policy (applied), tuning (rolled back, profile gone), users
     drafts.import_text(OTHER_POLICY, admin_user)
@@ -207,7 +208,7 @@ def test_backup_change_everything_restore_and_it_is_all_back(agent, netns, admin
     assert sysctls(netns) == ["0", "0"]
     assert (tmp_path / "tuning" / "boot-profile").read_text().strip() == "mine"
 
-    after = backups.contents()
+    after = collected.contents()
     assert after["users"] == before["users"] and after["tuning"] == before["tuning"]
     assert after["policy"]["draft"] == before["policy"]["draft"]
     assert after["policy"]["confirmed"]["revision"] > confirmed["revision"]

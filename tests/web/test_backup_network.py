@@ -17,7 +17,7 @@ from test_backup import _set, download, problems, refused_naming, upload
 from tuskweb import errors_of
 
 from accounts.models import AuditEntry
-from backup import document as backups
+from backup import collect as collected
 from backup.models import PendingRestore
 from jobs.models import Job, PeriodicState
 from network import agent_jobs
@@ -109,7 +109,7 @@ def become_other_box(netns, settings, names=OTHER_BOX):
 def snapshot():
     """Everything a refused restore must leave as it was, the network draft included."""
     draft = NetworkDraft.objects.filter(pk=1).first()
-    return (backups.contents(), drafts.get_meta().version, draft and draft.version,
+    return (collected.contents(), drafts.get_meta().version, draft and draft.version,
             Job.objects.count(), AuditEntry.objects.exclude(action="backup download").count(),
             PendingRestore.objects.count())
 

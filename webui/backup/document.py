@@ -16,39 +16,31 @@
 Version 1 (before the network section) is read too: restoring it leaves the network as
 it is. network is null when the box had no network configuration to carry.
 
-build() writes it from what the box has now; parse() and check() read one back and
+collect.py's build() writes it from what the box has now; parse() and check() here read
+one back and
 report every problem with the path of its field (`users[2].role: unknown role
 "root" (known: admin, viewer)`), the policies through the policy engine's normalise
 stage, the tuning profiles through tusk-tune's parser and the network configurations
 through the network core (`network.draft.vlans[1].id: ...`). Only JSON is read: no
 pickle, no YAML, a bounded size, duplicate keys refused.
 """
-import hashlib
 import json
 import os
 import re
-import socket
 import tempfile
 from datetime import datetime
 from enum import IntEnum
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import UNUSABLE_PASSWORD_PREFIX, identify_hasher
-from django.utils import timezone
 
 from accounts.models import Role
-from accounts.roles import role_of
 from network.core import normalise as networks
 from network.core.errors import NetworkError
-from network.models import Draft as NetworkDraft
-from network.models import NetworkState
-from policy import draft as drafts
 from policy.core.errors import PolicyError, quoted
 from policy.core.normalise import load_policy, load_policy_text
-from policy.models import Revision, TargetState
 from tuning.core import profile as profiles
-from tuning.core.applier import NO_PROFILE, Tuner
+from tuning.core.applier import NO_PROFILE
 from tuning.core.errors import TuneError
 from tusklib import jsonread
 from tusklib.problems import Problem, Problems
@@ -91,108 +83,6 @@ class BackupError(Problems):
 
 
 # -- what the box has now ------------------------------------------------------------------
-
-def tusk_version():
-    try:
-        return VERSION_FILE.read_text(encoding="utf-8").strip() or None
-    except OSError:
-        return None
-
-
-def boot_profile():
-    """What tusk-tune boot applies: the last applied profile, none after a rollback."""
-    directory = settings.TUSK.tuning_state_dir
-    try:
-        return Tuner(None, directory).boot_profile()
-    except OSError as error:
-        raise BackupError(Code.IO, "tuning.boot_profile", f"cannot read "
-                          f"{directory}/boot-profile: {error.strerror}") from None
-
-
-def operator_profiles():
-    """{name: text} of the operator's own tuning profiles (profiles.OPERATOR_DIR)."""
-    found = {}
-    for name, path in profiles.available([profiles.OPERATOR_DIR]).items():
-        try:
-            with open(path, encoding="utf-8") as handle:
-                found[name] = handle.read(MAX_PROFILE_BYTES + 1)
-        except (OSError, UnicodeDecodeError) as error:
-            raise BackupError(Code.IO, f"tuning.profiles.{name}", f"cannot read {path}: "
-                              f"{getattr(error, 'strerror', None) or error}") from None
-        if len(found[name].encode()) > MAX_PROFILE_BYTES:
-            raise BackupError(Code.IO, f"tuning.profiles.{name}", f"{path} is larger than "
-                              f"{MAX_PROFILE_BYTES // 1024} KiB")
-    return found
-
-
-def users():
-    people = get_user_model().objects.order_by("username").select_related("profile")
-    return [{"username": user.username, "role": str(role_of(user)),
-             "password_hash": user.password, "active": user.is_active,
-             "must_change_password": bool(getattr(getattr(user, "profile", None),
-                                                  "must_change_password", False))}
-            for user in people]
-
-
-def confirmed_revision():
-    state = TargetState.objects.filter(pk=1).first()
-    if state is None or state.confirmed is None:
-        return None
-    return Revision.objects.filter(number=state.confirmed).first()
-
-
-def network():
-    """The network draft and the confirmed configuration (the file the agent mirrors,
-    as a document), or None when the box has neither: nothing to carry then (a draft is
-    not made up here from the ports, as the Network pages do, for a backup)."""
-    state = NetworkState.objects.filter(pk=1).first()
-    confirmed = None
-    if state is not None and state.confirmed_text:
-        try:
-            config = networks.parse(state.confirmed_text, "network.toml")
-        except NetworkError as error:
-            raise BackupError(Code.IO, "network.confirmed", f"the confirmed configuration "
-                              f"cannot be read: {error}") from None
-        confirmed = {"revision": state.confirmed, "document": networks.to_document(config)}
-    draft = NetworkDraft.objects.filter(pk=1).values_list("document", flat=True).first()
-    if draft is None and confirmed is None:
-        return None
-    return {"draft": confirmed["document"] if draft is None else draft,
-            "confirmed": confirmed}
-
-
-def contents():
-    """The parts a restore puts back: policy, tuning, users, network."""
-    revision = confirmed_revision()
-    confirmed = None if revision is None else {
-        "revision": revision.number, "created": revision.created.isoformat(),
-        "user": revision.user, "policy_text": revision.policy_text}
-    return {"policy": {"draft": drafts.get().document, "confirmed": confirmed},
-            "tuning": {"boot_profile": boot_profile(), "profiles": operator_profiles()},
-            "users": users(), "network": network()}
-
-
-def build():
-    return {"format": FORMAT, "version": VERSION,
-            "created": timezone.now().isoformat(timespec="seconds"),
-            "tusk_version": tusk_version(), "hostname": socket.gethostname(), **contents()}
-
-
-def dump(document):
-    return (json.dumps(document, indent=1, ensure_ascii=False) + "\n").encode()
-
-
-def state_token():
-    """A hash of what a restore replaces (drafts, users, tuning): a preview is confirmed
-    only while it still describes what is there."""
-    now = contents()
-    now["policy"] = {"draft_version": drafts.get_meta().version}
-    now["network"] = {"draft_version": NetworkDraft.objects.filter(pk=1).values_list(
-        "version", flat=True).first()}
-    return hashlib.sha256(json.dumps(now, sort_keys=True).encode()).hexdigest()
-
-
-# -- reading one back ----------------------------------------------------------------------
 
 def parse(data):
     """The bytes of an uploaded file -> the JSON document, or BackupError. What json

@@ -12,12 +12,12 @@ mapping renames the port wherever it is named - the network's links and referenc
 VLANs named after it (<port>.<id>) and the restored policy's zones."""
 import copy
 
-from box import snapshot, verify
 from django.contrib.auth import get_user_model, update_session_auth_hash
 from django.db import transaction
 
 from accounts import audit
 from accounts.models import Profile, Role
+from box import snapshot, verify
 from jobs import queue
 from network import draft as network_drafts
 from network.core import model as network_model
@@ -30,6 +30,7 @@ from policy.forms import TITLES
 from policy.models import Draft
 from policy.views import status_context
 
+from . import collect as collected
 from . import document as backups
 
 DRAFT, CONFIRMED = "draft", "confirmed"  # which of the backup's policies becomes the draft
@@ -54,7 +55,7 @@ def _user_changes(now, wanted):
 
 
 def _users_plan(wanted):
-    now = {entry["username"]: entry for entry in backups.users()}
+    now = {entry["username"]: entry for entry in collected.users()}
     plan = {"added": [], "updated": [], "removed": sorted(set(now) - {
         entry["username"] for entry in wanted}), "unchanged": []}
     for entry in wanted:
@@ -84,7 +85,7 @@ def _policy_plan(policy):
 
 
 def _tuning_plan(tuning):
-    boot, found = backups.boot_profile(), backups.operator_profiles()
+    boot, found = collected.boot_profile(), collected.operator_profiles()
     write = sorted(name for name, text in tuning["profiles"].items() if found.get(name) != text)
     plan = {"boot_now": boot, "boot": tuning["boot_profile"], "write": write,
             "kept": sorted(set(found) - set(tuning["profiles"]))}
@@ -131,7 +132,7 @@ def plan(document):
     """What restoring document would change, against what the box has now."""
     return {"policy": _policy_plan(document["policy"]), "users": _users_plan(document["users"]),
             "tuning": _tuning_plan(document["tuning"]),
-            "network": _network_plan(document.get("network")), "token": backups.state_token()}
+            "network": _network_plan(document.get("network")), "token": collected.state_token()}
 
 
 def network_to_restore(network, source, ports):

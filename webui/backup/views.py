@@ -18,6 +18,7 @@ from network import draft as network_drafts
 from network.core.errors import NetworkError
 from policy.core.errors import PolicyError
 
+from . import collect as collected
 from . import document as backups
 from . import restore as restores
 from .forms import ConfirmForm, UploadForm
@@ -41,11 +42,11 @@ def backup(request):
 @require_POST
 def download(request):
     try:
-        document = backups.build()
+        document = collected.build()
     except backups.BackupError as error:
         messages.error(request, f"No backup was made: {error}")
         return redirect("backup")
-    data = backups.dump(document)
+    data = collected.dump(document)
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     name = f"tusk-backup-{document['hostname']}-{stamp}.json"
     audit.record(request, "backup download", name, bytes=len(data),

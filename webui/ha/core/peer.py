@@ -38,14 +38,11 @@ where the sync link is.
 """
 import errno
 import hashlib
-import hmac
 import http.client
 import io
-import ipaddress
 import json
 import os
 import re
-import secrets
 import socket
 import socketserver
 import struct
@@ -54,10 +51,27 @@ import time
 from collections import OrderedDict
 from http.server import BaseHTTPRequestHandler
 
-from tusklib.files import write_atomically
 from tusklib.names import HA_PEER_PORT as PEER_PORT
 
-PROTOCOL = "2"
+# the pair key and the signatures, re-exported: callers know the channel as one module
+from .peerauth import (  # noqa: F401
+    KEY_MAX,
+    KEY_MIN,
+    KEY_NAME,
+    PROTOCOL,
+    VERSION_HEADER,
+    PeerError,
+    _address,
+    _same,
+    answer_signature,
+    key_problem,
+    new_key,
+    read_key,
+    request_headers,
+    request_signature,
+    write_key,
+)
+
 SKEW = 30                  # seconds a request's time may differ from this box's clock
 BODY_MAX = 16 << 20 | 4096   # a policy of at most 16 MiB, JSON-quoted, and its envelope
 TIMEOUT = 5
@@ -68,89 +82,11 @@ BODY_SECONDS = 60          # 16 MiB at 2 Mbit/s and more: the sync link is dedic
 WRITE_SECONDS = 30
 BACKLOG = 64
 NONCES_MAX = 100000
-KEY_NAME = "ha.key"
-KEY_MIN = 16               # characters of a pair key
-KEY_MAX = 256
 
-VERSION_HEADER = "X-Tusk-Peer"
 _STAMP = re.compile(r"[0-9]{1,12}(\.[0-9]{1,6})?")
 _NONCE = re.compile(r"[0-9a-f]{32,64}")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _LENGTH = re.compile(r"[0-9]{1,9}")
-
-
-class PeerError(Exception):
-    """The peer could not be asked, or its answer cannot be trusted; says why."""
-
-
-def key_problem(key):
-    """Why key cannot be a pair key, or None."""
-    if not isinstance(key, str) or not KEY_MIN <= len(key) <= KEY_MAX:
-        return f"must be {KEY_MIN} to {KEY_MAX} characters"
-    if not key.isprintable() or key != key.strip():
-        return "printable characters only, no space at either end"
-    return None
-
-
-def new_key():
-    return secrets.token_urlsafe(24)
-
-
-def read_key(state_dir, name=KEY_NAME):
-    """The pair key's bytes in state_dir/name, or None when there is none."""
-    try:
-        with open(os.path.join(state_dir, name), "rb") as handle:
-            key = handle.read(KEY_MAX + 1).strip()
-    except OSError:
-        return None
-    return key or None
-
-
-def write_key(state_dir, key, name=KEY_NAME):
-    """key (text) into state_dir/name: root's (the writer's), 0600."""
-    write_atomically(os.path.join(state_dir, name), key + "\n", 0o600)
-
-
-def _address(address):
-    """address as both ends write it: the compressed form of an IP address."""
-    try:
-        return ipaddress.ip_address(address).compressed
-    except ValueError:
-        return str(address)
-
-
-def _mac(key, *fields):
-    # no field holds a newline: each is a header's value, a request line's word, a number
-    return hmac.new(key, "\n".join(fields).encode(), hashlib.sha256).hexdigest()
-
-
-def request_signature(key, address, method, path, length, stamp, nonce, digest):
-    """A request's signature: what it asks (method, path, length, body's digest), of whom
-    (the address it is sent to), when and once (time, nonce)."""
-    return _mac(key, f"tusk-peer/{PROTOCOL} request", _address(address), method, path,
-                str(length), stamp, nonce, digest)
-
-
-def answer_signature(key, status, path, stamp, nonce, digest):
-    """An answer's signature: its status and body's digest, bound to the request's path,
-    time and nonce."""
-    return _mac(key, f"tusk-peer/{PROTOCOL} answer", str(status), path, stamp, nonce, digest)
-
-
-def request_headers(key, address, method, path, body, stamp=None, nonce=None):
-    """The headers that sign a request of body (bytes) to address."""
-    stamp = stamp or f"{time.time():.3f}"
-    nonce = nonce or secrets.token_hex(16)
-    digest = hashlib.sha256(body).hexdigest()
-    return {VERSION_HEADER: PROTOCOL, "Content-Length": str(len(body)), "X-Tusk-Time": stamp,
-            "X-Tusk-Nonce": nonce, "X-Tusk-Body-SHA256": digest,
-            "X-Tusk-Signature": request_signature(key, address, method, path, len(body),
-                                                  stamp, nonce, digest)}
-
-
-def _same(given, expected):
-    """given (a header's text, maybe not ASCII) is expected, compared in constant time."""
-    return hmac.compare_digest(given.encode("latin-1", "replace"), expected.encode())
 
 
 def in_netns(netns, function):
