@@ -4,8 +4,8 @@ what the data says."""
 import importlib
 
 import pytest
-from box import appliers, dependents
 
+from box import appliers, dependents
 from tusklib import commit
 
 

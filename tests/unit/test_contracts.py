@@ -75,8 +75,7 @@ def test_a_type_no_contract_may_use_is_a_programming_error():
 
 
 def test_the_ha_status_contract_uses_only_types_it_can_check():
-    row = {"role": None, "running": {}, "confirmed": None, "confirmed_text": "",
-           "pending": None, "pending_text": "", "stats": None, "has_key": False,
+    row = {"role": None, "running": {}, "stats": None, "has_key": False,
            "listener_error": None, "peer": {"error": "no answer"}, "peer_address": None,
            "config_sync": None, "tuning_sync": None, "at": 0}
     assert contracts.check(HaStatus, row).peer.error == "no answer"

@@ -6,6 +6,7 @@ import dataclasses
 import time
 
 from ha.contracts import HaStatus, PeerStatus, SyncState
+from ha.models import HaState
 
 HA_SEGMENT = ("198.51.100.2/24", "198.51.100.3/24")     # the agent's box, its peer's
 HA_SYNC = ("192.168.255.1/30", "192.168.255.2/30")
@@ -26,8 +27,8 @@ def ha_status(**changes):
     """A whole ha.status row as the agent stores it (ha/contracts.py), with changes: a box
     of a confirmed pair, MASTER, both daemons running, no peer yet, read now."""
     row = dataclasses.asdict(HaStatus(
-        role="MASTER", running={"keepalived": True, "conntrackd": True}, confirmed=1,
-        confirmed_text="[ha]", pending=None, pending_text="", stats=None, has_key=True,
+        role="MASTER", running={"keepalived": True, "conntrackd": True}, stats=None,
+        has_key=True,
         listener_error=None, peer=None, peer_address=None, config_sync=None,
         tuning_sync=None, at=time.time()))
     for key in ("peer",):
@@ -37,3 +38,10 @@ def ha_status(**changes):
         if isinstance(changes.get(key), dict):
             changes[key] = dataclasses.asdict(SyncState(**changes[key]))
     return {**row, **changes}
+
+
+def in_pair(**changes):
+    """The HaState row of a box with a confirmed half of a pair (ha/models.py), as the
+    agent's ha sync writes it."""
+    fields = {"confirmed": 1, "confirmed_text": "[ha]", **changes}
+    return HaState.objects.update_or_create(pk=1, defaults=fields)[0]

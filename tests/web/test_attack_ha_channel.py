@@ -33,7 +33,7 @@ IDLE = 1100
 CAP = 16          # the channel's policy: at most 16 connections at once
 MIB = 1 << 20
 # periodic tasks that run every sample_interval (0.5 s here) and never fail in this tier
-WATCHED = ("agent.heartbeat", "ha.status", "policy.sync", "network.sync")
+WATCHED = ("agent.heartbeat", "ha.status", "ha.sync", "policy.sync", "network.sync")
 
 
 def ask(peer_netns, key, method="GET", path="/v1/status", request=None):

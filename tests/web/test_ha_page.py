@@ -7,12 +7,13 @@ import html
 import re
 import time
 
-from habox import HA_KEY, HA_VIRTUAL, ha_document, ha_status
+from habox import HA_KEY, HA_VIRTUAL, ha_document, ha_status, in_pair
 from kit import wait_until
 from tuskweb import AGENT_NETNS, errors_of, wait
 
 from ha.core import config as ha_config
 from ha.forms import segments_text
+from ha.models import HaState
 from jobs.models import Job, PeriodicState
 from tusklib.target import Target
 
@@ -38,6 +39,7 @@ def health(client):
 
 def test_the_health_panel_names_what_is_wrong_with_the_pair(admin_client):
     base = {"peer_address": "192.0.2.2", "stats": {"entries": 3, "injected": 2}}
+    in_pair()
     cases = [
         ({"role": "MASTER", "peer": {"role": "BACKUP"}}, {"HA": "ok", "HA peer": "ok",
                                                          "HA sync": "ok"}, ""),
@@ -56,15 +58,17 @@ def test_the_health_panel_names_what_is_wrong_with_the_pair(admin_client):
         found = health(admin_client)
         assert {name: found[name][0] for name in badges} == badges, (changes, found)
         assert detail in " ".join(d for _, d in found.values()), found
-    PeriodicState.objects.filter(name="ha.status").update(
-        result=ha_status(role=None, confirmed_text="", confirmed=None))
+    # a box alone: no configuration of a pair, confirmed or pending
+    in_pair(confirmed=None, confirmed_text="")
+    PeriodicState.objects.filter(name="ha.status").update(result=ha_status(role=None))
     assert not any(name.startswith("HA") for name in health(admin_client))
 
 
 def test_a_forged_status_row_reads_as_nothing_reported(admin_client):
     """The row is the web user's to write: one not of ha.status's shape (ha/contracts.py)
     is no report - no banner, no HA checks, no traceback - on every page that reads it."""
-    forged = [{"confirmed_text": "[ha]", "at": time.time(), "running": "yes"},
+    in_pair()
+    forged = [{"role": "BACKUP", "at": time.time(), "running": "yes"},
               {**ha_status(role="BACKUP"), "at": "now"},
               {**ha_status(role="BACKUP"), "peer": {"role": ["MASTER"]}},
               {**ha_status(role="BACKUP"), "stats": {"entries": "many"}},
@@ -80,6 +84,7 @@ def test_a_forged_status_row_reads_as_nothing_reported(admin_client):
 
 
 def test_a_backup_says_on_every_page_that_the_master_replaces_its_policy(admin_client):
+    in_pair()
     PeriodicState.objects.update_or_create(name="ha.status", defaults={
         "result": ha_status(role="BACKUP")})
     for url in ("/", "/policy/", "/tuning/", "/ha/"):
@@ -103,6 +108,7 @@ def test_each_problem_lands_next_to_its_field_and_nothing_is_queued(admin_client
 
 
 def test_a_viewer_sees_the_state_and_cannot_apply_or_fail_over(viewer_client):
+    in_pair()
     PeriodicState.objects.create(name="ha.status", result=ha_status(running={}))
     page = viewer_client.get("/ha/").content.decode()
     assert 'id="ha-role"' in page and 'id="ha-form"' not in page
@@ -125,7 +131,8 @@ def test_apply_confirm_and_fail_over_through_the_agent(admin_client, agent, ha_p
     target = Target(AGENT_NETNS)
     wait_until(lambda: role_on_page(admin_client) == "BACKUP", 20,
                lambda: f"this box BACKUP ({PeriodicState.last_result('ha.status')})")
-    assert ha_peer.role() == "MASTER"
+    # the peer's notify script records its role: on a loaded machine, after the page's
+    wait_until(lambda: ha_peer.role() == "MASTER", 20, "the peer MASTER")
     # the peer's own word, over the sync link, signed with the pair key
     wait_until(lambda: role_on_page(admin_client, "ha-peer-role") == "MASTER", 10,
                lambda: f"the peer MASTER on the page ({PeriodicState.last_result('ha.status')})")
@@ -140,9 +147,13 @@ def test_apply_confirm_and_fail_over_through_the_agent(admin_client, agent, ha_p
     found = health(admin_client)
     assert {name: found[name][0] for name in ("HA", "HA peer", "HA sync")} == \
         {"HA": "ok", "HA peer": "ok", "HA sync": "ok"}, found
-    assert ha_config.parse(
-        PeriodicState.last_result("ha.status")["confirmed_text"]) == \
+    assert ha_config.parse(HaState.current().confirmed_text) == \
         ha_config.from_document(ha_document())
+    # the history: the apply, confirmed, and its ha.toml against nothing before it
+    history = admin_client.get("/ha/history/").content.decode()
+    assert re.search(r'href="/ha/history/1/">1</a>.*?apply</td><td>confirmed', history, re.S)
+    revision = admin_client.get("/ha/history/1/").content.decode()
+    assert "+role = &quot;primary&quot;" in revision and HA_KEY not in revision
     # maintenance: the peer takes over, this box stays backup
     admin_client.post("/ha/failover/")
     failover = Job.objects.get(kind="ha.failover")

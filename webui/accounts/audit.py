@@ -1,3 +1,8 @@
+"""The audit log: who did what, from where. A front end (a view, later the API) records
+through the Actor it acts for, so a service records the same whoever calls it."""
+from dataclasses import dataclass
+from typing import Any
+
 from .models import AuditEntry
 
 
@@ -5,9 +10,26 @@ def client_address(request):
     return request.META.get("REMOTE_ADDR") or None
 
 
-def record(request, action, target="", **detail):
-    user = request.user if request.user.is_authenticated else None
+@dataclass(frozen=True)
+class Actor:
+    """Who asks for an operation: the user (None: nobody signed in) and the address the
+    request came from."""
+
+    user: Any
+    address: str | None = None
+
+    @classmethod
+    def of(cls, request):
+        user = request.user if request.user.is_authenticated else None
+        return cls(user=user, address=client_address(request))
+
+
+def record_for(actor, action, target="", **detail):
+    user = actor.user
     return AuditEntry.objects.create(
         user=user, username=user.get_username() if user else detail.pop("username", ""),
-        address=client_address(request), action=action, target=str(target)[:255],
-        detail=detail)
+        address=actor.address, action=action, target=str(target)[:255], detail=detail)
+
+
+def record(request, action, target="", **detail):
+    return record_for(Actor.of(request), action, target, **detail)

@@ -38,9 +38,8 @@ import socket
 import subprocess
 import sys
 
-from box.appliers import HaApplier
-
 from appliance import network, slots
+from box.appliers import HaApplier
 from ha.core import config as ha_config
 from ha.core import render as ha_render
 from policy.core import render_boot

@@ -26,9 +26,8 @@ import os
 import sys
 import time
 
-from box.appliers import NetworkApplier
-
 from appliance import network
+from box.appliers import NetworkApplier
 from network.core.applier import CONFIG_NAME
 from tusklib.commands import CommandError, Runner
 from tusklib.problems import report

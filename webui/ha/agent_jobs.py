@@ -13,15 +13,16 @@ import time
 from functools import partial
 
 from box.appliers import HaApplier
-
+from commitkit.jobs import decisions, revision_result
 from jobs.models import PeriodicState
 from jobs.registry import JobFailed, handler, known_args, on_start, periodic, problems_result
 from tusklib import contracts
 
-from . import configsync
+from . import configsync, sync
 from .contracts import HaStatus
 from .core import peer as peers
 from .core.config import TEXT_MAX, HaError, from_document, to_toml
+from .domain import DOMAIN
 
 STATUS = "ha.status"
 PEER_TIMEOUT = 2       # seconds the status waits for the peer's answer
@@ -147,7 +148,8 @@ def _backup_policy(config, peer):
 def snapshot(config):
     """What the HA page and the health panel show of this box and its peer."""
     applier = applier_for(config)
-    found = applier.status()
+    # the configuration's state (revisions, pending) is HaState's (sync.py)
+    found = {"role": applier.role(), "running": applier.daemons.running()}
     found["stats"] = applier.stats()
     key = applier.key()
     found["has_key"] = key is not None
@@ -166,6 +168,11 @@ def status_task(agent):
     return snapshot(agent.config)
 
 
+@periodic("ha.sync", lambda config: config.sample_interval)
+def sync_store(agent):
+    sync.sync(applier_for(agent.config), periodic=True)
+
+
 @on_start("ha.recover")
 def recover(agent):
     """A pending change whose watchdog died with the agent's machine: rolled back when
@@ -173,15 +180,15 @@ def recover(agent):
     return applier_for(agent.config).recover()
 
 
-def _after(run):
+def _after(run, applier=None):
+    """After a job, whatever its outcome: the store mirrored, the status fresh."""
+    sync.sync(applier or applier_for(run.config))
     PeriodicState.objects.update_or_create(name=STATUS, defaults={
         "result": contracts.stored(HaStatus, snapshot(run.config))})
 
 
 def _result(revision, applier):
-    pending = applier.store.pending()
-    return {"ha_revision": revision.id, "outcome": revision.outcome,
-            "deadline": pending["deadline"] if pending else None}
+    return revision_result("ha_revision", revision, applier.store)
 
 
 @handler("ha.apply", "Apply HA pair configuration")
@@ -209,32 +216,14 @@ def apply(run):
         # the key is part of the revision: Roll back and the deadline give the old one back
         revision = applier.apply(text, user=run.user, timeout=args.get("timeout"), key=key)
     except HaError as error:
-        _after(run)
+        _after(run, applier)
         raise JobFailed(str(error), result=problems_result(error)) from None
-    _after(run)
+    _after(run, applier)
     return _result(revision, applier)
 
 
-def _decide(run, decision):
-    known_args(run, ())
-    applier = applier_for(run.config)
-    try:
-        revision = decision(applier)
-    except HaError as error:
-        _after(run)
-        raise JobFailed(str(error), result=problems_result(error)) from None
-    _after(run)
-    return _result(revision, applier)
-
-
-@handler("ha.confirm", "Confirm HA pair configuration")
-def confirm(run):
-    return _decide(run, lambda applier: applier.confirm(user=run.user))
-
-
-@handler("ha.cancel", "Roll back pending HA pair configuration")
-def cancel(run):
-    return _decide(run, lambda applier: applier.cancel(user=run.user))
+# ha.confirm and ha.cancel (roll back now): the commit-confirm kit's
+decisions(DOMAIN, applier_for, HaError, _after, _result)
 
 
 @handler("ha.failover", "Fail over to the peer")

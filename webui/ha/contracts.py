@@ -27,15 +27,12 @@ class SyncState:
 
 @dataclass(frozen=True)
 class HaStatus:
-    """This box's half of the pair: its role and daemons, its revisions, the sync's
-    numbers, the peer and the config sync, when the agent read them (at, Unix time)."""
+    """This box's half of the pair live: its role and daemons, the sync's numbers, the
+    peer and the config sync, when the agent read them (at, Unix time). Its
+    configuration's state (revisions, pending) is the HaState row's (models.py)."""
 
     role: str | None                     # keepalived's MASTER or BACKUP; None: not running
     running: dict[str, bool]             # {"keepalived": ..., "conntrackd": ...}
-    confirmed: int | None
-    confirmed_text: str
-    pending: dict[str, Any] | None       # the pending marker (tusklib/commit.py)
-    pending_text: str
     stats: dict[str, int] | None         # conntrackd's sync health; None: no answer
     has_key: bool
     listener_error: str | None

@@ -7,6 +7,7 @@ from jobs.models import PeriodicState
 
 from .agent_jobs import STATUS
 from .contracts import HaStatus, PeerStatus
+from .models import HaState, in_pair
 
 HA_ROLES = ("MASTER", "BACKUP")
 
@@ -17,7 +18,7 @@ def pair_checks():
     peer as it answers over the sync link, and the sync link's state sync. Nothing for a
     box alone."""
     state = PeriodicState.read(STATUS, HaStatus)
-    if state is None or not (state.confirmed_text or state.pending):
+    if state is None or not in_pair(HaState.current()):
         return []
     age = time.time() - state.at
     if age > AGENT_STALE * 2:

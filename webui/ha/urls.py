@@ -1,10 +1,12 @@
 from django.urls import path
 
+from commitkit.views import patterns
+
 from . import views
+from .domain import DOMAIN
 
 urlpatterns = [
     path("", views.page, name="ha"),
-    path("confirm/", views.confirm, name="ha_confirm"),
-    path("cancel/", views.cancel, name="ha_cancel"),
+    *patterns(DOMAIN),
     path("failover/", views.failover, name="ha_failover"),
 ]

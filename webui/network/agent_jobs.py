@@ -13,7 +13,7 @@ import time
 
 from box import snapshot
 from box.appliers import NetworkApplier
-
+from commitkit.jobs import decisions, revision_result
 from jobs.models import PeriodicState
 from jobs.registry import JobFailed, handler, known_args, periodic, problems_result
 from tusklib import contracts
@@ -26,10 +26,12 @@ from .core import facts
 from .core.applier import confirm_timeout
 from .core.errors import NetworkError
 from .core.normalise import TEXT_MAX, from_document, to_toml
+from .domain import DOMAIN
 from .draft import FACTS, merge_zones, zones_of
 
 TOKEN = re.compile(r"[A-Za-z0-9_-]{20,100}")
 TOKEN_HASH = re.compile(r"[0-9a-f]{64}")
+CONFIRM_ARGS = ("arrived_at", "token")
 
 
 def applier_for(config):
@@ -80,9 +82,8 @@ def policy_zones(config):
 
 def _result(revision, applier):
     pending = applier.store.pending()
-    return {"network_revision": revision.id, "outcome": revision.outcome,
-            "deadline": pending["deadline"] if pending else None,
-            "confirm_over": pending.get("confirm_over", []) if pending else []}
+    return revision_result("network_revision", revision, applier.store,
+                           confirm_over=pending.get("confirm_over", []) if pending else [])
 
 
 @handler("network.apply", "Apply network configuration")
@@ -115,15 +116,8 @@ def apply(run):
     return _result(revision, applier)
 
 
-def _decide(run, decision):
-    applier = applier_for(run.config)
-    try:
-        revision = decision(applier)
-    except NetworkError as error:
-        _after(run, applier)
-        raise JobFailed(str(error), result=problems_result(error)) from None
-    _after(run, applier)
-    return _result(revision, applier)
+# network.cancel (roll back now); network.confirm below is built on the same decide()
+_decide = decisions(DOMAIN, applier_for, NetworkError, _after, _result, confirm=False)
 
 
 @handler("network.confirm", "Confirm network configuration")
@@ -131,7 +125,7 @@ def confirm(run):
     """arrived_at: the local address the web request came in on (nginx's), None when
     unknown - then a change that moves the management address is not confirmed here.
     token: the one-time link's, None from the status page's button."""
-    args = known_args(run, ("arrived_at", "token"))
+    args = known_args(run, CONFIRM_ARGS)
     arrived_at, token = args.get("arrived_at"), args.get("token")
     if arrived_at is not None:
         try:
@@ -149,10 +143,4 @@ def confirm(run):
                             "web UI must say which address it arrived over (nginx passes "
                             "it); use the new address, or confirm on the console")
         return applier.confirm(user=run.user, arrived_at=arrived_at, token=token)
-    return _decide(run, decide)
-
-
-@handler("network.cancel", "Roll back pending network configuration")
-def cancel(run):
-    known_args(run, ())
-    return _decide(run, lambda applier: applier.cancel(user=run.user))
+    return _decide(run, decide, known=CONFIRM_ARGS)

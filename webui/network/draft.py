@@ -6,9 +6,9 @@ change leaves the draft as it was. The agent checks the same way again before ap
 import copy
 import dataclasses
 
-from box import snapshot
 from django.db import transaction
 
+from box import snapshot
 from jobs.models import PeriodicState
 
 from .contracts import Facts

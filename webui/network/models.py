@@ -5,63 +5,37 @@ refreshed by the agent (sync.py) after each network job and every few seconds.""
 from django.conf import settings
 from django.db import models
 
+from commitkit.models import DraftBase, RevisionBase, StateBase
 
-class Draft(models.Model):
+
+class Draft(DraftBase):
     """The network being edited: the same structure as network.toml (normalise.
     to_document). One row. Every save is validated whole first (nothing half-saved);
     version detects an edit made from a stale form."""
 
-    document = models.JSONField()
-    version = models.PositiveIntegerField(default=1)
-    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+")
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["pk"]
-
-    def __str__(self):
-        return f"network draft version {self.version}"
+    label = "network draft"
 
 
-class Revision(models.Model):
+class Revision(RevisionBase):
     """One apply of a network configuration, as the agent's store records it."""
 
-    number = models.PositiveIntegerField(unique=True)
-    created = models.DateTimeField()
-    user = models.CharField(max_length=150, blank=True)
-    action = models.CharField(max_length=64)
-    outcome = models.CharField(max_length=255)
+    label = "network revision"
+
     text = models.TextField()                  # the revision's network.toml
     applied = models.TextField(blank=True)     # what the backend said it changed
-    meta = models.JSONField(default=dict)
-
-    class Meta:
-        ordering = ["-number"]
-
-    def __str__(self):
-        return f"network revision {self.number}"
 
 
-class NetworkState(models.Model):
+class NetworkState(StateBase):
     """The box's network state as the agent last saw it. One row."""
 
-    confirmed = models.PositiveIntegerField(null=True, blank=True)
+    label = "network state"
+
     # the confirmed configuration's file (network.toml), "" when there is none: a box
     # set up on the console has one before any revision
     confirmed_text = models.TextField(blank=True)
-    pending = models.PositiveIntegerField(null=True, blank=True)
-    deadline = models.DateTimeField(null=True, blank=True)
     # the addresses a confirm of the pending change must arrive over ([]: any)
     confirm_over = models.JSONField(default=list)
     token_sha256 = models.CharField(max_length=64, blank=True)   # of its one-time link
-    synced_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["pk"]
-
-    def __str__(self):
-        return f"network state: confirmed {self.confirmed}, pending {self.pending}"
 
 
 class ConfirmToken(models.Model):

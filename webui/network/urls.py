@@ -1,6 +1,10 @@
 from django.urls import path
 
+from commitkit import views as kit
+from commitkit.views import patterns
+
 from . import views
+from .domain import DOMAIN
 
 urlpatterns = [
     path("", views.interfaces, name="network"),
@@ -10,11 +14,10 @@ urlpatterns = [
     path("apply/", views.apply, name="network_apply"),
     path("status/", views.status, name="network_status"),
     path("status/confirm/", views.confirm, name="network_confirm_pending"),
-    path("status/cancel/", views.cancel, name="network_cancel"),
+    path("status/cancel/", kit.cancel, {"domain": DOMAIN.name}, name="network_cancel"),
     # the one-time link to the new management address (no session there yet)
     path("confirm/", views.confirm_link, name="network_confirm"),
-    path("history/", views.history, name="network_history"),
-    path("history/<int:number>/", views.revision, name="network_revision"),
+    *patterns(DOMAIN, decisions=False),
     path("<str:section>/", views.section_list, name="network_section"),
     path("<str:section>/new/", views.item_edit, name="network_item_new"),
     path("<str:section>/<int:index>/", views.item_edit, name="network_item"),

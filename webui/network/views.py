@@ -2,13 +2,11 @@
 the kernel's live table) and the system settings, all in one draft; Review and apply with
 the diff first; the commit-confirm panel; and the one-time link that confirms a change
 of the management address over the new address."""
-import difflib
 import hashlib
 import ipaddress
 import secrets
 from datetime import timedelta
 
-from box import snapshot, verify
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_not_required
@@ -21,6 +19,8 @@ from django.views.decorators.http import require_POST
 
 from accounts import audit
 from accounts.roles import is_admin
+from box import snapshot, verify
+from commitkit.views import diff, to_job
 from jobs import queue
 from jobs.models import Job
 
@@ -28,8 +28,9 @@ from . import draft as drafts
 from .core.applier import DHCP, confirm_over
 from .core.errors import NetworkError
 from .core.normalise import to_toml
+from .domain import DOMAIN
 from .forms import FORMS_BY_SECTION, ApplyForm, PortForm, SystemForm
-from .models import ConfirmToken, NetworkState, Revision
+from .models import ConfirmToken, NetworkState
 
 SESSION_TOKEN = "network_confirm_token"
 SESSION_OVER = "network_confirm_over"   # the addresses that token's change moves to
@@ -288,11 +289,6 @@ def summary(old, new):
     return lines
 
 
-def _diff(old, new, old_name, new_name):
-    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
-                                        old_name, new_name))
-
-
 def mtu_warnings(config):
     """The MTU warnings of config along the paths of the policy the box runs and of the
     policy draft, which is applied next (box/verify.py)."""
@@ -328,7 +324,7 @@ def apply(request):
     old_text = state.confirmed_text if state else ""
     return render(request, "network/apply.html", {
         **status_context(draft), "form": form, "problems": problems,
-        "diff": _diff(old_text, to_toml(config), "confirmed network.toml",
+        "diff": diff(old_text, to_toml(config), "confirmed network.toml",
                       f"draft version {draft.version}") if config else "",
         "summary": summary(confirmed, config) if config else [],
         "mtu_warnings": mtu_warnings(config) if config else [],
@@ -434,17 +430,8 @@ def confirm(request):
     if arrived is None and state and state.confirm_over:
         messages.error(request, NO_ARRIVAL)
         return redirect("network_status")
-    job = queue.enqueue("network.confirm", {"arrived_at": arrived, "token": None},
-                        request.user)
-    audit.record(request, "network confirm", "", job=job.pk, arrived_at=arrived)
-    return redirect(reverse("job", args=[job.pk]) + "?next=network_status")
-
-
-@require_POST
-def cancel(request):
-    job = queue.enqueue("network.cancel", {}, request.user)
-    audit.record(request, "network roll back", "pending", job=job.pk)
-    return redirect(reverse("job", args=[job.pk]) + "?next=network_status")
+    return to_job(request, DOMAIN, "confirm", "", args={"arrived_at": arrived, "token": None},
+                  arrived_at=arrived)
 
 
 def _usable(token):
@@ -495,19 +482,3 @@ def confirm_link(request):
     return render(request, "network/confirm.html", {
         "token": token if problem is None else "", "problem": problem, "state": state,
         "arrived": arrived}, status=400 if problem and request.method == "POST" else 200)
-
-
-def history(request):
-    return render(request, "network/history.html", {
-        **status_context(), "revisions": Revision.objects.defer("text", "applied")[:200]})
-
-
-def revision(request, number):
-    rev = Revision.objects.filter(number=number).first()
-    if rev is None:
-        raise Http404("no such revision")
-    previous = Revision.objects.filter(number__lt=number).order_by("-number").first()
-    return render(request, "network/revision.html", {
-        "rev": rev, "previous": previous,
-        "diff": _diff(previous.text if previous else "", rev.text,
-                      str(previous) if previous else "nothing", str(rev))})

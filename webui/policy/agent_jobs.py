@@ -9,7 +9,7 @@ Apply and roll back first check the policy's zones against the box's network
 configuration (the network jobs check the other way round).
 At start, the target kernel's capabilities, for the pages (selectors.seqrand_available)."""
 from box import snapshot
-
+from commitkit.jobs import decisions, revision_result
 from jobs.registry import JobFailed, handler, on_start, periodic, problems_result
 from tusklib.commit import ZONES_CHECKED
 from tusklib.target import Target
@@ -22,6 +22,7 @@ from .core.applier import Applier
 from .core.constants import POLICY_MAX_BYTES
 from .core.errors import PolicyError
 from .core.normalise import load_policy_text
+from .domain import DOMAIN
 
 CAPABILITIES = "policy.capabilities"
 COUNTERS = "policy.counters"
@@ -54,14 +55,12 @@ def fastpath_devices(agent):
     return {"added": added, "missing": missing}
 
 
-def _applier(run):
-    return Applier(run.config.state_dir, run.config.netns or None)
+def applier_for(config):
+    return Applier(config.state_dir, config.netns or None)
 
 
 def _revision_result(revision, applier):
-    pending = applier.store.pending()
-    return {"revision": revision.id, "outcome": revision.outcome,
-            "deadline": pending["deadline"] if pending else None}
+    return revision_result("revision", revision, applier.store)
 
 
 def check_network(config, policy_text):
@@ -84,7 +83,7 @@ def check_network(config, policy_text):
 
 @handler("policy.apply", "Apply policy")
 def apply(run):
-    applier = _applier(run)
+    applier = applier_for(run.config)
     run.progress(10, "checking the zones against the network, the ruleset with nft -c")
     try:
         with ZONES_CHECKED:
@@ -99,30 +98,14 @@ def apply(run):
     return _revision_result(revision, applier)
 
 
-def _decide(run, decision):
-    applier = _applier(run)
-    try:
-        revision = decision(applier)
-    except PolicyError as error:
-        sync.sync(run.config)
-        raise JobFailed(str(error), result=problems_result(error)) from None
-    sync.sync(run.config)
-    return _revision_result(revision, applier)
-
-
-@handler("policy.confirm", "Confirm policy")
-def confirm(run):
-    return _decide(run, lambda applier: applier.confirm(user=run.user))
-
-
-@handler("policy.cancel", "Roll back pending policy")
-def cancel(run):
-    return _decide(run, lambda applier: applier.cancel(user=run.user))
+# policy.confirm and policy.cancel (roll back now): the commit-confirm kit's
+decisions(DOMAIN, applier_for, PolicyError, lambda run, applier: sync.sync(run.config),
+          _revision_result)
 
 
 @handler("policy.rollback", "Roll back to a revision")
 def rollback(run):
-    applier = _applier(run)
+    applier = applier_for(run.config)
     number = int(run.args["revision"])
     try:
         with ZONES_CHECKED:

@@ -6,8 +6,9 @@ import copy
 import hashlib
 
 import yaml
-from box import snapshot, verify
 from django.db import transaction
+
+from box import snapshot, verify
 
 from .core.errors import Code, PolicyError, Problem
 from .core.normalise import load_policy, load_policy_text, parse_yaml

@@ -2,68 +2,40 @@
 written by the agent) stays the authority for what was applied; Revision and
 TargetState mirror it for the unprivileged web process, refreshed by the agent
 (sync.py) after each policy job and every few seconds."""
-from django.conf import settings
 from django.db import models
 
+from commitkit.models import DraftBase, RevisionBase, StateBase
 
-class Draft(models.Model):
+
+class Draft(DraftBase):
     """The policy being edited, as the same plain structure the YAML file has. One row.
     Every save is validated whole by the policy engine first (nothing half-saved);
     version detects an edit made from a stale form."""
 
-    document = models.JSONField()
-    version = models.PositiveIntegerField(default=1)
+    label = "policy draft"
+
     ruleset_sha256 = models.CharField(max_length=64, blank=True)  # of render(document)
-    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+")
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["pk"]
-
-    def __str__(self):
-        return f"policy draft version {self.version}"
 
 
-class Revision(models.Model):
+class Revision(RevisionBase):
     """One apply of a policy, as the agent's store records it (core/revisions.py)."""
 
-    number = models.PositiveIntegerField(unique=True)
-    created = models.DateTimeField()
-    user = models.CharField(max_length=150, blank=True)
-    action = models.CharField(max_length=64)
-    outcome = models.CharField(max_length=255)
     policy_text = models.TextField()
     ruleset = models.TextField()
     ruleset_sha256 = models.CharField(max_length=64)
     # `nft -s list table inet tusk` right after it was loaded: what the health
     # check compares the live table with
     listing = models.TextField(blank=True)
-    meta = models.JSONField(default=dict)
-
-    class Meta:
-        ordering = ["-number"]
-
-    def __str__(self):
-        return f"revision {self.number}"
 
 
-class TargetState(models.Model):
+class TargetState(StateBase):
     """The firewall's policy state as the agent last saw it. One row."""
 
-    confirmed = models.PositiveIntegerField(null=True, blank=True)
-    pending = models.PositiveIntegerField(null=True, blank=True)
-    deadline = models.DateTimeField(null=True, blank=True)
+    label = "policy state"
+
     table_loaded = models.BooleanField(default=False)
     # None: nothing to compare with; True/False: live table == the live revision's listing
     matches = models.BooleanField(null=True)
-    synced_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["pk"]
-
-    def __str__(self):
-        return f"policy state: confirmed {self.confirmed}, pending {self.pending}"
 
 
 # the one row of CounterReading

@@ -2,14 +2,12 @@
 import hashlib
 import threading
 import time
-from datetime import datetime, timezone
 
-from django.db import transaction
-
+from commitkit import mirror
 from tusklib.names import FAMILY, OFFLOAD_TABLE, TABLE
 from tusklib.target import Target
 
-from .core.revisions import PENDING, Store
+from .core.revisions import Store
 from .models import Revision, TargetState
 
 _LOCK = threading.Lock()  # the agent syncs from job threads and its periodic task
@@ -46,39 +44,22 @@ def sync(config, record_listing_for=None, periodic=False):
 
 def _sync(config, record_listing_for, periodic):
     store = Store(config.state_dir)
-    ids = store.ids()
     pending = store.pending()
-    confirmed = store.confirmed_id()
-    live_number = pending["revision"] if pending else confirmed
+    live_number = pending["revision"] if pending else store.confirmed_id()
     now = time.monotonic()
-    # a new revision, a decision (confirm, rollback, supersede) or a re-armed deadline
-    # changes this; a periodic call that sees it unchanged has nothing to copy
-    store_state = (ids[-1] if ids else None, live_number, pending and pending["deadline"],
-                   confirmed)
+    # a periodic call that sees the store unchanged has nothing to copy
+    store_state = mirror.store_key(store)
     if periodic and store_state == _last["state"] and \
             now - _last["checked"] < config.live_check_interval:
-        TargetState.objects.filter(pk=1).update(synced_at=datetime.now(timezone.utc))
+        mirror.touch(TargetState)
         return None
     _last.update(checked=now, state=store_state)
-    # Only a pending revision's outcome changes later; the others are read once.
-    final = set(Revision.objects.exclude(outcome=PENDING).values_list("number", flat=True))
-    for number in ids:
-        if number in final:
-            continue
-        revision = store.get(number)
-        ruleset = revision.ruleset
-        Revision.objects.update_or_create(number=number, defaults={
-            "created": datetime.fromisoformat(revision.meta["created"]),
-            "user": revision.meta.get("user") or "",
-            "action": revision.meta.get("action", ""),
-            "outcome": revision.meta.get("outcome", ""),
-            "policy_text": revision.policy_text,
-            "ruleset": ruleset,
-            # the ruleset for a kernel with flowtables, as the draft's is hashed: the
-            # same policy compares the same where auto classes had no flowtable
-            "ruleset_sha256": revision.meta.get("canonical_sha256") or sha256(ruleset),
-            "meta": revision.meta,
-        })
+    mirror.copy_revisions(Revision, store, lambda revision: {
+        "policy_text": revision.policy_text,
+        "ruleset": revision.ruleset,
+        # the ruleset for a kernel with flowtables, as the draft's is hashed: the
+        # same policy compares the same where auto classes had no flowtable
+        "ruleset_sha256": revision.meta.get("canonical_sha256") or sha256(revision.ruleset)})
     target = Target(config.netns or None)
     live = listing(target)
     if record_listing_for is not None and live is not None:
@@ -92,14 +73,6 @@ def _sync(config, record_listing_for, periodic):
             matches = True
         elif row is not None:
             matches = live is not None and live == row.listing
-    with transaction.atomic():
-        state, _ = TargetState.objects.select_for_update().get_or_create(pk=1)
-        state.confirmed = confirmed
-        state.pending = pending["revision"] if pending else None
-        state.deadline = (datetime.fromtimestamp(pending["deadline"], timezone.utc)
-                          if pending else None)
-        state.table_loaded = live is not None
-        state.matches = matches
-        state.synced_at = datetime.now(timezone.utc)
-        state.save()
+    state = mirror.write_state(TargetState, store, table_loaded=live is not None,
+                               matches=matches)
     return state

@@ -1,16 +1,15 @@
 from django.urls import path
 
+from commitkit.views import patterns
+
 from . import nat_views, views
+from .domain import DOMAIN
 
 urlpatterns = [
     path("", views.overview, name="policy"),
     path("status/", views.status, name="policy_status"),
     path("apply/", views.apply, name="policy_apply"),
-    path("confirm/", views.confirm, name="policy_confirm"),
-    path("cancel/", views.cancel, name="policy_cancel"),
-    path("history/", views.history, name="policy_history"),
-    path("history/<int:number>/", views.revision, name="policy_revision"),
-    path("history/<int:number>/rollback/", views.rollback, name="policy_rollback"),
+    *patterns(DOMAIN),
     path("history/<int:number>/to-draft/", views.revision_to_draft, name="policy_to_draft"),
     path("export/", views.export, name="policy_export"),
     path("import/", views.import_policy, name="policy_import"),

@@ -1,14 +1,12 @@
 """Policy pages: the draft's items (zones, address sets, services, classes), apply with
 the diff first, the commit-confirm countdown, revision history, import and export."""
-import difflib
 import functools
 import hashlib
 
-from box import snapshot, verify
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -16,17 +14,20 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from accounts import audit
+from accounts.audit import Actor
 from accounts.roles import is_admin
-from jobs import queue
+from commitkit.views import diff, not_found
+from tusklib.problems import ServiceError
 
 from . import draft as drafts
+from . import services
 from .core.errors import PolicyError
 from .core.normalise import load_policy
 from .core.render import render as render_ruleset
 from .forms import FORMS, TITLES, ApplyForm, ImportForm, fastpath_text
 from .hits import ClassHits
 from .matrix import shown_names, zone_matrix
-from .models import Revision, TargetState
+from .models import TargetState
 from .selectors import live_revision, seqrand_available
 
 
@@ -232,37 +233,29 @@ def _version(request):
         return -1
 
 
-def _diff(old, new, old_name, new_name):
-    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
-                                        old_name, new_name))
-
-
 def apply(request):
-    """GET: the diff of the rendered ruleset against the live one. POST: queue the apply."""
+    """GET: the diff of the rendered ruleset against the live one. POST: queue the apply
+    (services.apply_draft)."""
     draft = drafts.get()
     live = live_revision(fields=None)
-    policy = load_policy(draft.document)
-    new = render_ruleset(policy)
+    new = render_ruleset(load_policy(draft.document))
     old = live.ruleset if live else ""
-    # the network may have changed since the draft was saved (a port made management)
-    problems = verify.network_problems(policy, snapshot.read(snapshot.WEB, "network").network)
+    problems = services.apply_problems(draft.document)
     form = ApplyForm(request.POST or None, initial={"version": draft.version})
     if request.method == "POST" and form.is_valid():
-        if problems:
+        try:
+            queued = services.apply_draft(Actor.of(request), form.cleaned_data["version"],
+                                          form.cleaned_data["timeout"])
+        except PolicyError:
             form.add_error(None, "The draft cannot be applied as it stands; change what "
                                  "the problems above name first.")
-        elif form.cleaned_data["version"] != draft.version:
+        except ServiceError:
             form.add_error(None, "The draft changed since this diff was shown; review it again.")
         else:
-            job = queue.enqueue("policy.apply", {
-                "policy_text": drafts.to_yaml(draft.document),
-                "timeout": form.cleaned_data["timeout"], "draft_version": draft.version},
-                request.user)
-            audit.record(request, "policy apply", f"draft version {draft.version}", job=job.pk)
-            return redirect(reverse("job", args=[job.pk]) + "?next=policy_status")
+            return redirect(reverse("job", args=[queued.job]) + "?next=policy_status")
     return render(request, "policy/apply.html", {
-        "form": form, "diff": _diff(old, new, f"live ({live or 'empty'})",
-                                    f"draft version {draft.version}"),
+        "form": form, "diff": diff(old, new, f"live ({live or 'empty'})",
+                                   f"draft version {draft.version}"),
         "live": live, "draft": draft, "problems": problems},
         status=400 if form.errors else 200)
 
@@ -273,60 +266,22 @@ def status(request):
 
 
 @require_POST
-def confirm(request):
-    job = queue.enqueue("policy.confirm", {}, request.user)
-    audit.record(request, "policy confirm", "", job=job.pk)
-    return redirect(reverse("job", args=[job.pk]) + "?next=policy_status")
-
-
-@require_POST
-def cancel(request):
-    job = queue.enqueue("policy.cancel", {}, request.user)
-    audit.record(request, "policy roll back", "pending", job=job.pk)
-    return redirect(reverse("job", args=[job.pk]) + "?next=policy_status")
-
-
-def history(request):
-    return render(request, "policy/history.html", {
-        "revisions": Revision.objects.defer("policy_text", "ruleset", "listing")[:200],
-        **status_context()})
-
-
-def revision(request, number):
-    rev = get_object_or_404(Revision, number=number)
-    previous = Revision.objects.filter(number__lt=number).order_by("-number").first()
-    diff = _diff(previous.ruleset if previous else "", rev.ruleset,
-                 str(previous) if previous else "empty", str(rev))
-    return render(request, "policy/revision.html", {"rev": rev, "previous": previous,
-                                                    "diff": diff})
-
-
-@require_POST
-def rollback(request, number):
-    rev = get_object_or_404(Revision, number=number)
-    job = queue.enqueue("policy.rollback", {"revision": rev.number}, request.user)
-    audit.record(request, "policy rollback", str(rev), job=job.pk)
-    return redirect(reverse("job", args=[job.pk]) + "?next=policy_status")
-
-
-@require_POST
+@not_found
 def revision_to_draft(request, number):
-    rev = get_object_or_404(Revision, number=number)
     try:
-        drafts.import_text(rev.policy_text, request.user)
+        services.draft_from_revision(Actor.of(request), number)
     except PolicyError as error:
         messages.error(request, f"Revision {number} is not a valid policy for this version of "
                                 f"Tusk: {error}")
         return redirect("policy_revision", number=number)
-    audit.record(request, "policy draft from revision", str(rev))
     messages.success(request, f"The draft is now the policy of revision {number}.")
     return redirect("policy")
 
 
 def export(request):
-    draft = drafts.get()
-    response = HttpResponse(drafts.to_yaml(draft.document), content_type="application/yaml")
-    response["Content-Disposition"] = f'attachment; filename="tusk-policy-v{draft.version}.yaml"'
+    exported = services.export()
+    response = HttpResponse(exported.text, content_type="application/yaml")
+    response["Content-Disposition"] = f'attachment; filename="{exported.filename}"'
     return response
 
 
@@ -335,11 +290,10 @@ def import_policy(request):
     problems = []
     if request.method == "POST" and form.is_valid():
         try:
-            draft = drafts.import_text(form.cleaned_data["policy_text"], request.user)
+            services.import_policy(Actor.of(request), form.cleaned_data["policy_text"])
         except PolicyError as error:
             problems = error.problems
         else:
-            audit.record(request, "policy import", f"draft version {draft.version}")
             messages.success(request, "Imported: the draft is the imported policy now. "
                                       "Review the diff and apply it.")
             return redirect("policy")

@@ -9,7 +9,6 @@ import os
 import sys
 
 from box.paths import policy_paths
-
 from network.core.errors import NetworkError
 from network.core.normalise import DEFAULT_PATH, load
 from policy.core.errors import PolicyError

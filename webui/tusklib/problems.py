@@ -166,3 +166,18 @@ def table_values(table, schema, where, problems, code):
         else:
             values[key] = value
     return values if ok else None
+
+
+class Refusal(IntEnum):
+    """Why a service (an operation the views, the CLIs and the API share) refuses, beyond
+    the domain's own problems: each front end turns these into its own answer (a form
+    error, an exit status, an HTTP status: 404, 409, 403)."""
+
+    NOT_FOUND = 1        # no such revision, item, capture
+    STALE = 2            # the draft changed since the caller read it
+    CONFLICT = 3         # the state forbids it now (problems to fix first, a pending change)
+    FORBIDDEN = 4        # not for this role
+
+
+class ServiceError(Problems):
+    codes = Refusal
