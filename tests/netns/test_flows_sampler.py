@@ -14,11 +14,13 @@ import pytest
 from kit import wait_until
 
 from diag.core.capture import check_filter
+from flows.contracts import FlowSample
 from flows.core import ctnetlink as nl
 from flows.core.conntrack import Conntrack, Stats
 from flows.core.flowref import capture_filter
 from flows.core.sampler import Sampler
 from lab.namespaces import FW_S_V4, SERVER_V4, SERVER_V6
+from tusklib import contracts
 
 POLICY = """
     services:
@@ -106,6 +108,9 @@ def test_an_iperf3_flow_is_on_top_at_iperf3s_rate(tracked):
         if client.poll() is None:
             client.kill()
     port = report["start"]["connected"][0]["local_port"]
+    # what the agent stores of each sample holds to the contract the pages read it by
+    for sample in samples:
+        contracts.check(FlowSample, sample)
     on_top = [s for s in samples if s["flows"] and s["flows"][0]["orig"]["sport"] == port
               and s["flows"][0]["bps"] is not None]
     assert len(on_top) >= 4, [(s["flows"][:1], s["pass"]) for s in samples]

@@ -5,17 +5,21 @@ the field; nothing is captured (no Capture row, no file, no packet socket) and n
 deleted from the connection table. The connections are real kernel entries in the
 agent's namespace, made over ctnetlink."""
 import os
+import time
 
 import pytest
+from flowsample import flow_sample
 from test_captures import packet_sockets
+from test_metrics import make_token, scrape
 from tuskweb import AGENT_NETNS, wait
 
 from diag.models import Capture
+from flows.agent_jobs import SAMPLE
 from flows.core import ctnetlink as nl
 from flows.core.conntrack import Conntrack
 from flows.models import FlowSettings
 from jobs import queue
-from jobs.models import Job
+from jobs.models import Job, PeriodicState
 
 REAL = nl.Tuple("10.98.1.2", "10.98.2.2", 6, 40000, 5201)
 OTHER = nl.Tuple("10.98.1.2", "10.98.2.2", 6, 40001, 5201)
@@ -152,3 +156,40 @@ def test_forged_settings_do_not_lengthen_a_capture(db, admin_client):
     assert response.status_code == 400
     assert "seconds: must be a whole number from 1 to 600" in response.content.decode()
     assert not Job.objects.exists()
+
+
+FORGED_SAMPLES = [
+    ["not", "a", "table"],
+    flow_sample(flows=[{**flow_sample()["flows"][0], "bps": ["fast", "slow"]}]),
+    flow_sample(flows=[{**flow_sample()["flows"][0], "orig": "10.0.0.1"}]),
+    flow_sample(entries="many"),
+    flow_sample(cpu=None),
+    flow_sample(**{"pass": {"number": 1, "last": ["x"], "read": None}}),
+]
+
+
+@pytest.mark.parametrize("row", FORGED_SAMPLES, ids=range(len(FORGED_SAMPLES)))
+def test_a_forged_sample_row_reads_as_no_sample(db, admin_client, row):
+    """The flows.sample row is the web user's to write: one not of the contract's shape
+    is no sample on the Flows page and no elephant on /metrics - never a server error
+    (before, a rate of text was a 500 on the page)."""
+    PeriodicState.objects.update_or_create(name=SAMPLE, defaults={"result": row})
+    page = admin_client.get("/flows/")
+    assert page.status_code == 200
+    assert 'id="flows-summary"' not in page.content.decode()
+    assert elephant_lines(admin_client) == []
+
+
+def elephant_lines(client):
+    token = make_token(client, f"t{time.monotonic_ns()}")
+    scraped = scrape(token)
+    assert scraped.status_code == 200
+    return [line for line in scraped.content.decode().splitlines()
+            if line.startswith("tusk_class_elephant")]
+
+
+def test_a_sample_of_the_contracts_shape_is_shown(db, admin_client):
+    """The other side of the forged rows: the same row, well formed, is the page's."""
+    PeriodicState.objects.update_or_create(name=SAMPLE, defaults={"result": flow_sample()})
+    page = admin_client.get("/flows/").content.decode()
+    assert 'id="flows-summary"' in page and 'data-sport="40000"' in page

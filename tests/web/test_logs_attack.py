@@ -217,3 +217,24 @@ print(" ".join(r.cls for r in found.records))
     assert as_web_user("cat", str(web_reads / f"{CURRENT}.1")).returncode != 0
     assert as_web_user("touch", str(web_reads / "x")).returncode != 0
     assert pwd.getpwnam(WEB_USER).pw_uid != os.stat(web_reads).st_uid
+
+
+FORGED_REPORTS = [
+    (KEEP_TASK, ["not", "a", "table"]),
+    (KEEP_TASK, {"total": "huge", "files": 2, "file_mb": 1}),
+    (KEEP_TASK, {"total": 1, "rotated": False, "deleted": [], "removed": [], "writers": "ulogd",
+                 "files": 2, "file_mb": 1, "refused": ""}),
+    (FORWARDER_TASK, {"running": True, "pid": "1", "targets": "everywhere"}),
+]
+
+
+@pytest.mark.parametrize(("task", "row"), FORGED_REPORTS, ids=range(len(FORGED_REPORTS)))
+def test_a_forged_report_reads_as_nothing_reported(admin_client, task, row):
+    """The agent's reports are the web user's rows to write: one not of its contract's
+    shape (logs/contracts.py) is no report on the Logs page - before, a keeper's report
+    that was no table was a server error there."""
+    PeriodicState.objects.update_or_create(name=task, defaults={"result": row})
+    page = admin_client.get("/logs/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Stored:" not in text and 'id="syslog-state"' not in text

@@ -214,4 +214,4 @@ def test_the_storage_bound_is_the_agents_to_keep(agent, admin_client, log_dir, p
     page = admin_client.get("/logs/")
     assert b"at most 2 files of 1 MB" in page.content and b"ulogd writing" in page.content
     assert PeriodicState.last_result(FORWARDER_TASK) in (None, {"running": False, "pid": None,
-                                                                "targets": []})
+                                                                "targets": [], "refused": ""})

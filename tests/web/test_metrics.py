@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
+from flowsample import flow_sample
 from prometheus_client.parser import text_string_to_metric_families
 from tuskweb import errors_of
 
@@ -350,9 +351,10 @@ def test_elephants_per_class_by_the_name_of_the_live_revision(admin_client):
                             outcome="confirmed", policy_text=POLICY, ruleset="",
                             ruleset_sha256="0" * 64, meta={})
     TargetState.objects.update_or_create(pk=1, defaults={"confirmed": 3})
-    PeriodicState.objects.create(name=SAMPLE, result={"pass": {"last": {"classes": {
-        "1": [2, 5_000_000], "2": [1, 1 << 21], "0": [4, 9], "9": [1, 1], "x": [1, 1],
-        "1" * 5000: [1, 1], "3": "junk"}}}})
+    PeriodicState.objects.create(name=SAMPLE, result=flow_sample(**{"pass": {
+        "number": 3, "read": None, "last": {"classes": {
+            "1": [2, 5_000_000], "2": [1, 1 << 21], "0": [4, 9], "9": [1, 1], "x": [1, 1],
+            "1" * 5000: [1, 1], "3": "junk"}}}}))
     found = samples(scrape(token))
     assert value(found, "tusk_class_elephant_connections", **{"class": "web"}) == 2
     assert value(found, "tusk_class_elephant_bytes", **{"class": "web"}) == 5_000_000

@@ -11,6 +11,8 @@ from commitkit import services as kit
 from ha import services as ha_services
 from ha.domain import DOMAIN as HA
 from jobs.models import Job
+from network import services as network_services
+from network.models import NetworkState
 from policy import draft as drafts
 from policy import services
 from policy.core.errors import PolicyError
@@ -82,3 +84,15 @@ def test_the_decisions_and_the_history_are_the_kits_for_every_domain(actor):
     assert kit.history(POLICY) == []
     assert [entry.action for entry in AuditEntry.objects.order_by("pk")] == \
         ["ha confirm", "policy roll back"]
+
+
+def test_a_confirm_that_moves_the_management_address_must_say_where_it_arrived(actor):
+    NetworkState.objects.create(pk=1, confirmed=1, pending=2, confirm_over=["192.0.2.9"])
+    with pytest.raises(ServiceError) as refused:
+        network_services.confirm(actor, None)
+    assert refused.value.code == Refusal.CONFLICT and refused.value.path == "arrived_at"
+    assert not Job.objects.exists()
+    queued = network_services.confirm(actor, "192.0.2.9")
+    job = Job.objects.get(pk=queued.job)
+    assert (job.kind, job.args) == ("network.confirm", {"arrived_at": "192.0.2.9",
+                                                        "token": None})

@@ -15,14 +15,15 @@ AppConfig.ready() (Django runs it in the web process and the agent alike):
 
 A reader returns a tuple of (which, value) - which one of CONFIRMED, PENDING, DRAFT - and
 leaves out what there is not; it raises SnapshotError when a part cannot be read. Parts:
-network (network.core.model.NetworkConfig values) and policy (policy documents as
-parsed YAML: a revision of an older release still names its zones).
+network (network.core.model.NetworkConfig values), policy (policy documents as
+parsed YAML: a revision of an older release still names its zones) and ha (this box's
+half of the pair: ha.core.config.HaConfig values, none when it is alone).
 """
 from dataclasses import dataclass
 
 WEB, AGENT = "web", "agent"
 CONFIRMED, PENDING, DRAFT = "confirmed", "pending", "draft"
-PARTS = ("network", "policy")
+PARTS = ("network", "policy", "ha")
 
 _readers = {}
 
@@ -35,6 +36,7 @@ class SnapshotError(Exception):
 class Snapshot:
     network: tuple = ()
     policy: tuple = ()
+    ha: tuple = ()
 
     def values(self, part):
         """The values of part, in the order read (confirmed, pending, draft)."""

@@ -1,4 +1,4 @@
-"""The rules that link the policy and the network, checked where they meet: each zone
+"""The rules that link domains, checked where they meet. The policy and the network: each zone
 interface must be a traffic link of the box's network, a NAT rule must be one the
 network can carry (network.core.validate's zone_problems and nat_problems), and a class
 between links of different MTU should clamp MSS (mtu_warnings). Used by the
@@ -10,8 +10,18 @@ network, the first class that takes it there must be the forward's own; without 
 machine tusk-net does not manage), a class to some zone that would drop, reject or
 untrack it there is refused too, before a forward's class to any zone
 (policy.core.nat.first_class_taking).
+
+The HA pair and the network: the sync link and every segment with virtual addresses must
+be a link the network carries traffic on (a traffic port outside a bond, a bond or a
+VLAN) - not the management port, not an unused port whose link stays down, nor a
+missing one. Checked from both sides: HA's apply (ha_problems: the pair's paths) and
+the network's (pair_link_problems: the network's paths, so a VLAN the pair uses cannot be
+deleted nor its port made unused).
 """
+from ha.core.config import Code as HaCode
 from network.core import validate
+from network.core.errors import Code as NetworkCode
+from network.core.model import MANAGEMENT
 from network.core.validate import nat_problems, zone_problems
 from policy.core.errors import Code, PolicyError, Problem
 from policy.core.nat import first_class_taking, network_facts, taken_first
@@ -56,3 +66,65 @@ def mtu_warnings(config, policies):
             continue
         warnings += [w for w in validate.mtu_warnings(config, paths) if w not in warnings]
     return warnings
+
+
+def ha_links(ha):
+    """[(path in ha.toml, interface, what it is to the pair)] of ha (an HaConfig)."""
+    return [("ha.sync_interface", ha.sync_interface, "the pair's sync link"),
+            *((f"virtual[{index}].interface", segment.interface,
+               f"the segment of virtual[{index}]") for index, segment in
+              enumerate(ha.virtual))]
+
+
+def _link_trouble(config, name, what):
+    """Why name cannot be what to the pair in config (a NetworkConfig), or None."""
+    if name in config.traffic_links:
+        return None
+    link = config.link(name)
+    if link is None:
+        return (f"{name} ({what}) is no interface of the network configuration; add it on "
+                "Network → Interfaces (or VLANs, Bonds) first")
+    if name in config.bond_of:
+        return f"{name} ({what}) is a member of the bond {config.bond_of[name]}: use the bond"
+    if link.role == MANAGEMENT:
+        return (f"{name} ({what}) is the management port: the pair's VRRP and state sync "
+                "stay off the port the dashboard answers on")
+    return (f"{name} ({what}) has the role {link.role} in the network configuration (its "
+            "link stays down): it must carry traffic")
+
+
+def ha_problems(ha, networks):
+    """[Problem] (HA's codes and paths) of ha (an HaConfig) against networks (a snapshot's
+    network part). No network configuration (a machine tusk-net does not manage): none."""
+    found = {}
+    for which, config in networks:
+        for path, name, what in ha_links(ha):
+            reason = _link_trouble(config, name, what)
+            if reason:
+                if which == PENDING:
+                    reason += " (in the network change that awaits confirmation)"
+                found.setdefault(path, Problem(HaCode.NETWORK, path, reason))
+    return list(found.values())
+
+
+def pair_link_problems(config, pairs):
+    """[Problem] (the network's codes and paths) of config (a NetworkConfig about to be
+    saved or applied) against pairs (a snapshot's ha part): a link the pair uses that
+    config drops or takes off traffic, named at that link."""
+    found = {}
+    for _, ha in pairs:
+        for _, name, what in ha_links(ha):
+            reason = _link_trouble(config, name, what)
+            if not reason:
+                continue
+            link = config.link(name)
+            if link is None:
+                path = ""
+            else:
+                key = validate.KIND_KEY[link.kind]
+                index = getattr(config, key).index(link)
+                path = f"{key}[{index}].role" if link.kind == "port" else f"{key}[{index}]"
+            found.setdefault((path, name), Problem(
+                NetworkCode.HA, path, f"this box's HA pair uses it: {reason}; change the "
+                "pair first (High availability)"))
+    return list(found.values())

@@ -20,6 +20,7 @@ from diag.models import Capture
 from jobs.registry import JobFailed, handler, on_start, periodic
 from tusklib.target import Target
 
+from .contracts import FlowSample
 from .core import ctnetlink, flowref
 from .core.conntrack import Conntrack
 from .core.sampler import Sampler
@@ -49,7 +50,7 @@ def conntrack_accounting(agent):
     return changed
 
 
-@periodic(SAMPLE, lambda config: config.sample_interval)
+@periodic(SAMPLE, lambda config: config.sample_interval, contract=FlowSample)
 def sample(agent):
     """The fastest flows and the table's totals (core/sampler.py), kept as this task's
     result for the page. A sampler that failed is made anew at the next run (the lab's

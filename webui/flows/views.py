@@ -18,9 +18,11 @@ from dashboard import loss
 from dashboard.models import RETENTION, Sample
 from jobs import queue
 from jobs.models import Job, PeriodicState
+from tusklib import contracts
 
 from .agent_jobs import CAPTURE, DROP, SAMPLE
 from .classes import class_names
+from .contracts import FlowSample
 from .forms import CaptureForm, FlowForm, SettingsForm
 from .models import FlowSettings
 
@@ -71,7 +73,9 @@ def lost_while(flows, now):
 def _context(flow_settings=None, settings_form=None, refused=None):
     flow_settings = flow_settings or FlowSettings.current()
     state = PeriodicState.objects.filter(name=SAMPLE).first()
-    snapshot = state.result if state and isinstance(state.result, dict) else None
+    # the row is the web user's to write: one not of the contract's shape is no sample
+    found = contracts.read(FlowSample, state.result) if state else None
+    snapshot = contracts.table(found) if found is not None else None
     threshold = flow_settings.elephant_mbps * 1_000_000
     names = class_names()
     flows = []

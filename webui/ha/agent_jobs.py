@@ -12,6 +12,8 @@ import threading
 import time
 from functools import partial
 
+from box import snapshot as snapshot_of
+from box import verify
 from box.appliers import HaApplier
 from commitkit.jobs import decisions, revision_result
 from jobs.models import PeriodicState
@@ -36,6 +38,14 @@ def applier_for(config):
 
 _sync = configsync.Sync()
 _sync_lock = threading.Lock()     # the periodic status and a job's may both get here
+
+
+def network_of(config):
+    """The network part of the agent's snapshot (root's files, never the mirror)."""
+    try:
+        return snapshot_of.read(snapshot_of.AGENT, "network", config=config).network
+    except snapshot_of.SnapshotError as error:
+        raise JobFailed(f"{error}: the pair's links cannot be checked against it") from None
 
 
 def local_status(config, applier):
@@ -203,8 +213,12 @@ def apply(run):
     applier = applier_for(run.config)
     key = args.get("key")
     try:
-        run.progress(10, "checking the pair's configuration against this box")
-        text = to_toml(from_document(document))
+        run.progress(10, "checking the pair's configuration against this box and its network")
+        config = from_document(document)
+        problems = verify.ha_problems(config, network_of(run.config))
+        if problems:
+            raise HaError(problems)
+        text = to_toml(config)
         if key is not None:
             reason = peers.key_problem(key)
             if reason:

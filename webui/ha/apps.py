@@ -11,5 +11,6 @@ class HaConfig(AppConfig):
     verbose_name = "High availability"
 
     def ready(self):
-        from . import health  # noqa: F401  (registers the pair's rows of the health panel:
-        #                                    not before Django's apps are ready, as its models)
+        # each registers the pair's part: the rows of the health panel, its part of the
+        # box's snapshot - not before Django's apps are ready, as its models
+        from . import health, readers  # noqa: F401

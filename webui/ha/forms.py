@@ -5,6 +5,7 @@ import re
 
 from django import forms
 
+from box import snapshot, verify
 from tusklib.problems import ProblemsFormMixin
 
 from .core.applier import CONFIRM_TIMEOUT_DEFAULT, CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN
@@ -102,7 +103,12 @@ class HaForm(ProblemsFormMixin, forms.Form):
         data = super().clean()
         if not self.errors:
             try:
-                from_document(self.to_document())
+                config = from_document(self.to_document())
+                # the links against the box's network configuration (box/verify.py)
+                problems = verify.ha_problems(
+                    config, snapshot.read(snapshot.WEB, "network").network)
+                if problems:
+                    raise HaError(problems)
             except HaError as error:
                 self.add_problems(error.problems)
         return data

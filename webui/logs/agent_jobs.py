@@ -23,6 +23,7 @@ import threading
 from accounts.models import AuditEntry
 from jobs.registry import JobFailed, handler, on_start, periodic
 
+from .contracts import Forwarding, Kept
 from .core import forwarder, paths, storage
 from .core.constants import (
     APPLY_JOB,
@@ -89,7 +90,7 @@ def _forwarding():
             "targets": _forwarder["targets"] if running else []}
 
 
-@on_start(START_TASK)
+@on_start(START_TASK, contract=Forwarding)
 def start(agent):
     config = agent.config
     logs, removed = storage.prepare(paths.log_dir(config), grp.getgrnam(WEB_GROUP).gr_gid)
@@ -104,7 +105,7 @@ def start(agent):
         return {**_forwarding(), "refused": refused}
 
 
-@periodic(KEEP_TASK, lambda config: config.sample_interval)
+@periodic(KEEP_TASK, lambda config: config.sample_interval, contract=Kept)
 def keep(agent):
     try:
         settings, refused = _checked(), ""
@@ -120,7 +121,7 @@ def keep(agent):
             "files": settings.files, "file_mb": settings.file_mb, "refused": refused}
 
 
-@periodic(FORWARDER_TASK, FORWARDER_CHECK_SECONDS)
+@periodic(FORWARDER_TASK, FORWARDER_CHECK_SECONDS, contract=Forwarding)
 def watch_forwarder(agent):
     """rsyslogd again if it died; an error (the Jobs page, the Logs page) if it cannot."""
     with _lock:

@@ -26,6 +26,7 @@ from policy.core.errors import PolicyError
 from policy.core.normalise import load_policy_text
 from policy.models import Revision, TargetState
 
+from .contracts import Forwarding, Kept
 from .core import paths, records, storage
 from .core.constants import (
     APPLY_JOB,
@@ -128,9 +129,10 @@ def _document():
 def _status():
     """What the agent last found: the log's size and writer, the forwarder's state, and
     the last settings job."""
-    kept = PeriodicState.last_result(KEEP_TASK) or {}
-    forwarding = PeriodicState.last_result(FORWARDER_TASK) or {}
-    return {"kept": kept, "kept_mb": storage.megabytes(kept.get("total", 0)),
+    # the rows are the web user's to write: one not of its contract's shape is no report
+    kept = PeriodicState.read(KEEP_TASK, Kept)
+    forwarding = PeriodicState.read(FORWARDER_TASK, Forwarding)
+    return {"kept": kept, "kept_mb": storage.megabytes(kept.total if kept else 0),
             "forwarding": forwarding,
             "apply": Job.objects.filter(kind=APPLY_JOB).order_by("-id").first()}
 

@@ -19,6 +19,7 @@ from dashboard.models import Sample
 from diag.files import Directory, UnsafeFile
 from flows.agent_jobs import SAMPLE as FLOWS_SAMPLE
 from flows.classes import class_names
+from flows.contracts import FlowSample
 from jobs import registry
 from jobs.models import AgentHeartbeat, Job, PeriodicState
 from policy.models import READING_PK, CounterReading, TargetState
@@ -225,10 +226,8 @@ def _ruleset(out):
 def _elephants(out):
     """Per class, the elephants of the Flows sampler's last whole pass (flows/core/
     sampler.py): labelled by the class's name in the revision loaded now."""
-    state = PeriodicState.objects.filter(name=FLOWS_SAMPLE).only("result").first()
-    result = state.result if state is not None and isinstance(state.result, dict) else {}
-    last = (result.get("pass") or {}).get("last") if isinstance(result.get("pass"), dict) \
-        else None
+    found = PeriodicState.read(FLOWS_SAMPLE, FlowSample)
+    last = found.pass_.last if found is not None else None
     classes = last.get("classes") if isinstance(last, dict) else None
     if not isinstance(classes, dict):
         return

@@ -11,7 +11,7 @@ import json
 import re
 import time
 
-from box import snapshot
+from box import snapshot, verify
 from box.appliers import NetworkApplier
 from commitkit.jobs import decisions, revision_result
 from jobs.models import PeriodicState
@@ -80,6 +80,15 @@ def policy_zones(config):
     return merge_zones(*(zones_of(document) for document in policies))
 
 
+def pairs(config):
+    """This box's HA pair, confirmed and pending, from HA's own files (root's): a link it
+    uses may not go away."""
+    try:
+        return snapshot.read(snapshot.AGENT, "ha", config=config).ha
+    except snapshot.SnapshotError as error:
+        raise JobFailed(f"{error}: the links it uses cannot be checked") from None
+
+
 def _result(revision, applier):
     pending = applier.store.pending()
     return revision_result("network_revision", revision, applier.store,
@@ -105,6 +114,9 @@ def apply(run):
             zones = policy_zones(run.config)
             run.progress(10, "checking the configuration against this machine and the policy")
             config = from_document(document, present=applier.present(), zones=zones)
+            problems = verify.pair_link_problems(config, pairs(run.config))
+            if problems:
+                raise NetworkError(problems)
             run.progress(30, f"applying with {applier.backend.describe()}")
             revision = applier.apply(to_toml(config), user=run.user, timeout=timeout,
                                      zones=zones, token_hash=token_hash)

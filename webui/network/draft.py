@@ -8,7 +8,7 @@ import dataclasses
 
 from django.db import transaction
 
-from box import snapshot
+from box import snapshot, verify
 from jobs.models import PeriodicState
 
 from .contracts import Facts
@@ -115,9 +115,14 @@ def get():
 
 
 def check(document):
-    """The configuration of document, checked whole against this machine and the
-    policy's zones; NetworkError with every problem."""
-    return from_document(document, present=present(), zones=policy_zones())
+    """The configuration of document, checked whole against this machine, the policy's
+    zones and the links this box's HA pair uses (box/verify.py); NetworkError with every
+    problem."""
+    config = from_document(document, present=present(), zones=policy_zones())
+    problems = verify.pair_link_problems(config, snapshot.read(snapshot.WEB, "ha").ha)
+    if problems:
+        raise NetworkError(problems)
+    return config
 
 
 def _save(document, version, user):

@@ -2,10 +2,7 @@
 the kernel's live table) and the system settings, all in one draft; Review and apply with
 the diff first; the commit-confirm panel; and the one-time link that confirms a change
 of the management address over the new address."""
-import hashlib
 import ipaddress
-import secrets
-from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth import login
@@ -18,31 +15,29 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from accounts import audit
+from accounts.audit import Actor
 from accounts.roles import is_admin
 from box import snapshot, verify
-from commitkit.views import diff, to_job
+from commitkit.views import diff
 from jobs import queue
 from jobs.models import Job
+from tusklib.problems import ServiceError
 
 from . import draft as drafts
+from . import services
 from .core.applier import DHCP, confirm_over
 from .core.errors import NetworkError
 from .core.normalise import to_toml
-from .domain import DOMAIN
 from .forms import FORMS_BY_SECTION, ApplyForm, PortForm, SystemForm
 from .models import ConfirmToken, NetworkState
+from .services import sha256
 
 SESSION_TOKEN = "network_confirm_token"
 SESSION_OVER = "network_confirm_over"   # the addresses that token's change moves to
 # nginx sets it to the local address the connection came in on ($server_addr), replacing
 # whatever a client sent (rootfs-overlay/usr/lib/tusk/nginx.conf)
 LOCAL_ADDRESS_HEADER = "HTTP_X_TUSK_LOCAL_ADDR"
-TOKEN_GRACE = timedelta(seconds=60)   # a link stays good this long past the deadline
 TITLES = {"vlans": ("VLANs", "VLAN"), "bonds": ("Bonds", "bond"), "routes": ("Routes", "route")}
-
-
-def sha256(token):
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _state():
@@ -314,13 +309,18 @@ def apply(request):
     if config is not None:
         over = confirm_over(confirmed, config)
     if request.method == "POST" and form.is_valid() and config is not None:
-        if form.cleaned_data["version"] != draft.version:
+        try:
+            applied = services.apply_draft(Actor.of(request), form.cleaned_data["version"],
+                                           form.cleaned_data["timeout"])
+        except ServiceError:
             form.add_error(None, "The draft changed since this diff was shown; review it again.")
         else:
-            job = _queue_apply(request, draft, form.cleaned_data["timeout"], over)
-            if over:   # the status page, which knows where the browser goes next
-                return redirect(reverse("network_status") + f"?job={job.pk}")
-            return redirect(reverse("job", args=[job.pk]) + "?next=network_status")
+            job = applied.queued.job
+            if applied.over:   # the status page, which knows where the browser goes next
+                request.session[SESSION_TOKEN] = applied.token
+                request.session[SESSION_OVER] = applied.over
+                return redirect(reverse("network_status") + f"?job={job}")
+            return redirect(reverse("job", args=[job]) + "?next=network_status")
     old_text = state.confirmed_text if state else ""
     return render(request, "network/apply.html", {
         **status_context(draft), "form": form, "problems": problems,
@@ -330,24 +330,6 @@ def apply(request):
         "mtu_warnings": mtu_warnings(config) if config else [],
         "over": [a for a in over if a != DHCP], "over_dhcp": DHCP in over},
         status=400 if (form.errors or problems) and request.method == "POST" else 200)
-
-
-def _queue_apply(request, draft, timeout, over):
-    token_hash = ""
-    with transaction.atomic():
-        if over:
-            token = secrets.token_urlsafe(32)
-            token_hash = sha256(token)
-            ConfirmToken.objects.create(
-                token_sha256=token_hash, user=request.user,
-                expires=timezone.now() + timedelta(seconds=timeout) + TOKEN_GRACE)
-            request.session[SESSION_TOKEN] = token
-            request.session[SESSION_OVER] = over
-        job = queue.enqueue("network.apply", {"document": draft.document, "timeout": timeout,
-                                              "token_hash": token_hash}, request.user)
-        audit.record(request, "network apply", f"draft version {draft.version}", job=job.pk,
-                     moves_management=bool(over))
-    return job
 
 
 def _host(address):
@@ -425,13 +407,12 @@ NO_ARRIVAL = ("This change moves the management address, and it is confirmed onl
 @require_POST
 def confirm(request):
     """The panel's Confirm button."""
-    state = _state()
-    arrived = _arrival(request)
-    if arrived is None and state and state.confirm_over:
+    try:
+        queued = services.confirm(Actor.of(request), _arrival(request))
+    except ServiceError:
         messages.error(request, NO_ARRIVAL)
         return redirect("network_status")
-    return to_job(request, DOMAIN, "confirm", "", args={"arrived_at": arrived, "token": None},
-                  arrived_at=arrived)
+    return redirect(reverse("job", args=[queued.job]) + "?next=network_status")
 
 
 def _usable(token):

@@ -10,14 +10,15 @@ traceback.
 Field types: bool, int, float (an int is taken too; never NaN or infinite), str, None,
 X | None, list[X], dict[str, X], typing.Any (kept as stored), and another contract's
 dataclass. A field with a default may be missing; keys the type does not name are
-ignored (an agent of the next release may report more). No Django here.
+ignored (an agent of the next release may report more). A field whose key is no Python
+name (a flow's "class") says its key: field(metadata={"key": "class"}). No Django here.
 """
 import dataclasses
 import math
 import types
 import typing
 
-__all__ = ["ContractError", "check", "read", "stored"]
+__all__ = ["ContractError", "check", "read", "stored", "table"]
 
 
 class ContractError(ValueError):
@@ -83,13 +84,31 @@ def _from_table(cls, value, path):
     hints = typing.get_type_hints(cls)
     found = {}
     for field in dataclasses.fields(cls):
-        where = f"{path}.{field.name}" if path else field.name
-        if field.name in value:
-            found[field.name] = _conform(hints[field.name], value[field.name], where)
+        key = _key(field)
+        where = f"{path}.{key}" if path else key
+        if key in value:
+            found[field.name] = _conform(hints[field.name], value[key], where)
         elif field.default is dataclasses.MISSING and \
                 field.default_factory is dataclasses.MISSING:
             raise ContractError(where, "is missing")
     return cls(**found)
+
+
+def _key(field):
+    return field.metadata.get("key", field.name)
+
+
+def table(value):
+    """A contract's value as JSON's types: a dataclass as its table, under each field's
+    key (dataclasses.asdict, but with the keys the row has)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {_key(field): table(getattr(value, field.name))
+                for field in dataclasses.fields(value)}
+    if isinstance(value, list):
+        return [table(item) for item in value]
+    if isinstance(value, dict):
+        return {key: table(item) for key, item in value.items()}
+    return value
 
 
 def check(contract, value):
@@ -97,14 +116,13 @@ def check(contract, value):
     dict[str, bool] -; ContractError when it breaks it. A dataclass instance is taken as
     its table (asdict)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = dataclasses.asdict(value)
+        value = table(value)
     return _conform(contract, value, "")
 
 
 def stored(contract, value):
     """check()'s value as a row keeps it: JSON's types (a dataclass as its table)."""
-    found = check(contract, value)
-    return dataclasses.asdict(found) if dataclasses.is_dataclass(found) else found
+    return table(check(contract, value))
 
 
 def read(contract, value):

@@ -51,6 +51,7 @@ class Code(IntEnum):
     REVISION = 66    # no such revision
     APPLY = 67       # the daemons or the host table refused the configuration
     ROLE = 68        # the action needs another role (fail over: this box is not master)
+    NETWORK = 69     # a link the pair uses is not one the box's network carries
 
 
 class HaError(Problems):

@@ -20,6 +20,7 @@ class Code(IntEnum):
     APPLY = 48       # the backend refused or failed; what was changed is put back
     CONFIRM = 49     # a confirm that did not arrive over the new management address
     POLICY = 50      # the policy's zones need an interface this configuration drops
+    HA = 51          # the HA pair needs a link this configuration drops
 
 
 class NetworkError(Problems):
