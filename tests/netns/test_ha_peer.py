@@ -208,21 +208,29 @@ def test_idle_connections_past_the_cap_are_closed_at_once_and_the_rest_at_the_de
     assert peer.ask(A, KEY, "GET", "/v1/status", netns=link[1], port=PORT)[0] == 200
 
 
-def test_headers_sent_a_byte_at_a_time_are_cut_at_the_header_deadline(link, server):
-    """Each byte in time for a per-read timeout: the deadline is for the whole."""
+def trickled(link, head, data, pause):
+    """Sends head at once, then data a byte every pause seconds until the channel closes
+    the connection (at most 20 s) -> how long it was held open."""
     sock = peerwire.connect(link[1], A, PORT)
     started = time.monotonic()
     with sock:
-        for byte in b"POST /v1/status HTTP/1.1\r\nX-Slow: " + b"a" * 200:
+        sock.sendall(head)
+        for byte in data:
             if peerwire.closed_now(sock) or time.monotonic() - started > 20:
                 break
             try:
                 sock.send(bytes([byte]))
             except OSError:
                 break
-            time.sleep(0.5)
+            time.sleep(pause)
         held = time.monotonic() - started
         assert peerwire.closed_now(sock), f"still open after {held:.0f} s"
+    return held
+
+
+def test_headers_sent_a_byte_at_a_time_are_cut_at_the_header_deadline(link, server):
+    """Each byte in time for a per-read timeout: the deadline is for the whole."""
+    held = trickled(link, b"", b"POST /v1/status HTTP/1.1\r\nX-Slow: " + b"a" * 200, 0.5)
     assert held <= HEADER_SECONDS + 2, held
     assert server.asked == []
 
@@ -230,20 +238,7 @@ def test_headers_sent_a_byte_at_a_time_are_cut_at_the_header_deadline(link, serv
 def test_a_signed_body_sent_slowly_is_cut_at_the_body_deadline(link, server):
     server.body_seconds = 2
     head, body = caught(link, request={"x": "y" * 200})
-    sock = peerwire.connect(link[1], A, PORT)
-    started = time.monotonic()
-    with sock:
-        sock.sendall(head)
-        for byte in body:
-            if peerwire.closed_now(sock) or time.monotonic() - started > 20:
-                break
-            try:
-                sock.send(bytes([byte]))
-            except OSError:
-                break
-            time.sleep(0.3)
-        held = time.monotonic() - started
-        assert peerwire.closed_now(sock), f"still open after {held:.0f} s"
+    held = trickled(link, head, body, 0.3)
     assert held <= 2 + 2, held
     assert server.asked == []
 

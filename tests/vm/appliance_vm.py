@@ -20,6 +20,9 @@ import vm
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
 # (the firewall's traffic NIC's PCI slot, its peer's): ensN is the NIC in slot N
+# a wait past its timeout goes on while the console speaks (overdue()), up to x4
+QUIET_SECONDS = 30
+MAX_STRETCH = 4
 WIRES = ((0x4, 0x10), (0x5, 0x11), (0xc, 0x12))
 
 
@@ -47,6 +50,7 @@ class Appliance:
         self.buffer = ""
         self.seen = 0           # how far expect() has consumed the buffer
         self.lock = threading.Lock()
+        self.last_output = time.monotonic()     # when the console last said something
         argv = [vm.QEMU, "-accel", "tcg", "-machine", "pc",
                 "-m", str(memory_mb), "-smp", str(cpus), "-display", "none",
                 "-serial", "stdio", "-monitor", "none", "-no-reboot"]
@@ -122,14 +126,27 @@ class Appliance:
                 text, partial = text[:cut], text[cut:]
             with self.lock:
                 self.buffer += ANSI.sub("", text)
+                self.last_output = time.monotonic()
 
     # -- the serial console ------------------------------------------------------------
 
+    def overdue(self, started, timeout):
+        """Whether a wait begun at started is over: past timeout while the console has
+        been quiet for QUIET_SECONDS, or past timeout x MAX_STRETCH whatever it says. A
+        guest that keeps printing (a boot under way, slower on a busy host: its userspace
+        took 7 minutes there, not 2) is slow, not stuck: its deadlines follow it."""
+        now = time.monotonic()
+        if now - started <= timeout:
+            return False
+        with self.lock:
+            quiet = now - self.last_output
+        return quiet > QUIET_SECONDS or now - started > timeout * MAX_STRETCH
+
     def expect(self, pattern, timeout):
         """Waits for pattern in the console output after what earlier calls consumed;
-        returns the match. On timeout fails with the console's tail."""
+        returns the match. On timeout (overdue()) fails with the console's tail."""
         regex = re.compile(pattern)
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
         while True:
             with self.lock:
                 match = regex.search(self.buffer, self.seen)
@@ -139,9 +156,11 @@ class Appliance:
             if self.proc.poll() is not None:
                 raise AssertionError(f"QEMU ({self.name}) exited ({self.proc.returncode}) "
                                      f"waiting for {pattern!r}; console:\n{self.tail()}")
-            if time.monotonic() > deadline:
+            if self.overdue(started, timeout):
                 raise AssertionError(f"{pattern!r} not on the console of {self.name} within "
-                                     f"{timeout} s; console ({self.log_path}):\n{self.tail()}")
+                                     f"{time.monotonic() - started:.0f} s (the console quiet "
+                                     f"after {timeout} s); console ({self.log_path}):\n"
+                                     f"{self.tail()}")
             time.sleep(0.1)
 
     def send(self, text):
@@ -180,10 +199,11 @@ class Appliance:
         return f"https://127.0.0.1:{self.https_port}"
 
     def wait_https(self, timeout):
-        """Until the dashboard answers over HTTPS (the login page)."""
-        deadline = time.monotonic() + timeout
+        """Until the dashboard answers over HTTPS (the login page); a boot still printing
+        on the console gets longer (overdue())."""
+        started = time.monotonic()
         last = None
-        while time.monotonic() < deadline:
+        while not self.overdue(started, timeout):
             if self.proc.poll() is not None:
                 raise AssertionError(f"QEMU ({self.name}) exited; console:\n{self.tail()}")
             try:
@@ -195,7 +215,8 @@ class Appliance:
             except OSError as exc:
                 last = str(exc)
             time.sleep(3)
-        raise AssertionError(f"no dashboard on {self.base_url()} within {timeout} s "
+        raise AssertionError(f"no dashboard on {self.base_url()} within "
+                             f"{time.monotonic() - started:.0f} s "
                              f"(last: {last}); console:\n{self.tail()}")
 
     def certificate(self):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import vm
+from guest import speed
 
 ARTIFACTS = vm.ROOT / "tests" / "artifacts" / "vm"
 SCENARIO_DIR = vm.ROOT / "tests" / "vm" / "guest" / "scenarios"
@@ -64,6 +65,14 @@ def time_limit(scenario):
                                                 for t in node.targets):
             return ast.literal_eval(node.value)
     pytest.fail(f"{path} has no TIME_LIMIT", pytrace=False)
+
+
+def boot_limit(scenarios):
+    """How long a boot that runs scenarios may take before QEMU is killed: the runner in
+    the guest stretches every scenario's TIME_LIMIT by the guest's measured slowness, up
+    to speed.MAX_SCALE (guest/speed.py), so the boot may take as much longer; a hung
+    scenario is still killed by the runner at its own stretched limit."""
+    return round((BOOT_SECONDS + sum(map(time_limit, scenarios))) * speed.MAX_SCALE)
 
 
 def built(build):
@@ -134,7 +143,7 @@ class Guest:
 @pytest.fixture(scope="session")
 def guest(vm_kernel, vm_rootfs):
     scenarios = chosen_scenarios()
-    timeout = BOOT_SECONDS + sum(map(time_limit, scenarios))
+    timeout = boot_limit(scenarios)
     run = boot("scenarios", ["python3", RUNNER, *scenarios], vm_kernel, vm_rootfs, timeout)
     if run.exit_status is None:
         pytest.fail(run.failure(), pytrace=False)
@@ -153,7 +162,7 @@ def nic_guest(vm_kernel, vm_rootfs):
     if not scenarios:
         pytest.skip("no tune-* scenario in TUSK_VM_SCENARIOS")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    timeout = BOOT_SECONDS + sum(map(time_limit, scenarios))
+    timeout = boot_limit(scenarios)
     with vm.nic_host(ARTIFACTS / "nic-host-tap0.pcap") as host_pcap:
         run = boot("nic", ["python3", RUNNER, *scenarios], vm_kernel, vm_rootfs, timeout,
                    cpus=vm.NIC_QUEUES, qemu_args=vm.NIC_QEMU_ARGS, netns=vm.NIC_NETNS)
@@ -177,7 +186,7 @@ def beside_scenario(vm_kernel, vm_rootfs):
     scenarios = chosen_beside()
     if not scenarios:
         pytest.skip(f"none of {', '.join(BESIDE)} in TUSK_VM_SCENARIOS")
-    timeout = BOOT_SECONDS + sum(map(time_limit, scenarios))
+    timeout = boot_limit(scenarios)
     run = boot("scenarios-beside", ["python3", RUNNER, *scenarios], vm_kernel, vm_rootfs,
                timeout)
     if run.exit_status is None:

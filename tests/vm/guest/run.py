@@ -8,8 +8,10 @@ that fails never stops the next. After each, every network namespace is removed 
 its folder lands in /out/<name>/ with result.json (status passed, failed or timeout;
 seconds; the end of its log) and scenario.log (its output and traceback).
 
-/out/guest.json says what the scenarios ran on: kernel, CPUs, tool versions and the
-uptime at which the runner started. Exit status: 0 if every scenario passed.
+/out/guest.json says what the scenarios ran on: kernel, CPUs, tool versions, the
+uptime at which the runner started and the guest's measured speed (speed.py): every
+scenario's TIME_LIMIT, and every wait_until in it, is multiplied by time_scale.
+Exit status: 0 if every scenario passed.
 """
 import importlib
 import json
@@ -34,7 +36,8 @@ TESTS = GUEST.parents[1]
 sys.path[:0] = [str(TESTS.parent), str(TESTS), str(TESTS / "netns"),
                  str(TESTS.parent / "webui")]
 
-from scenario import Context  # noqa: E402  (needs the paths above)
+import speed  # noqa: E402  (needs the paths above)
+from scenario import Context  # noqa: E402
 
 OUT = Path("/out")
 GUEST_INIT = "tusk-vm-init"
@@ -56,7 +59,8 @@ def run_scenario(scenario):
     except ImportError as error:
         return finish(scenario, work, {"status": "failed", "seconds": 0.0,
                                        "error": f"cannot load the scenario: {error}"})
-    limit = module.TIME_LIMIT
+    # the limit follows the guest's measured speed (speed.py): slow, not hung, is no failure
+    limit = module.TIME_LIMIT * SCALE
     pid = os.fork()
     if pid == 0:
         _child(scenario, work, module)
@@ -148,17 +152,27 @@ def describe_guest():
         result = subprocess.run(argv, capture_output=True, text=True)
         return (result.stdout or result.stderr).strip().splitlines()[0]
     return {"uptime_at_runner_start": UPTIME_AT_START, "cpus": os.cpu_count(),
+            "calibration_seconds": CALIBRATION, "time_scale": SCALE,
             "kernel_release": platform.release(), "kernel_version": platform.version(),
             "nft": version("nft", "--version"), "python": platform.python_version(),
             "iperf3": version("iperf3", "--version"), "tcpdump": version("tcpdump", "--version"),
             "conntrack": version("conntrack", "--version")}
 
 
+CALIBRATION = SCALE = None
+
+
 def main(scenarios):
+    global CALIBRATION, SCALE
     with open("/proc/1/cmdline", "rb") as handle:
         if GUEST_INIT.encode() not in handle.read():
             sys.exit(f"{sys.argv[0]} runs only in the test VM (PID 1 {GUEST_INIT}): "
                      "it removes every network namespace between scenarios")
+    CALIBRATION = round(speed.calibrate(), 3)
+    SCALE = speed.scale(CALIBRATION)
+    os.environ[speed.VARIABLE] = str(SCALE)     # the scenarios' waits (tests/kit.py)
+    print(f"guest speed: the calibration took {CALIBRATION} s (reference "
+          f"{speed.REFERENCE_SECONDS} s): deadlines x{SCALE}", flush=True)
     (OUT / "guest.json").write_text(json.dumps(describe_guest(), indent=1) + "\n")
     failed = 0
     for scenario in scenarios:

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from kit import time_scale
 from pcaps import Capture
 
 from lab.namespaces import SERVER_V4, Lab
@@ -42,6 +43,7 @@ class Context:
         full = ["ip", "netns", "exec", ns, *argv] if ns else list(argv)
         start = time.monotonic()
         try:
+            timeout = timeout and timeout * time_scale()     # the guest's slowness (speed.py)
             result = subprocess.run(full, capture_output=True, text=True, timeout=timeout,
                                     input=input)
         except subprocess.TimeoutExpired as expired:
@@ -109,6 +111,7 @@ class Context:
 
     def wait_until(self, predicate, seconds, what):
         """Polls predicate() until it is true; raises CommandFailed after `seconds`."""
+        seconds *= time_scale()     # the guest's measured slowness (speed.py)
         deadline = time.monotonic() + seconds
         while not predicate():
             if time.monotonic() >= deadline:

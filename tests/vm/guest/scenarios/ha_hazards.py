@@ -22,6 +22,7 @@ import time
 
 import conntrack
 from hapair import Flow, Pair
+from kit import time_scale
 from scenario import pair_firewall
 
 from scenarios.ha_seqrand import ADVERT_MS, POLICY, PORT
@@ -50,7 +51,7 @@ def gap(pair, name):
     the flow (its pick-up counted; the client's retransmissions back off, so on a slow
     machine the first to reach fwB may come well after it took over)."""
     time.sleep(GAP_SECONDS)
-    deadline = time.monotonic() + GAP_MAX
+    deadline = time.monotonic() + GAP_MAX * time_scale()    # the guest's slowness
     while name == "loose" and time.monotonic() < deadline and \
             counters(pair, "b").get("seqrand_skipped_midstream", 0) < 1:
         time.sleep(0.5)
