@@ -1,14 +1,15 @@
 """Deadlines that follow the test VM's measured speed (issue 37, item 7): the scale the
 guest's runner derives from its calibration, what every wait takes from it, and the
-appliance's console waits that go on while the console speaks."""
+appliance's console waits that go on while the console speaks. Pure: no VM is booted
+(here in the VM tier, whose path has appliance_vm and the guest's modules)."""
 import threading
 import time
 import types
 
+import appliance_vm
 import kit
 import pytest
-from vm import appliance_vm
-from vm.guest import speed
+from guest import speed
 
 
 @pytest.mark.parametrize(("seconds", "scale"), [
