@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
+from flows.contracts import SysctlChange
 from ha.contracts import HaStatus
+from policy.contracts import FastpathDevices
+from system.agent_jobs import SlotsSeen
 from tusklib import contracts
 
 
@@ -90,3 +93,32 @@ def test_a_task_keeps_its_contracts_fields_and_fails_on_a_result_that_breaks_it(
     with pytest.raises(contracts.ContractError, match="state: is missing"):
         task.result({"count": 1})
     assert Task("test.plain", None, 1).result({"any": "thing"}) == {"any": "thing"}
+
+
+def test_every_task_of_the_agent_keeps_a_contract():
+    """Everything the agent keeps in PeriodicState has a contract (issue 37, item 5): a
+    task that keeps no result says so (contracts.NOTHING)."""
+    from jobs import registry
+    shipped = [task for task in registry.periodic_tasks() + registry.start_hooks()
+               if task.function.__module__.endswith(".agent_jobs")]   # not tests' own
+    assert len(shipped) >= 15
+    without = [task.name for task in shipped if task.contract is None]
+    assert without == [], without
+
+
+@pytest.mark.parametrize(("contract", "value", "kept"), [
+    (contracts.NOTHING, None, None),
+    (SlotsSeen | None, None, None),
+    (SlotsSeen | None, {"grubenv": "0123abcd", "more": 1}, {"grubenv": "0123abcd"}),
+    (dict[str, SysctlChange], {"net.netfilter.nf_conntrack_acct": {"was": "0", "now": "1"}},
+     {"net.netfilter.nf_conntrack_acct": {"was": "0", "now": "1"}}),
+    (FastpathDevices, {"added": ["eth1.100"], "missing": []},
+     {"added": ["eth1.100"], "missing": []}),
+])
+def test_the_small_reports_keep_their_fields(contract, value, kept):
+    assert contracts.stored(contract, value) == kept
+
+
+def test_a_task_that_keeps_nothing_may_not_start_keeping_something():
+    with pytest.raises(contracts.ContractError, match="must be empty"):
+        contracts.stored(contracts.NOTHING, {"state": "x"})

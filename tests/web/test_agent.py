@@ -33,6 +33,17 @@ def test_the_agent_answers_a_ping(agent):
     assert str(agent.proc.pid) in job.result["agent"]
 
 
+def test_every_task_keeps_to_its_contract(agent):
+    """Each task's result is checked against its contract when it is stored (issue 37):
+    one that broke it would count a failure with the field named. After a few runs of
+    every periodic task (the tests' own tasks fail or sleep on purpose), none has."""
+    shipped = PeriodicState.objects.exclude(name__startswith="test.")
+    wait_until(lambda: not shipped.filter(interval__isnull=False, runs__lt=2).exists(), 30,
+               lambda: f"two runs of each task ({list(shipped.values('name', 'runs'))})")
+    failed = {task.name: task.error for task in shipped.filter(failures__gt=0)}
+    assert failed == {}, failed
+
+
 def test_an_unknown_kind_is_refused_when_queued(transactional_db):
     with pytest.raises(ValueError, match="unknown job kind"):
         queue.enqueue("policy.frobnicate")

@@ -5,6 +5,7 @@ import urllib.error
 import urllib.request
 
 from jobs.registry import periodic
+from tusklib import contracts
 
 from . import sampler
 from .contracts import WebCheck
@@ -17,7 +18,7 @@ def _every_sample(config):
     return config.sample_interval
 
 
-@periodic("dashboard.sample", _every_sample)
+@periodic("dashboard.sample", _every_sample, contract=contracts.NOTHING)
 def sample(agent):
     sampler.sample(agent.config)
 

@@ -20,7 +20,7 @@ from diag.models import Capture
 from jobs.registry import JobFailed, handler, on_start, periodic
 from tusklib.target import Target
 
-from .contracts import FlowSample
+from .contracts import FlowSample, SysctlChange
 from .core import ctnetlink, flowref
 from .core.conntrack import Conntrack
 from .core.sampler import Sampler
@@ -39,7 +39,7 @@ SNAPLEN = 256               # every header, for the health report
 _sampler = None
 
 
-@on_start("flows.conntrack")
+@on_start("flows.conntrack", contract=dict[str, SysctlChange])
 def conntrack_accounting(agent):
     """Byte counters and timestamps on in the target: {sysctl: {was, now}}."""
     netns, changed = agent.config.netns or None, {}

@@ -71,3 +71,12 @@ class FlowSample:
     flows: list[Flow]
     cpu: Cpu
     pass_: Pass = field(metadata={"key": "pass"})
+
+
+@dataclass(frozen=True)
+class SysctlChange:
+    """flows.conntrack, for each sysctl it turns on (accounting, timestamps): its value
+    before and now."""
+
+    was: str
+    now: str

@@ -178,12 +178,12 @@ def status_task(agent):
     return snapshot(agent.config)
 
 
-@periodic("ha.sync", lambda config: config.sample_interval)
+@periodic("ha.sync", lambda config: config.sample_interval, contract=contracts.NOTHING)
 def sync_store(agent):
     sync.sync(applier_for(agent.config), periodic=True)
 
 
-@on_start("ha.recover")
+@on_start("ha.recover", contract=str)
 def recover(agent):
     """A pending change whose watchdog died with the agent's machine: rolled back when
     overdue, watched again when not."""

@@ -4,11 +4,13 @@ import time
 
 from django.utils import timezone
 
+from tusklib import contracts
+
 from .models import AgentHeartbeat
 from .registry import handler, periodic
 
 
-@periodic("agent.heartbeat", lambda config: config.sample_interval)
+@periodic("agent.heartbeat", lambda config: config.sample_interval, contract=contracts.NOTHING)
 def heartbeat(agent):
     AgentHeartbeat.objects.filter(agent=agent.id).update(seen_at=timezone.now())
 

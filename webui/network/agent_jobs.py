@@ -58,7 +58,7 @@ def facts_task(agent):
     return live_facts(agent.config)
 
 
-@periodic("network.sync", lambda config: config.sample_interval)
+@periodic("network.sync", lambda config: config.sample_interval, contract=contracts.NOTHING)
 def sync_store(agent):
     sync.sync(applier_for(agent.config), periodic=True)
 

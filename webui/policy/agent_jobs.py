@@ -11,12 +11,13 @@ At start, the target kernel's capabilities, for the pages (selectors.seqrand_ava
 from box import snapshot
 from commitkit.jobs import decisions, revision_result
 from jobs.registry import JobFailed, handler, on_start, periodic, problems_result
+from tusklib import contracts
 from tusklib.commit import ZONES_CHECKED
 from tusklib.target import Target
 
 from . import counters, sync
 from . import draft as drafts
-from .contracts import Capabilities
+from .contracts import Capabilities, CounterRun, FastpathDevices
 from .core import capabilities as kernel
 from .core.applier import Applier
 from .core.constants import POLICY_MAX_BYTES
@@ -34,19 +35,20 @@ def capabilities(agent):
     return kernel.report(Target(agent.config.netns or None))
 
 
-@periodic("policy.sync", lambda config: config.sample_interval)
+@periodic("policy.sync", lambda config: config.sample_interval, contract=contracts.NOTHING)
 def sync_store(agent):
     sync.sync(agent.config, periodic=True)
 
 
-@periodic(COUNTERS, lambda config: config.sample_interval)
+@periodic(COUNTERS, lambda config: config.sample_interval, contract=CounterRun)
 def read_counters(agent):
     """The ruleset's named counters (counters.py), read every sample_interval like the
     dashboard's statistics: the classes' hits, and the drops /metrics exports."""
     return counters.read(agent.config)
 
 
-@periodic("policy.fastpath_devices", lambda config: max(config.sample_interval, 5))
+@periodic("policy.fastpath_devices", lambda config: max(config.sample_interval, 5),
+          contract=FastpathDevices)
 def fastpath_devices(agent):
     """The fast path's interfaces that appeared after the policy was loaded (at boot,
     networkd makes VLANs and bonds after the firewall loaded it) join its flowtable."""

@@ -7,6 +7,7 @@ import hashlib
 import os
 import stat
 import subprocess
+from dataclasses import dataclass
 
 from accounts.models import AuditEntry
 from appliance import consolepw, slots
@@ -148,10 +149,21 @@ def reboot(run):
 
 
 SLOTS_TASK = "system.slots"
+
+
+@dataclass(frozen=True)
+class SlotsSeen:
+    """system.slots: the start of the digest of GRUB's environment last seen (None: no
+    system slot booted, or no environment to read)."""
+
+    grubenv: str
+
+
 _grubenv_seen = {}
 
 
-@periodic(SLOTS_TASK, lambda config: max(5.0, config.sample_interval * 5))
+@periodic(SLOTS_TASK, lambda config: max(5.0, config.sample_interval * 5),
+          contract=SlotsSeen | None)
 def refresh_slots(agent):
     """slots.json written again whenever GRUB's environment changed - `rauc install` from
     the console's shell, the console's "boot the other slot once", RAUC marking a slot -

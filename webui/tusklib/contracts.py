@@ -18,7 +18,10 @@ import math
 import types
 import typing
 
-__all__ = ["ContractError", "check", "read", "stored", "table"]
+__all__ = ["NOTHING", "ContractError", "check", "read", "stored", "table"]
+
+# the contract of a task that keeps no result (it writes its own rows, or only acts)
+NOTHING = type(None)
 
 
 class ContractError(ValueError):
