@@ -198,9 +198,10 @@ def record_boot_times(appliance):
 
 def json_of(output):
     """The JSON object a command printed on a line of its own: systemd's status lines may
-    land on the serial console between the shell's lines."""
+    land on the serial console between the shell's lines, and then the shell's prompt
+    ("# ") before the object (a boot still under way on a busy host: seen so)."""
     for line in reversed(output.splitlines()):
-        line = line.strip()
+        line = re.sub(r"^(# )+", "", line.strip())
         if line.startswith("{"):
             return json.loads(line)
     raise AssertionError(f"no JSON object in:\n{output}")
