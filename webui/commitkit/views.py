@@ -15,14 +15,7 @@ from . import domain as domains
 from . import services
 from .services import diff
 
-__all__ = ["diff", "patterns", "to_job"]
-
-
-def to_job(request, domain, decision, target, args=None, **detail):
-    """Queues the domain's job for the request's user, and sends the browser to the
-    job's page, which comes back to the domain's status."""
-    queued = services.queue(domain, Actor.of(request), decision, target, args, **detail)
-    return redirect(_job_page(domain, queued))
+__all__ = ["diff", "patterns"]
 
 
 def _job_page(domain, queued):

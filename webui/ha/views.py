@@ -20,7 +20,7 @@ from .agent_jobs import STATUS
 from .contracts import HaStatus
 from .core.config import HaError, parse, to_document
 from .forms import HaForm
-from .models import HaState, in_pair
+from .models import HaState
 
 STALE_SECONDS = 30      # an ha.status older than this: the agent is not reporting
 
@@ -33,7 +33,6 @@ def snapshot():
     config = HaState.current()
     at = found.get("at")
     return {**found, "config": config,
-            "in_pair": in_pair(config),
             "seconds_left": config.seconds_left(timezone.now()) if config else None,
             "reported": isinstance(at, (int, float)),
             "stale": not isinstance(at, (int, float)) or time.time() - at > STALE_SECONDS}

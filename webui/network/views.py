@@ -40,14 +40,10 @@ LOCAL_ADDRESS_HEADER = "HTTP_X_TUSK_LOCAL_ADDR"
 TITLES = {"vlans": ("VLANs", "VLAN"), "bonds": ("Bonds", "bond"), "routes": ("Routes", "route")}
 
 
-def _state():
-    return NetworkState.objects.filter(pk=1).first()
-
-
 def status_context(draft=None):
     """What every network page shows: whether the draft differs from the confirmed
     configuration, and a pending change's countdown."""
-    state = _state()
+    state = NetworkState.current()
     draft = draft or drafts.get()
     confirmed = drafts.confirmed_config()
     try:
@@ -55,9 +51,7 @@ def status_context(draft=None):
             to_toml(confirmed)
     except NetworkError:
         changes = True
-    seconds_left = None
-    if state and state.pending and state.deadline:
-        seconds_left = max(0, int((state.deadline - timezone.now()).total_seconds()))
+    seconds_left = state.seconds_left(timezone.now()) if state else None
     return {"state": state, "draft": draft, "changes_pending": changes,
             "seconds_left": seconds_left}
 
@@ -298,7 +292,7 @@ def apply(request):
     """GET: the diff of the confirmed network.toml against the draft's, and what moves.
     POST: queue network.apply (with a one-time link when the management address moves)."""
     draft = drafts.get()
-    state = _state()
+    state = NetworkState.current()
     form = ApplyForm(request.POST or None, initial={"version": draft.version})
     problems, config, over = [], None, []
     try:
@@ -435,7 +429,7 @@ def confirm_link(request):
     session yet) and queues the confirm with the address the request arrived at."""
     token = request.POST.get("token") if request.method == "POST" else \
         request.GET.get("token")
-    state = _state()
+    state = NetworkState.current()
     arrived = _arrival(request)
     problem = None
     if _usable(token) is None:

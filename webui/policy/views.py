@@ -49,9 +49,7 @@ def status_context(draft=None):
     draft = draft or drafts.get_meta()
     live = live_revision(state=state)
     live_hash = live.ruleset_sha256 if live else _empty_sha256()
-    seconds_left = None
-    if state and state.pending and state.deadline:
-        seconds_left = max(0, int((state.deadline - timezone.now()).total_seconds()))
+    seconds_left = state.seconds_left(timezone.now()) if state else None
     return {"state": state, "draft": draft, "live": live, "seconds_left": seconds_left,
             "changes_pending": draft.ruleset_sha256 != live_hash}
 
