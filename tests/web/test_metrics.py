@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 from django.utils import timezone
 from flowsample import flow_sample
 from prometheus_client.parser import text_string_to_metric_families
 from tuskweb import errors_of
 
-from accounts.models import AuditEntry
+from accounts.models import AuditEntry, Token
 from dashboard.models import Sample
 from jobs.models import AgentHeartbeat, Job, PeriodicState
 from metrics.collector import FAMILIES, SEQADJ
-from metrics.models import ScrapeToken
 from policy import draft as drafts
 from policy.counters import carried_over, merge
 from policy.models import CounterReading
@@ -70,17 +70,18 @@ def test_the_token_page_is_for_admins_only(viewer_client):
     assert viewer_client.get("/metrics/tokens/").status_code == 403
     assert viewer_client.post("/metrics/tokens/", {"name": "x"}).status_code == 403
     assert Client().get("/metrics/tokens/")["Location"].startswith("/accounts/login/")
-    assert not ScrapeToken.objects.exists()
+    assert not Token.objects.exists()
 
 
 def test_a_token_is_shown_once_and_kept_only_as_its_sha256(admin_client):
     token = make_token(admin_client, "prometheus.example.net")
     assert re.fullmatch(r"[A-Za-z0-9_-]{43}", token)
-    row = ScrapeToken.objects.get()
+    row = Token.objects.get()
     assert row.sha256 == hashlib.sha256(token.encode()).hexdigest()
     assert (row.name, row.created_by.username) == ("prometheus.example.net", "alice")
     entry = AuditEntry.objects.get(action="metrics token create")
-    assert entry.target == "prometheus.example.net" and entry.detail == {"token": row.pk}
+    assert entry.target == "prometheus.example.net" and entry.detail == {
+        "token": row.pk, "scope": "metrics", "days": 365, "allowed_from": []}
     # in no column of any table: not the token's row, the audit log, nor a session
     with connection.cursor() as cursor:
         for table in connection.introspection.table_names():
@@ -102,7 +103,7 @@ def test_a_bad_token_name_is_refused_by_field(admin_client, name, message):
     response = admin_client.post("/metrics/tokens/", {"name": name})
     assert response.status_code == 400
     assert any(message in m for m in errors_of(response)["name"]), errors_of(response)
-    assert not ScrapeToken.objects.exists()
+    assert not Token.objects.exists()
     assert not AuditEntry.objects.filter(action="metrics token create").exists()
 
 
@@ -124,7 +125,7 @@ def test_a_scrape_needs_a_valid_unrevoked_token_and_never_a_session(admin_client
     assert good.status_code == 200
     assert good["Content-Type"].startswith("text/plain; version=")
     assert "no-store" in good["Cache-Control"]
-    row = ScrapeToken.objects.get()
+    row = Token.objects.get()
     assert row.last_used_at is not None
     # read-only: it takes no body, whoever sends one
     assert Client().post("/metrics", HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 405
@@ -142,7 +143,7 @@ def test_a_viewer_cannot_revoke_a_token(admin_client, viewer_user):
     token = make_token(admin_client)
     viewer = Client()
     viewer.force_login(viewer_user)
-    assert viewer.post(f"/metrics/tokens/{ScrapeToken.objects.get().pk}/revoke/").status_code \
+    assert viewer.post(f"/metrics/tokens/{Token.objects.get().pk}/revoke/").status_code \
         == 403
     assert scrape(token).status_code == 200
 
@@ -380,3 +381,22 @@ def test_the_counter_reading_moves_to_the_policy_app_with_its_row():
     row = CounterReading.objects.get(pk=1)
     assert row.counters == {"class_web": [3, 180, 1795961385]} and row.table_loaded
     assert "metrics_counterreading" not in connection.introspection.table_names()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_upgrade_keeps_every_scrape_token_scraping(admin_user):
+    """The scrape tokens of a release before issue 38 become tokens of scope metrics,
+    the same hashes, names and makers, valid for a year from the upgrade."""
+    executor = MigrationExecutor(connection)
+    before = [("metrics", "0002_counterreading_to_policy"), ("accounts", "0003_models_ordering")]
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps.get_model("metrics", "ScrapeToken")
+    token = "T" * 43
+    old.objects.create(name="prometheus", sha256=hashlib.sha256(token.encode()).hexdigest(),
+                       created_by_id=admin_user.pk)
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    row = Token.objects.get()
+    assert (row.name, row.scope, row.created_by) == ("prometheus", "metrics", admin_user)
+    assert timedelta(days=364) < row.expires_at - timezone.now() <= timedelta(days=365)
+    assert scrape(token).status_code == 200

@@ -3,15 +3,16 @@ the bearer token reaches Django through nginx, the client's address is the one r
 and plain HTTP is sent to HTTPS before any token is looked at."""
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from tuskweb import make_user
 from web.test_edge import Client, edge  # noqa: F401  (edge: the module's nginx + gunicorn)
 
-from metrics import tokens
-from metrics.models import ScrapeToken
+from accounts import tokens
+from accounts.models import Token
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_scrape_through_nginx_takes_the_token_and_records_the_address(edge):  # noqa: F811
-    _, token = tokens.create("prometheus", None)
+    _, token = tokens.create("prometheus", "metrics", make_user("alice", "admin"), 365)
     prometheus = Client(edge, "127.0.0.3")
     status, headers, body = prometheus.request("GET", "/metrics",
                                                headers={"Authorization": f"Bearer {token}"})
@@ -19,7 +20,7 @@ def test_a_scrape_through_nginx_takes_the_token_and_records_the_address(edge):  
     assert headers["Content-Type"].startswith("text/plain; version=")
     names = {family.name for family in text_string_to_metric_families(body.decode())}
     assert {"tusk_jobs", "tusk_capture_storage_quota_bytes"} <= names
-    assert ScrapeToken.objects.get().last_used_from == "127.0.0.3"
+    assert Token.objects.get().last_used_from == "127.0.0.3"
 
     status, headers, body = prometheus.get("/metrics")
     assert status == 401 and headers["WWW-Authenticate"] == 'Bearer realm="tusk metrics"'

@@ -12,11 +12,12 @@ def client_address(request):
 
 @dataclass(frozen=True)
 class Actor:
-    """Who asks for an operation: the user (None: nobody signed in) and the address the
-    request came from."""
+    """Who asks for an operation: the user (None: nobody signed in), the address the
+    request came from and the token it came with (its name; "" for a person)."""
 
     user: Any
     address: str | None = None
+    token: str = ""
 
     @classmethod
     def of(cls, request):
@@ -28,7 +29,8 @@ def record_for(actor, action, target="", **detail):
     user = actor.user
     return AuditEntry.objects.create(
         user=user, username=user.get_username() if user else detail.pop("username", ""),
-        address=actor.address, action=action, target=str(target)[:255], detail=detail)
+        address=actor.address, token=actor.token, action=action, target=str(target)[:255],
+        detail=detail)
 
 
 def record(request, action, target="", **detail):

@@ -4,13 +4,17 @@ from django.http import HttpResponseForbidden
 from django.shortcuts import redirect
 
 from .roles import is_admin
+from .second_factor import needs_enrolment
 
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 # URL names any signed-in user may post to
-OPEN_TO_VIEWERS = {"login", "logout", "password_change"}
+OPEN_TO_VIEWERS = {"login", "logout", "password_change", "second_factor", "confirm_code",
+                   "login_code"}
 # URL names reachable while a password must be changed (the upload gate answers 403 itself;
 # the metrics scrape, login_not_required, takes its scrape token and never the session)
 BEFORE_PASSWORD_CHANGE = {"login", "logout", "password_change", "upload_gate", "metrics_scrape"}
+# and while an admin must set up a second factor first (LoginSettings)
+BEFORE_SECOND_FACTOR = BEFORE_PASSWORD_CHANGE | {"second_factor", "confirm_code", "login_code"}
 
 
 class ClientAddressMiddleware:
@@ -48,11 +52,15 @@ class RoleMiddleware:
         user = request.user
         if not user.is_authenticated:
             return None
+        if request.resolver_match.namespace == "api":
+            return None     # the API checks every call's scope itself (api/auth.py)
         name = request.resolver_match.url_name
         profile = getattr(user, "profile", None)
         if profile is not None and profile.must_change_password and \
                 name not in BEFORE_PASSWORD_CHANGE and name is not None:
             return redirect("password_change")
+        if name not in BEFORE_SECOND_FACTOR and name is not None and needs_enrolment(user):
+            return redirect("second_factor")
         if request.method not in SAFE_METHODS and name not in OPEN_TO_VIEWERS \
                 and not is_admin(user):
             return HttpResponseForbidden("Your role (viewer) cannot change anything.")

@@ -4,13 +4,17 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.forms import PasswordChangeForm, SetPasswordForm
 from django.db import transaction
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseForbidden
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.cache import patch_cache_control
 from django.utils.decorators import method_decorator
+from django.views.decorators.http import require_POST
 
-from . import audit
-from .forms import ThrottledLoginForm, UserCreateForm, UserEditForm
-from .models import AuditEntry, Profile
+from . import audit, second_factor, tokens, totp
+from .forms import ThrottledLoginForm, TokenForm, UserCreateForm, UserEditForm
+from .models import AuditEntry, LoginSettings, Profile, Token
 from .roles import is_admin, role_of
 
 
@@ -21,6 +25,9 @@ class LoginView(auth_views.LoginView):
     redirect_authenticated_user = True
 
     def form_valid(self, form):
+        user = form.get_user()
+        if totp.enabled(user):     # the password was right; the code finishes the login
+            return second_factor.begin_login(self.request, user, self.get_success_url())
         response = super().form_valid(form)
         audit.record(self.request, "login")
         return response
@@ -42,6 +49,12 @@ def upload_gate(request):
     profile = getattr(request.user, "profile", None)
     if not is_admin(request.user) or (profile is not None and profile.must_change_password):
         return HttpResponse(status=403)
+    if second_factor.needs_enrolment(request.user):
+        return HttpResponse(status=403)
+    # an update bundle needs a recent second factor (its page asked for it)
+    if request.headers.get("X-Original-URI", "").startswith("/system/upgrade/") and \
+            totp.enabled(request.user) and not second_factor.fresh(request):
+        return HttpResponse(status=403)
     return HttpResponse(status=204)
 
 
@@ -60,12 +73,17 @@ def password_change(request):
     return render(request, "accounts/password_change.html", {"form": form, "must": must})
 
 
+@second_factor.recent_second_factor
 def users(request):
-    people = get_user_model().objects.order_by("username").select_related("profile")
-    rows = [{"user": u, "role": role_of(u)} for u in people]
-    return render(request, "accounts/users.html", {"rows": rows})
+    people = get_user_model().objects.order_by("username").select_related(
+        "profile", "second_factor")
+    rows = [{"user": u, "role": role_of(u), "second_factor": bool(
+        getattr(u, "second_factor", None) and u.second_factor.confirmed_at)} for u in people]
+    return render(request, "accounts/users.html", {
+        "rows": rows, "login_settings": LoginSettings.current()})
 
 
+@second_factor.recent_second_factor
 def user_create(request):
     form = UserCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -81,6 +99,7 @@ def user_create(request):
     return render(request, "accounts/user_form.html", {"form": form, "title": "New user"})
 
 
+@second_factor.recent_second_factor
 def user_edit(request, pk):
     user = get_object_or_404(get_user_model(), pk=pk)
     initial = {"role": role_of(user), "active": user.is_active}
@@ -105,6 +124,7 @@ def user_edit(request, pk):
                    "title": f"User {user.get_username()}"})
 
 
+@second_factor.recent_second_factor
 def user_password(request, pk):
     user = get_object_or_404(get_user_model(), pk=pk)
     form = SetPasswordForm(user, request.POST)
@@ -130,3 +150,58 @@ def audit_log(request):
     actions = AuditEntry.objects.order_by("action").values_list("action", flat=True).distinct()
     return render(request, "accounts/audit.html",
                   {"entries": entries[:500], "actions": list(actions), "action": action})
+
+
+def _tokens_page(request, form=None, created=None, status=200):
+    response = render(request, "accounts/tokens.html", {
+        "form": form or TokenForm(), "created": created, "now": timezone.now(),
+        "tokens": Token.objects.select_related("created_by"),
+        "api_url": request.build_absolute_uri("/api/v1/"),
+        "openapi_url": "/api/v1/openapi.json"}, status=status)
+    patch_cache_control(response, no_store=True)   # a new token is in it, once
+    return response
+
+
+def token_form(request, form_class, page, action):
+    """A page that makes tokens (Tokens, Metrics): admins only, also to look - it is about
+    credentials. page(request, form=None, created=None, status=200) draws it; a new
+    token is shown once, in the answer to the form (no redirect: it never lands in a
+    session or a message cookie)."""
+    if not is_admin(request.user):
+        return HttpResponseForbidden("This page is about credentials: it is for admins.")
+    if request.method != "POST":
+        return page(request)
+    form = form_class(request.POST)
+    if not form.is_valid():
+        return page(request, form, status=400)
+    data = form.cleaned_data
+    with transaction.atomic():
+        row, token = tokens.create(data["name"], data["scope"], request.user, data["days"],
+                                   data["allowed_from"])
+        audit.record(request, action, row.name, token=row.pk, scope=row.scope,
+                     days=data["days"], allowed_from=row.allowed_from)
+    return page(request, created={"row": row, "token": token}, status=201)
+
+
+def token_revoke_of(request, rows, pk, action, back):
+    """Revokes token pk of rows (a Token queryset) for an admin; then to back."""
+    if not is_admin(request.user):
+        return HttpResponseForbidden("This page is about credentials: it is for admins.")
+    row = get_object_or_404(rows, pk=pk)
+    if row.revoked_at is None:
+        with transaction.atomic():
+            Token.objects.filter(pk=row.pk).update(revoked_at=timezone.now())
+            audit.record(request, action, row.name, token=row.pk)
+        messages.success(request, f"Token {row.name} revoked: calls with it are refused now.")
+    return redirect(reverse(back))
+
+
+@second_factor.recent_second_factor
+def tokens_page(request):
+    return token_form(request, TokenForm, _tokens_page, "token create")
+
+
+@require_POST
+@second_factor.recent_second_factor
+def token_revoke(request, pk):
+    return token_revoke_of(request, Token.objects.all(), pk, "token revoke", "tokens")

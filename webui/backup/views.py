@@ -14,6 +14,7 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from accounts import audit
+from accounts.second_factor import recent_second_factor
 from network import draft as network_drafts
 from network.core.errors import NetworkError
 from policy.core.errors import PolicyError
@@ -114,6 +115,7 @@ def _restored_message(pending, changes, apply_job, tuning_job, network, kept):
         text, network["source"], reverse("network_apply"))
 
 
+@recent_second_factor
 def restore(request, pk):
     """GET: what restoring the upload would change. POST: restore it."""
     pending = get_object_or_404(PendingRestore, pk=pk, user=request.user)

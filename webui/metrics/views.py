@@ -1,49 +1,43 @@
-"""The scrape at /metrics (a scrape token, never a session) and the Metrics page, where an
-admin makes and revokes the tokens."""
+"""The scrape at /metrics (a token, never a session) and the Metrics page, where an admin
+makes and revokes scrape tokens (accounts.Token of scope metrics; every token of a wider
+scope scrapes too, and the Tokens page lists them all)."""
 from datetime import timedelta
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
-from django.db import transaction
-from django.http import HttpResponse, HttpResponseForbidden
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import HttpResponse
+from django.shortcuts import render
 from django.utils import timezone
 from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_POST, require_safe
 from prometheus_client.exposition import choose_encoder
 
-from accounts import audit
-from accounts.roles import is_admin
+from accounts import audit, tokens
+from accounts.forms import ScrapeTokenForm
+from accounts.models import Scope, Token
+from accounts.second_factor import recent_second_factor
+from accounts.views import token_form, token_revoke_of
 from dashboard import loss
 from dashboard.models import RETENTION, Sample
 from policy.models import READING_PK, CounterReading
 from tusklib.rowvalues import number, utc_time
 
-from . import tokens
 from .collector import DROP_COUNTERS, FAMILIES, scrape_registry
-from .forms import TokenForm
-from .models import ScrapeToken
 
-_REALM = 'Bearer realm="tusk metrics"'
-
-
-def _refused(body, challenge):
-    response = HttpResponse(body, status=401, content_type="text/plain; charset=utf-8")
-    response["WWW-Authenticate"] = challenge
-    return response
+_REALM = "tusk metrics"
 
 
 @login_not_required
 @require_safe
 def scrape(request):
     """Prometheus' exposition of collector.TuskCollector, for a valid scrape token."""
-    token = tokens.presented(request)
-    if token is None:
-        return _refused("A scrape token is needed: Authorization: Bearer <token>.\n", _REALM)
-    found = tokens.valid(token)
-    if found is None:
-        return _refused("This token is not valid.\n", f'{_REALM}, error="invalid_token"')
-    tokens.used(found, audit.client_address(request))
+    try:
+        tokens.check(tokens.presented(request), audit.client_address(request))
+    except tokens.Refused as refused:
+        response = HttpResponse(refused.message + "\n", status=refused.status,
+                                content_type="text/plain; charset=utf-8")
+        for header, value in refused.headers(_REALM).items():
+            response[header] = value
+        return response
     encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
     response = HttpResponse(encoder(scrape_registry()), content_type=content_type)
     patch_cache_control(response, no_store=True)
@@ -52,39 +46,25 @@ def scrape(request):
 
 def _page(request, form=None, created=None, status=200):
     response = render(request, "metrics/index.html", {
-        "form": form or TokenForm(), "created": created, "tokens": ScrapeToken.objects
-        .select_related("created_by"), "families": FAMILIES.values(),
+        "form": form or ScrapeTokenForm(), "created": created, "now": timezone.now(),
+        "tokens": Token.objects
+        .filter(scope=Scope.METRICS).select_related("created_by"),
+        "families": FAMILIES.values(),
         "scrape_url": request.build_absolute_uri("/metrics")}, status=status)
     patch_cache_control(response, no_store=True)   # a new token is in it, once
     return response
 
 
+@recent_second_factor
 def index(request):
-    """Admins only, also to look: the page is about credentials."""
-    if not is_admin(request.user):
-        return HttpResponseForbidden("The Metrics page is for admins.")
-    if request.method != "POST":
-        return _page(request)
-    form = TokenForm(request.POST)
-    if not form.is_valid():
-        return _page(request, form, status=400)
-    with transaction.atomic():
-        row, token = tokens.create(form.cleaned_data["name"], request.user)
-        audit.record(request, "metrics token create", row.name, token=row.pk)
-    return _page(request, created={"row": row, "token": token}, status=201)
+    return token_form(request, ScrapeTokenForm, _page, "metrics token create")
 
 
 @require_POST
+@recent_second_factor
 def revoke(request, pk):
-    if not is_admin(request.user):
-        return HttpResponseForbidden("The Metrics page is for admins.")
-    row = get_object_or_404(ScrapeToken, pk=pk)
-    if row.revoked_at is None:
-        with transaction.atomic():
-            ScrapeToken.objects.filter(pk=row.pk).update(revoked_at=timezone.now())
-            audit.record(request, "metrics token revoke", row.name, token=row.pk)
-        messages.success(request, f"Token {row.name} revoked: scrapes with it are refused now.")
-    return redirect("metrics")
+    return token_revoke_of(request, Token.objects.filter(scope=Scope.METRICS), pk,
+                           "metrics token revoke", "metrics")
 
 
 @require_safe

@@ -18,6 +18,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from accounts import audit
+from accounts.second_factor import recent_second_factor
 from appliance import consolepw
 from diag.files import Directory, UnsafeFile
 from jobs import queue
@@ -157,6 +158,7 @@ class BundleReceiver(FileUploadHandler):
 
 
 @csrf_exempt
+@recent_second_factor
 def upload_bundle(request):
     """POST /system/upgrade/. nginx asked upload_gate (an admin) before it read the body;
     the CSRF check runs after the handler below is set (it reads the body)."""

@@ -11,8 +11,9 @@ GROUPS = (
     ("Configure", (("policy", "Policy"), ("policy_history", "History"),
                    ("network", "Network"), ("ha", "HA"), ("tuning", "Tuning"))),
     ("Diagnose", (("diag", "Diagnostics"), ("selftest", "Self-test"), ("tools", "Tools"))),
-    ("Administer", (("users", "Users"), ("metrics", "Metrics"), ("backup", "Backup"),
-                    ("system", "System"), ("jobs", "Jobs"), ("audit", "Audit log"))),
+    ("Administer", (("users", "Users"), ("tokens", "Tokens"), ("metrics", "Metrics"),
+                    ("backup", "Backup"), ("system", "System"), ("jobs", "Jobs"),
+                    ("audit", "Audit log"))),
 )
 
 

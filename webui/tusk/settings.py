@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "logs.apps.LogsConfig",
     "flows.apps.FlowsConfig",
     "metrics.apps.MetricsConfig",
+    "api.apps.ApiConfig",
     "tusk.apps.TuskConfig",
 ]
 

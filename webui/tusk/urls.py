@@ -1,6 +1,8 @@
 """URL configuration of the Tusk web UI."""
 from django.urls import include, path
 
+from api.main import urls as api_urls
+
 urlpatterns = [
     path("", include("dashboard.urls")),
     path("accounts/", include("accounts.urls")),
@@ -15,5 +17,6 @@ urlpatterns = [
     path("system/", include("system.urls")),
     path("logs/", include("logs.urls")),
     path("flows/", include("flows.urls")),
+    path("api/v1/", api_urls()),
     path("", include("metrics.urls")),   # /metrics, the scrape, and /metrics/tokens/
 ]
