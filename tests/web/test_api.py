@@ -41,6 +41,29 @@ NEEDS = {
     ("post", "/api/v1/policy/rollback"): Scope.ADMIN,
     ("get", "/api/v1/jobs"): Scope.READ,
     ("get", "/api/v1/jobs/{job_id}"): Scope.READ,
+    ("get", "/api/v1/network"): Scope.READ,
+    ("put", "/api/v1/network"): Scope.ADMIN,
+    ("post", "/api/v1/network/apply"): Scope.ADMIN,
+    ("post", "/api/v1/network/confirm"): Scope.OPERATE,
+    ("post", "/api/v1/network/cancel"): Scope.OPERATE,
+    ("get", "/api/v1/network/state"): Scope.READ,
+    ("get", "/api/v1/network/revisions"): Scope.READ,
+    ("get", "/api/v1/network/revisions/{number}"): Scope.READ,
+    ("get", "/api/v1/network/revisions/{number}/diff"): Scope.READ,
+    ("get", "/api/v1/ha"): Scope.READ,
+    ("post", "/api/v1/ha/apply"): Scope.ADMIN,
+    ("post", "/api/v1/ha/failover"): Scope.OPERATE,
+    ("post", "/api/v1/ha/confirm"): Scope.OPERATE,
+    ("post", "/api/v1/ha/cancel"): Scope.OPERATE,
+    ("get", "/api/v1/ha/state"): Scope.READ,
+    ("get", "/api/v1/ha/revisions"): Scope.READ,
+    ("get", "/api/v1/ha/revisions/{number}"): Scope.READ,
+    ("get", "/api/v1/ha/revisions/{number}/diff"): Scope.READ,
+    ("get", "/api/v1/tuning"): Scope.READ,
+    ("post", "/api/v1/tuning/plan"): Scope.OPERATE,
+    ("post", "/api/v1/tuning/verify"): Scope.OPERATE,
+    ("post", "/api/v1/tuning/apply"): Scope.ADMIN,
+    ("post", "/api/v1/tuning/rollback"): Scope.ADMIN,
 }
 ORDER = [Scope.READ, Scope.OPERATE, Scope.ADMIN]
 
@@ -320,3 +343,69 @@ def test_config_as_code_apply_confirm_and_an_unconfirmed_apply_rolls_back(agent,
     diff = client.get(f"/api/v1/policy/revisions/{second}/diff", **admin).json()
     assert diff["previous"] == first and diff["diff"]
     assert AuditEntry.objects.filter(action="policy confirm", token="nightly").exists()
+
+
+def test_the_network_and_ha_documents_are_checked_as_their_pages_check_them(admin_user):
+    """network.toml's and ha.toml's structures through the API: the same checks as the
+    Network pages and the HA form (box/verify.py: the pair's links against the network),
+    every problem with its path, nothing queued when refused."""
+    from habox import HA_KEY, ha_document
+    from test_policy_network import CONFIRMED  # eth1 manages the box, eth2(.100) traffic
+
+    from network.models import NetworkState
+    NetworkState.objects.create(pk=1, confirmed=1, confirmed_text=CONFIRMED)
+    token = bearer(make_token(admin_user, Scope.ADMIN))
+    client = Client()
+    read = client.get("/api/v1/network", **token)
+    assert read.status_code == 200 and read.json()["vlans"][0]["name"] == "eth2.100"
+    bad = {**read.json(), "vlans": [{"name": "eth2.100", "link": "eth9", "id": 100}]}
+    refused = client.put("/api/v1/network", json.dumps(bad), content_type="application/json",
+                         HTTP_IF_MATCH=read["ETag"], **token)
+    assert refused.status_code == 422 and all(p["path"] for p in problems(refused))
+    stale = client.put("/api/v1/network", json.dumps(read.json()),
+                       content_type="application/json", HTTP_IF_MATCH='"999"', **token)
+    assert stale.status_code == 409
+    saved = client.put("/api/v1/network", json.dumps(read.json()),
+                       content_type="application/json", HTTP_IF_MATCH=read["ETag"], **token)
+    assert saved.status_code == 200 and saved["ETag"] != read["ETag"]
+
+    on_management = {**ha_document(sync_interface="eth1"),
+                     "virtual": [{"interface": "eth2", "addresses": ["198.51.100.1/24"]}]}
+    refused = client.post("/api/v1/ha/apply", {"document": on_management, "key": HA_KEY},
+                          content_type="application/json", **token)
+    assert refused.status_code == 422
+    assert any(p["path"] == "ha.sync_interface" and "management port" in p["message"]
+               for p in problems(refused)), refused.content
+    nokey = client.post("/api/v1/ha/apply", {"document": {
+        **on_management, "ha": {**on_management["ha"], "sync_interface": "eth2.100"}}},
+        content_type="application/json", **token)
+    assert nokey.status_code == 422 and [p["path"] for p in problems(nokey)] == ["key"]
+    assert not Job.objects.exists()
+    good = {**on_management, "ha": {**on_management["ha"], "sync_interface": "eth2.100"}}
+    applied = client.post("/api/v1/ha/apply", {"document": good, "key": HA_KEY,
+                                               "timeout": 300},
+                          content_type="application/json", **token)
+    assert applied.status_code == 202, applied.content
+    job = Job.objects.get(pk=applied.json()["id"])
+    assert (job.kind, job.args["timeout"], job.args["key"]) == ("ha.apply", 300, HA_KEY)
+    assert HA_KEY not in json.dumps(client.get("/api/v1/ha", **token).json())
+    failover = client.post("/api/v1/ha/failover", **token)
+    assert failover.status_code == 409 and problems(failover)[0]["path"] == "role"
+
+
+def test_tuning_runs_only_a_profile_that_loads(admin_user):
+    token = bearer(make_token(admin_user, Scope.OPERATE))
+    client = Client()
+    listed = client.get("/api/v1/tuning", **token).json()
+    assert "throughput" in listed["profiles"] and listed["reports"] == {}
+    missing = client.post("/api/v1/tuning/plan", {"profile": "nonesuch"},
+                          content_type="application/json", **token)
+    assert missing.status_code == 404 and problems(missing)[0]["path"] == "profile"
+    planned = client.post("/api/v1/tuning/plan", {"profile": "throughput"},
+                          content_type="application/json", **token)
+    assert planned.status_code == 202
+    assert Job.objects.get(pk=planned.json()["id"]).args == {"profile": "throughput"}
+    assert client.post("/api/v1/tuning/apply", {"profile": "throughput"},
+                       content_type="application/json", **token).status_code == 403
+    assert AuditEntry.objects.filter(action="tuning plan", target="throughput",
+                                     token="operate-token").exists()

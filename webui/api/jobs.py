@@ -35,11 +35,16 @@ def job_out(job):
         "url": reverse("api:job", args=[job.pk])}
 
 
-def accepted(response, queued):
-    """A queued job as the 202 answer: the job, and its address in Location."""
+def queued_job(response, queued):
+    """A queued job's resource, its address in the answer's Location."""
     job = Job.objects.select_related("created_by").get(pk=queued.job)
     response["Location"] = reverse("api:job", args=[job.pk])
-    return Status(202, job_out(job))
+    return job_out(job)
+
+
+def accepted(response, queued):
+    """A queued job as the 202 answer: the job, and its address in Location."""
+    return Status(202, queued_job(response, queued))
 
 
 class JobFilter(Schema):

@@ -7,7 +7,7 @@ import json
 from django.http import Http404
 from ninja import NinjaAPI
 
-from . import errors, jobs, policy
+from . import errors, ha, jobs, network, policy, tuning
 
 PROBLEMS = {"content": {"application/json": {"schema": {
     "$ref": "#/components/schemas/ProblemsOut"}}}}
@@ -48,6 +48,9 @@ api = TuskAPI(
                 "scope (read, operate, admin) says what it may do. Every error is "
                 '{"problems": [{"code", "path", "message"}]}.')
 api.add_router("/policy", policy.router)
+api.add_router("/network", network.router)
+api.add_router("/ha", ha.router)
+api.add_router("/tuning", tuning.router)
 api.add_router("/", jobs.router)
 errors.install(api)
 

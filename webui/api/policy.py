@@ -16,22 +16,19 @@ from policy.core.errors import Code, PolicyError
 from policy.core.normalise import parse_yaml
 from policy.domain import DOMAIN
 
-from . import commit
-from .auth import ADMIN, READ
-from .etag import etag, if_match, read_body
+from . import commit, documents
+from .auth import ADMIN
+from .documents import read_body
 from .jobs import accepted
-from .schemas import INT_MAX, Document, JobOut, ProblemsOut
+from .schemas import INT_MAX, JobOut, ProblemsOut
 
 router = Router(tags=["policy"])
-DOCUMENT = {"type": "object", "additionalProperties": True,
-            "description": "The policy file's structure (docs/POLICY.md)"}
-BODY = {"requestBody": {"required": True, "content": {
-    "application/json": {"schema": DOCUMENT},
+CONTENT = {
+    "application/json": {"schema": {"type": "object", "additionalProperties": True,
+                                    "description": "The policy file's structure "
+                                                   "(docs/POLICY.md)"}},
     "application/yaml": {"schema": {"type": "string",
-                                    "description": "A policy file, as `tusk policy` reads"}}}},
-    "parameters": [{"name": "If-Match", "in": "header", "required": True,
-                    "description": 'The version read (the ETag of a GET): "<version>"',
-                    "schema": {"type": "string", "pattern": r'^(W/)?"[0-9]{1,9}"$'}}]}
+                                    "description": "A policy file, as `tusk policy` reads"}}}
 
 
 class ApplyIn(Schema):
@@ -42,45 +39,26 @@ class ApplyIn(Schema):
                                             "itself; null: the policy's own setting")
 
 
-def _document_answer(response, draft):
-    response["ETag"] = etag(draft.version)
-    return draft.document
-
-
-@router.get("", response=Document, auth=READ, url_name="policy",
-            summary="The policy draft, its version as the ETag", operation_id="policy_get")
-def get_policy(request, response: HttpResponse):
-    return _document_answer(response, drafts.get())
-
-
 def _parse(request):
+    """The document sent: JSON, or the policy file as YAML (parsed as `tusk policy` does)."""
     text = read_body(request, POLICY_MAX_BYTES)
     kind = request.content_type or ""
     if kind in ("application/yaml", "application/x-yaml", "text/yaml"):
         try:
-            return parse_yaml(text.decode("utf-8"))
+            document = parse_yaml(text.decode("utf-8"))
         except UnicodeDecodeError:
             raise PolicyError(Code.SYNTAX, "", "the file is not UTF-8 text") from None
-    if kind != "application/json":
+    elif kind == "application/json":
+        try:
+            document = json.loads(text)
+        except (UnicodeDecodeError, ValueError) as error:
+            raise PolicyError(Code.SYNTAX, "", f"not JSON: {error}") from None
+    else:
         raise PolicyError(Code.SYNTAX, "", f"the body must be application/json or "
                                            f"application/yaml, not {kind or 'untyped'}")
-    try:
-        return json.loads(text)
-    except (UnicodeDecodeError, ValueError) as error:
-        raise PolicyError(Code.SYNTAX, "", f"not JSON: {error}") from None
-
-
-@router.put("", response={200: Document, 409: ProblemsOut, 422: ProblemsOut,
-                          428: ProblemsOut}, auth=ADMIN, openapi_extra=BODY,
-            summary="Replace the draft whole, at the version in If-Match",
-            operation_id="policy_put")
-def put_policy(request, response: HttpResponse):
-    version = if_match(request)
-    document = _parse(request)
     if not isinstance(document, dict):
         raise PolicyError(Code.SYNTAX, "", "the policy must be a mapping (an object)")
-    draft = services.replace_draft(request.auth.actor(), document, version)
-    return _document_answer(response, draft)
+    return document
 
 
 @router.post("/apply", response={202: JobOut, 409: ProblemsOut, 422: ProblemsOut},
@@ -91,4 +69,6 @@ def apply_policy(request, response: HttpResponse, body: ApplyIn):
                                                    body.timeout))
 
 
+documents.routes(router, "policy", "policy", drafts.get, services.replace_draft, _parse,
+                 CONTENT)
 commit.routes(router, DOMAIN)

@@ -5,11 +5,11 @@ import re
 
 from django import forms
 
-from box import snapshot, verify
 from tusklib.problems import ProblemsFormMixin
 
+from . import services
 from .core.applier import CONFIRM_TIMEOUT_DEFAULT, CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN
-from .core.config import ADVERT_MS_MAX, ADVERT_MS_MIN, PRIMARY, PRIORITY, HaError, from_document
+from .core.config import ADVERT_MS_MAX, ADVERT_MS_MIN, PRIMARY, PRIORITY, HaError
 from .core.peer import KEY_MAX, KEY_MIN, key_problem, new_key
 
 SEGMENTS_HELP = ("One traffic segment per line: its interface, then the addresses the "
@@ -102,13 +102,8 @@ class HaForm(ProblemsFormMixin, forms.Form):
     def clean(self):
         data = super().clean()
         if not self.errors:
-            try:
-                config = from_document(self.to_document())
-                # the links against the box's network configuration (box/verify.py)
-                problems = verify.ha_problems(
-                    config, snapshot.read(snapshot.WEB, "network").network)
-                if problems:
-                    raise HaError(problems)
+            try:   # the one check, the API's too (the key was checked above)
+                services.check(self.to_document())
             except HaError as error:
                 self.add_problems(error.problems)
         return data

@@ -12,13 +12,9 @@ from django.views.decorators.http import require_POST
 
 from accounts.audit import Actor
 from accounts.roles import is_admin
-from jobs.models import PeriodicState
 from tusklib.problems import ServiceError
 
 from . import services
-from .agent_jobs import STATUS
-from .contracts import HaStatus
-from .core.config import HaError, parse, to_document
 from .forms import HaForm
 from .models import HaState
 
@@ -28,7 +24,7 @@ STALE_SECONDS = 30      # an ha.status older than this: the agent is not reporti
 def snapshot():
     """The agent's last ha.status with what the page derives from it, and the
     configuration's state (HaState): confirmed and pending ha.toml, the countdown."""
-    status = PeriodicState.read(STATUS, HaStatus)
+    status = services.status()
     found = dataclasses.asdict(status) if status is not None else {}
     config = HaState.current()
     at = found.get("at")
@@ -38,20 +34,10 @@ def snapshot():
             "stale": not isinstance(at, (int, float)) or time.time() - at > STALE_SECONDS}
 
 
-def _document(text):
-    """ha.toml's text as the form's document, or None (none, or not readable)."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return to_document(parse(text))
-    except HaError:
-        return None
-
-
 def page(request):
     state = snapshot()
     config = state["config"]
-    current = config and (_document(config.pending_text) or _document(config.confirmed_text))
+    current = services.current_document(config)
     form = None
     if is_admin(request.user):
         initial = HaForm.initial_from(current) if current else None

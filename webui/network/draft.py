@@ -125,7 +125,7 @@ def check(document):
     return config
 
 
-def _save(document, version, user):
+def save_document(document, version, user):
     """Validates and stores document if the draft is still at version. Raises
     NetworkError (every problem) or StaleDraft; saves nothing then."""
     check(document)
@@ -158,13 +158,13 @@ def save_item(key, index, item, version, user):
         entries[index] = item
         if key in LINKS and old_name and item.get("name") != old_name:
             _rename(document, {old_name: item["name"]})
-    return _save(document, version, user)
+    return save_document(document, version, user)
 
 
 def save_system(system, version, user):
     document = copy.deepcopy(get().document)
     document["system"] = system
-    return _save(document, version, user)
+    return save_document(document, version, user)
 
 
 def delete_item(key, index, version, user):
@@ -172,7 +172,7 @@ def delete_item(key, index, version, user):
     a VLAN on a deleted bond, a route through a deleted VLAN, a zone's interface."""
     document = copy.deepcopy(get().document)
     del document[key][index]
-    return _save(document, version, user)
+    return save_document(document, version, user)
 
 
 def _rename(document, renames):

@@ -12,6 +12,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from accounts import audit
 from commitkit import services as kit
 from tusklib.problems import Refusal, ServiceError
 
@@ -36,6 +37,19 @@ class Applied:
     queued: kit.Queued
     over: list[str]
     token: str | None
+
+
+def replace_draft(actor, document, version):
+    """The whole draft replaced by document if it is still at version. -> the Draft;
+    NetworkError (every problem, against this box) or ServiceError STALE, nothing saved."""
+    try:
+        draft = drafts.save_document(document, version, actor.user)
+    except drafts.StaleDraft:
+        raise ServiceError(Refusal.STALE, "version", "the draft changed since it was read: "
+                                                     f"it is at version {drafts.get().version}"
+                           ) from None
+    audit.record_for(actor, "network draft replaced", f"draft version {draft.version}")
+    return draft
 
 
 def apply_draft(actor, version, timeout):

@@ -3,7 +3,6 @@ apply, verify and rollback, and the buttons that queue them as agent jobs. Only 
 agent runs tusk-tune; a GET shows what it stored (TuningReport) and queues nothing."""
 import json
 
-from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -11,10 +10,10 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from accounts import audit
-from jobs import queue
+from accounts.audit import Actor
 from jobs.models import Job
 
+from . import services
 from .core import profile as profiles
 from .core.report import Write
 from .forms import ProfileForm
@@ -69,7 +68,7 @@ def _skipped_rows(skipped):
 
 
 def _page(request, form=None, status=200):
-    reports = {r.kind: r for r in TuningReport.objects.select_related("job")}
+    reports = services.reports()
     plan, verify = reports.get(TuningReport.Kind.PLAN), reports.get(TuningReport.Kind.VERIFY)
     if form is None:
         form = ProfileForm(initial={"profile": plan.profile if plan else
@@ -100,14 +99,13 @@ def tuning(request):
     return _page(request)
 
 
-def _queue(request, kind, args, action, target=""):
-    """Queues the job with its audit entry, then on to the job's progress page, which
-    comes back here when it is done. The buttons post with htmx (for hx-confirm): to
-    an htmx request the page is named in HX-Location, which htmx follows like a link."""
-    with transaction.atomic():
-        job = queue.enqueue(kind, args, request.user)
-        audit.record(request, action, target, job=job.pk)
-    url = reverse("job", args=[job.pk]) + "?next=tuning"
+def _queue(request, kind, profile=None):
+    """Queues the job (services.run: with its audit entry), then on to the job's progress
+    page, which comes back here when it is done. The buttons post with htmx (for
+    hx-confirm): to an htmx request the page is named in HX-Location, which htmx follows
+    like a link."""
+    queued = services.run(Actor.of(request), kind, profile)
+    url = reverse("job", args=[queued.job]) + "?next=tuning"
     if request.headers.get("HX-Request"):
         response = HttpResponse(status=204)
         response["HX-Location"] = json.dumps({"path": url, "target": "main"})
@@ -115,30 +113,29 @@ def _queue(request, kind, args, action, target=""):
     return redirect(url)
 
 
-def _with_profile(request, kind, action):
+def _with_profile(request, kind):
     form = ProfileForm(request.POST)
     if form.is_valid():
-        profile = form.cleaned_data["profile"]
-        return _queue(request, kind, {"profile": profile}, action, profile)
+        return _queue(request, kind, form.cleaned_data["profile"])
     # htmx swaps only a 2xx answer into the page: it gets the errors with 200
     return _page(request, form, status=200 if request.headers.get("HX-Request") else 400)
 
 
 @require_POST
 def plan(request):
-    return _with_profile(request, "tuning.plan", "tuning plan")
+    return _with_profile(request, "plan")
 
 
 @require_POST
 def apply(request):
-    return _with_profile(request, "tuning.apply", "tuning apply")
+    return _with_profile(request, "apply")
 
 
 @require_POST
 def verify(request):
-    return _queue(request, "tuning.verify", {}, "tuning verify")
+    return _queue(request, "verify")
 
 
 @require_POST
 def rollback(request):
-    return _queue(request, "tuning.rollback", {}, "tuning rollback")
+    return _queue(request, "rollback")
