@@ -32,6 +32,7 @@ NEEDS = {
     ("get", "/api/v1/policy"): Scope.READ,
     ("put", "/api/v1/policy"): Scope.ADMIN,
     ("post", "/api/v1/policy/apply"): Scope.ADMIN,
+    ("post", "/api/v1/policy/check"): Scope.READ,
     ("get", "/api/v1/policy/state"): Scope.READ,
     ("get", "/api/v1/policy/revisions"): Scope.READ,
     ("get", "/api/v1/policy/revisions/{number}"): Scope.READ,
@@ -59,6 +60,9 @@ NEEDS = {
     ("get", "/api/v1/ha/revisions"): Scope.READ,
     ("get", "/api/v1/ha/revisions/{number}"): Scope.READ,
     ("get", "/api/v1/ha/revisions/{number}/diff"): Scope.READ,
+    ("get", "/api/v1/flows"): Scope.READ,
+    ("post", "/api/v1/flows/drop"): Scope.OPERATE,
+    ("post", "/api/v1/flows/capture"): Scope.OPERATE,
     ("get", "/api/v1/tuning"): Scope.READ,
     ("post", "/api/v1/tuning/plan"): Scope.OPERATE,
     ("post", "/api/v1/tuning/verify"): Scope.OPERATE,
@@ -212,6 +216,20 @@ def test_the_policy_document_is_written_at_its_version_only(admin_user):
     as_yaml = client.put("/api/v1/policy", yaml.safe_dump({**ZONES, "zones": ZONES["zones"][:1]}),
                          content_type="application/yaml", HTTP_IF_MATCH=put["ETag"], **token)
     assert as_yaml.status_code == 200 and len(drafts.get().document["zones"]) == 1
+
+
+def test_a_document_is_checked_without_being_saved(admin_user):
+    token = bearer(make_token(admin_user, Scope.READ))
+    client = Client()
+    version = drafts.get().version
+    good = client.post("/api/v1/policy/check", yaml.safe_dump(ZONES),
+                       content_type="application/yaml", **token)
+    assert good.status_code == 200 and good.json() == {"valid": True}
+    bad = {**ZONES, "zones": [{"name": "inside", "interfaces": ["eth1"]}] * 2}
+    refused = client.post("/api/v1/policy/check", json.dumps(bad),
+                          content_type="application/json", **token)
+    assert refused.status_code == 422 and problems(refused)[0]["code"] == "DUPLICATE"
+    assert drafts.get().version == version and not AuditEntry.objects.exists()
 
 
 def test_apply_answers_202_with_the_job_and_refuses_a_stale_version(admin_user):
@@ -409,3 +427,46 @@ def test_tuning_runs_only_a_profile_that_loads(admin_user):
                        content_type="application/json", **token).status_code == 403
     assert AuditEntry.objects.filter(action="tuning plan", target="throughput",
                                      token="operate-token").exists()
+
+
+def test_flows_are_listed_filtered_and_dropped_through_the_services(admin_user):
+    from flowsample import flow_sample
+
+    from flows.agent_jobs import SAMPLE
+    from jobs.models import PeriodicState
+    row = flow_sample()
+    elephant = {**row["flows"][0], "id": 8, "bps": [2_000_000_000, 0],
+                "orig": {"src": "10.0.0.5", "dst": "10.0.9.9", "sport": 50000, "dport": 2811},
+                "reply": {"src": "10.0.9.9", "dst": "10.0.0.5", "sport": 2811, "dport": 50000}}
+    PeriodicState.objects.create(name=SAMPLE, result={**row, "flows": [elephant,
+                                                                       row["flows"][0]]})
+    token = bearer(make_token(admin_user, Scope.OPERATE))
+    client = Client()
+    listed = client.get("/api/v1/flows", **token).json()
+    assert listed["entries"] == 3 and [f["id"] for f in listed["flows"]] == [8, 7]
+    assert listed["flows"][0]["elephant"] and listed["flows"][0]["rate"] == 2_000_000_000
+    for query, ids in (("address=10.0.9.9", [8]), ("port=5201", [7]), ("elephants=true", [8]),
+                       ("protocol=udp", []), ("address=10.0.0.1&port=40000", [7])):
+        found = client.get(f"/api/v1/flows?{query}", **token).json()["flows"]
+        assert [f["id"] for f in found] == ids, query
+    assert client.get("/api/v1/flows?address=nowhere", **token).status_code == 422
+
+    flow = {name: elephant["orig"][name] for name in ("src", "dst", "sport", "dport")}
+    flow.update(id=8, family=4, proto=6)
+    dropped = client.post("/api/v1/flows/drop", {"flow": flow},
+                          content_type="application/json", **token)
+    assert dropped.status_code == 202
+    job = Job.objects.get(pk=dropped.json()["id"])
+    assert (job.kind, job.args["flow"]["src"]) == ("flows.drop", "10.0.0.5")
+    assert AuditEntry.objects.get(action="flow drop").token == "operate-token"
+    bad = client.post("/api/v1/flows/drop", {"flow": {**flow, "src": "10.0.0.999"}},
+                      content_type="application/json", **token)
+    assert bad.status_code == 422 and problems(bad)[0]["path"] == "flow.src"
+    captured = client.post("/api/v1/flows/capture", {"flow": flow, "seconds": 5,
+                                                     "analyze": True},
+                           content_type="application/json", **token)
+    assert captured.status_code == 202
+    assert Job.objects.get(pk=captured.json()["id"]).args["analyze"] is True
+    # a row the web user forged is no sample, never a server error
+    PeriodicState.objects.filter(name=SAMPLE).update(result={"flows": "x"})
+    assert client.get("/api/v1/flows", **token).json()["flows"] == []

@@ -17,18 +17,16 @@ from policy.core.normalise import parse_yaml
 from policy.domain import DOMAIN
 
 from . import commit, documents
-from .auth import ADMIN
+from .auth import ADMIN, READ
 from .documents import read_body
 from .jobs import accepted
 from .schemas import INT_MAX, JobOut, ProblemsOut
 
 router = Router(tags=["policy"])
-CONTENT = {
-    "application/json": {"schema": {"type": "object", "additionalProperties": True,
-                                    "description": "The policy file's structure "
-                                                   "(docs/POLICY.md)"}},
-    "application/yaml": {"schema": {"type": "string",
-                                    "description": "A policy file, as `tusk policy` reads"}}}
+POLICY = {"type": "object", "additionalProperties": True,
+          "description": "The policy file's structure (docs/POLICY.md)"}
+# YAML is the policy file itself, as `tusk policy` reads it (its comments are not kept)
+CONTENT = {"application/json": {"schema": POLICY}, "application/yaml": {"schema": POLICY}}
 
 
 class ApplyIn(Schema):
@@ -59,6 +57,19 @@ def _parse(request):
     if not isinstance(document, dict):
         raise PolicyError(Code.SYNTAX, "", "the policy must be a mapping (an object)")
     return document
+
+
+class CheckedOut(Schema):
+    valid: bool
+
+
+@router.post("/check", response={200: CheckedOut, 422: ProblemsOut}, auth=READ,
+             openapi_extra={"requestBody": {"required": True, "content": CONTENT}},
+             summary="Check a policy document as an apply would (saves nothing)",
+             operation_id="policy_check")
+def check_policy(request):
+    services.check(_parse(request))
+    return {"valid": True}
 
 
 @router.post("/apply", response={202: JobOut, 409: ProblemsOut, 422: ProblemsOut},

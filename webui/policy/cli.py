@@ -20,7 +20,8 @@ from .core.render import render
 DEFAULT_STATE_DIR = "/var/lib/tusk/policy"
 
 
-def _read(path):
+def read_text(path):
+    """A policy file's text (- : stdin); PolicyError IO when it cannot be read."""
     if path == "-":
         return sys.stdin.read()
     try:
@@ -39,7 +40,7 @@ def cmd_check(args):
         load_policy_file(args.file)
         print(f"{args.file}: valid")
         return
-    _applier(args).check(_read(args.file))
+    _applier(args).check(read_text(args.file))
     print(f"{args.file}: valid, and nft -c on {_applier(args).target} accepts the ruleset")
 
 
@@ -49,7 +50,7 @@ def cmd_print(args):
 
 def cmd_apply(args):
     applier = _applier(args)
-    revision = applier.apply(_read(args.file), user=args.user, timeout=args.timeout)
+    revision = applier.apply(read_text(args.file), user=args.user, timeout=args.timeout)
     timeout = revision.meta["confirm_timeout"]
     print(f"revision {revision.id} applied to {applier.target}; it rolls back by itself in "
           f"{timeout} s unless confirmed with: tusk policy confirm")

@@ -35,6 +35,15 @@ def apply_problems(document):
                                    snapshot.read(snapshot.WEB, "network").network)
 
 
+def check(document):
+    """document checked as an apply would check it - the policy engine, then against the
+    box's network - without saving anything. PolicyError with every problem."""
+    load_policy(document)
+    problems = apply_problems(document)
+    if problems:
+        raise PolicyError(problems)
+
+
 def apply_draft(actor, version, timeout):
     """Queues the apply of the draft at version, pending until confirmed within timeout
     seconds. -> kit.Queued; PolicyError with the problems against the network;

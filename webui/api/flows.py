@@ -1,0 +1,138 @@
+"""The connections crossing the firewall now, as the Flows page lists them (the agent's
+sampler keeps the fastest; docs/FLOWS.md), filtered; and the actions on one of them -
+drop it, capture it on both sides (with its health report when asked) - for an operate
+token. A flow is named by its conntrack id and original tuple (the list gives them);
+the agent checks it again and acts only on the connection that still has them."""
+from datetime import UTC, datetime
+
+from django.http import HttpResponse
+from ninja import Query, Router, Schema
+from pydantic import Field, IPvAnyAddress
+
+from flows import services
+from flows.core.flowref import CAPTURE_SECONDS
+
+from .auth import OPERATE, READ
+from .jobs import accepted
+from .schemas import JobOut, ProblemsOut
+
+router = Router(tags=["flows"])
+
+
+class EndpointOut(Schema):
+    src: str
+    dst: str
+    sport: int
+    dport: int
+
+
+class LostOut(Schema):
+    stage: str
+    label: str
+    interface: str | None
+    packets: int
+
+
+class FlowOut(Schema):
+    id: int
+    family: int
+    proto: int
+    protocol: str
+    orig: EndpointOut
+    reply: EndpointOut
+    nat: bool
+    zone: int
+    class_id: int = Field(description="The traffic class's ordinal (0: none)")
+    class_name: str
+    fastpath: bool
+    offloaded: bool
+    in_hardware: bool
+    bps: list[int] | None = Field(description="bit/s each way; null before two readings")
+    rate: int | None
+    elephant: bool
+    bytes: list[int] | None
+    packets: list[int] | None
+    age: float | None
+    state: str | None
+    lost: list[LostOut] = Field(description="An elephant's: the loss path's stages that "
+                                            "lost packets while it ran")
+
+
+class FlowsOut(Schema):
+    at: datetime | None = Field(description="When the sampler read the table")
+    entries: int | None = Field(description="Connections in the table then")
+    stale: bool
+    flows: list[FlowOut]
+
+
+class FlowFilter(Schema):
+    address: IPvAnyAddress | None = Field(None, description="Either end, either "
+                                                            "direction (after NAT too)")
+    port: int | None = Field(None, ge=0, le=65535)
+    protocol: str | None = Field(None, max_length=8, description="tcp, udp, icmp, ...")
+    class_name: str | None = Field(None, max_length=64)
+    elephants: bool = Field(False, description="Only the elephants")
+    limit: int = Field(50, ge=1, le=50)
+
+
+class FlowIn(Schema):
+    id: int = Field(ge=0, le=2 ** 32 - 1)
+    family: int
+    proto: int
+    src: str = Field(max_length=64)
+    dst: str = Field(max_length=64)
+    sport: int
+    dport: int
+    zone: int = 0
+
+
+class DropIn(Schema):
+    flow: FlowIn
+
+
+class CaptureIn(Schema):
+    flow: FlowIn
+    seconds: int = Field(CAPTURE_SECONDS[2], ge=CAPTURE_SECONDS[0], le=CAPTURE_SECONDS[1])
+    analyze: bool = Field(False, description="Then the capture's health report")
+
+
+def _matches(flow, filters, address):
+    ends = [flow[way][end] for way in ("orig", "reply") for end in ("src", "dst")]
+    ports = [flow[way][end] for way in ("orig", "reply") for end in ("sport", "dport")]
+    return ((address is None or address in ends)
+            and (filters.port is None or filters.port in ports)
+            and (filters.protocol is None or flow["protocol"] == filters.protocol.lower())
+            and (filters.class_name is None or flow["class_name"] == filters.class_name)
+            and (not filters.elephants or flow["elephant"]))
+
+
+def _out(flow):
+    return {**flow, "class_id": flow["class"],
+            "lost": [{"stage": stage.key, "label": stage.label, "interface": interface,
+                      "packets": packets} for stage, interface, packets in flow["lost"] or []]}
+
+
+@router.get("", response={200: FlowsOut, 422: ProblemsOut}, auth=READ,
+            summary="The fastest connections now, filtered", operation_id="flows_list")
+def list_flows(request, filters: Query[FlowFilter]):
+    address = str(filters.address) if filters.address is not None else None
+    found = services.listing(rows=50)
+    snapshot = found.snapshot
+    return {"at": datetime.fromtimestamp(snapshot["at"], UTC) if snapshot else None,
+            "entries": snapshot["entries"] if snapshot else None, "stale": found.stale,
+            "flows": [_out(flow) for flow in found.flows
+                      if _matches(flow, filters, address)][:filters.limit]}
+
+
+@router.post("/drop", response={202: JobOut, 422: ProblemsOut}, auth=OPERATE,
+             summary="Drop a connection", operation_id="flows_drop")
+def drop(request, response: HttpResponse, body: DropIn):
+    return accepted(response, services.drop(request.auth.actor(), body.flow.dict()))
+
+
+@router.post("/capture", response={202: JobOut, 422: ProblemsOut}, auth=OPERATE,
+             summary="Capture a connection on both sides of the firewall",
+             operation_id="flows_capture")
+def capture(request, response: HttpResponse, body: CaptureIn):
+    return accepted(response, services.capture(request.auth.actor(), body.flow.dict(),
+                                               body.seconds, body.analyze))
