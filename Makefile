@@ -24,7 +24,7 @@ KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-de
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils ovmf debootstrap xorriso mtools dosfstools \
 	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd squashfs-tools
 
-.PHONY: help run test check lint openapi deps apt vm-deps venv vm-test bench bench-elephant bench-policy bench-seqrand bench-tune bench-ui bench-diag bench-middlebox bench-flows bench-ha kernel check-kernel-series check-kernel-debug check-kernel-debug-kunit iso bundle image check-image clean
+.PHONY: help run test check lint openapi deps apt vm-deps venv vm-test bench bench-elephant bench-policy bench-seqrand bench-tune bench-ui bench-api bench-diag bench-middlebox bench-flows bench-ha kernel check-kernel-series check-kernel-debug check-kernel-debug-kunit iso bundle image check-image clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
@@ -39,6 +39,7 @@ help:
 	@echo "make bench-elephant one elephant through the defaults: ESnet RTT/MTU/loss, mixed load, promotion cost"
 	@echo "make bench-tune    1- and 4-flow throughput with and without tusk-tune, in the VM"
 	@echo "make bench-ui      latency of the web UI's pages and fragments under load"
+	@echo "make bench-api     the REST API's latency against the same operations through the pages"
 	@echo "make bench-diag    capture analysis rate and memory; a capture's cost to one flow"
 	@echo "make bench-middlebox Allman's middlebox measurement through fw vs a direct path"
 	@echo "make bench-flows   the Live flows sampler's CPU and memory at 10 000 to 1 000 000 entries"
@@ -147,6 +148,10 @@ bench-policy: deps vm-deps
 bench-ui: deps
 	@tools/ensure-apt wrk
 	$(PY) tests/bench/bench_ui.py
+
+bench-api: deps
+	@[ "$$(id -u)" -eq 0 ] || { echo "make bench-api needs root: the lab's namespaces"; exit 1; }
+	$(PY) tests/bench/bench_api.py
 
 bench-seqrand: deps vm-deps
 	$(PY) tests/bench/bench_seqrand.py

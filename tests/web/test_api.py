@@ -61,6 +61,7 @@ NEEDS = {
     ("get", "/api/v1/ha/revisions/{number}"): Scope.READ,
     ("get", "/api/v1/ha/revisions/{number}/diff"): Scope.READ,
     ("get", "/api/v1/flows"): Scope.READ,
+    ("get", "/api/v1/logs"): Scope.READ,
     ("post", "/api/v1/flows/drop"): Scope.OPERATE,
     ("post", "/api/v1/flows/capture"): Scope.OPERATE,
     ("get", "/api/v1/tuning"): Scope.READ,

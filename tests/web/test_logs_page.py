@@ -113,6 +113,34 @@ def test_a_denied_packet_is_on_the_page_filtered_with_its_class_and_zones(
         assert rows(found) == 0 and b"No record matches." in found.content, nothing
 
 
+def test_the_api_finds_what_the_page_finds_and_pages_back_in_time(
+        admin_user, log_dir, confirmed, peers):
+    """GET /api/v1/logs: the page's filters (its form checks them), newest first, and a
+    `next` query for the older records until there are none."""
+    from django.test import Client
+
+    from accounts import tokens
+    token = {"HTTP_AUTHORIZATION": "Bearer " + tokens.create("logs", "read", admin_user,
+                                                              1)[1]}
+    client = Client()
+    udp_from_peer(peers, 7771)
+    denied(peers)
+    udp_from_peer(peers, 7772)
+    wait_until(lambda: len(client.get("/api/v1/logs", **token).json()["records"]) == 3, 10,
+               "three records through the API")
+    newest = client.get("/api/v1/logs?limit=2", **token).json()
+    assert [r["destination_port"] for r in newest["records"]] == [7772, 5209]
+    assert newest["records"][1]["cls"] == "web" and newest["records"][1]["verdict"] == "drop"
+    older = client.get("/api/v1/logs" + newest["next"], **token).json()
+    assert [r["destination_port"] for r in older["records"]] == [7771]
+    assert older["next"] is None
+    only = client.get("/api/v1/logs?cls=web&zone=outside&protocol=tcp", **token).json()
+    assert [r["destination_port"] for r in only["records"]] == [5209]
+    bad = client.get("/api/v1/logs?zone=nowhere&address=example.net", **token)
+    assert bad.status_code == 422
+    assert {p["path"] for p in bad.json()["problems"]} == {"zone", "address"}
+
+
 @pytest.mark.django_db
 def test_a_bad_filter_is_named_by_field(admin_client):
     response = admin_client.get("/logs/", {"address": "10.1.2.300", "port": "70000",

@@ -7,7 +7,6 @@ The web process reads the log files itself: the log directory is root's, group o
 web user, 2750 (core/storage.py), like the capture directory it may read what the agent
 and ulogd put there - but it can write nothing there, and it opens only the log files'
 own names, as regular files linked nowhere else, never through a link."""
-import functools
 
 from django.conf import settings
 from django.db import transaction
@@ -22,47 +21,20 @@ from accounts.roles import is_admin
 from jobs import queue
 from jobs.models import Job, PeriodicState
 from policy import draft as drafts
-from policy.core.errors import PolicyError
-from policy.core.normalise import load_policy_text
-from policy.models import Revision, TargetState
 
+from . import services
 from .contracts import Forwarding, Kept
-from .core import paths, records, storage
+from .core import paths, storage
 from .core.constants import (
     APPLY_JOB,
     FORWARDER_TASK,
     KEEP_TASK,
     LIVE_POLL_SECONDS,
     SCAN_BYTES,
-    TAIL_DEFAULT,
 )
 from .core.settings import SettingsError, check
-from .forms import DEFAULT_DENY, FilterForm, StorageForm, SyslogForm
+from .forms import DEFAULT_DENY, StorageForm, SyslogForm
 from .models import LogSettings
-
-
-@functools.lru_cache(maxsize=8)
-def _policy_of(number, ruleset_sha256):
-    """(zones {name: frozenset of interfaces}, class names) of revision number (with
-    that ruleset: a revision never changes, so the parse is kept; the hash tells a
-    revision of another database - a restore, the tests - from it)."""
-    text = Revision.objects.filter(number=number).values_list("policy_text", flat=True).first()
-    try:
-        policy = load_policy_text(text) if text else None
-    except PolicyError:   # a revision of an older Tusk that this one no longer reads
-        policy = None
-    if policy is None:
-        return {}, ()
-    return ({zone.name: frozenset(zone.interfaces) for zone in policy.zones},
-            tuple(c.name for c in policy.classes))
-
-
-def confirmed():
-    """(revision number or None, zones, class names) of the confirmed policy."""
-    number = TargetState.objects.filter(pk=1).values_list("confirmed", flat=True).first()
-    found = Revision.objects.filter(number=number).values_list("ruleset_sha256", flat=True)
-    sha256 = found.first() if number else None
-    return (number, *_policy_of(number, sha256)) if sha256 else (None, {}, ())
 
 
 def _class_links(number, classes):
@@ -138,22 +110,13 @@ def _status():
 
 
 def _page(request, storage_form=None, syslog_form=None, status=200):
-    number, zones, classes = confirmed()
+    number, zones, classes = services.confirmed()
     data = request.GET if request.method == "GET" else {}
     live = not data or data.get("live") == "on"
-    form = FilterForm(data or None, zones=zones, classes=classes,
-                      initial={"live": True})
-    found, error = None, ""
-    if data and not form.is_valid():
+    result = services.search(data, zones, classes)
+    form, found, error = result.form, result.search, result.error
+    if form.errors:
         status = 400
-    else:
-        match = form.filter() if data else records.Filter()
-        try:
-            found = storage.search(paths.log_dir(settings.TUSK), records.parse, match.matches,
-                                   form.tail if data else TAIL_DEFAULT, SCAN_BYTES,
-                                   since=match.since, candidate=match.candidate())
-        except storage.UnsafeFile as exc:
-            error = str(exc)
     live = live and not (form.is_bound and form.is_valid() and form.cleaned_data.get("until"))
     document = _document()
     try:
