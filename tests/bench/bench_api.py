@@ -22,7 +22,6 @@ import os
 import re
 import signal
 import statistics
-import subprocess
 import sys
 import time
 import urllib.parse
@@ -35,6 +34,7 @@ ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE), str(ROOT / "webui"), str(ROOT / "tests"), str(ROOT)]
 
 from bench_policy import classes_policy  # noqa: E402
+from bench_ui import start_lab  # noqa: E402
 from paired import mean_ci  # noqa: E402
 
 from flows.core import ctnetlink as nl  # noqa: E402
@@ -75,20 +75,6 @@ class Client:
         return self.request("POST", path, body, {
             "Content-Type": "application/x-www-form-urlencoded",
             "Referer": f"http://127.0.0.1:{HTTP_PORT}{path}"})
-
-
-def start_lab():
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "tusk-lab"), "--name", NAME,
-                             "--http-port", str(HTTP_PORT), "--pg-port", str(PG_PORT)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    password = None
-    for line in proc.stdout:
-        found = re.search(r"one-time password: (\S+)", line)
-        if found:
-            password = found.group(1)
-        if line.startswith("READY "):
-            return proc, password
-    sys.exit("tools/tusk-lab did not come up")
 
 
 def job_done(api, job, seconds=300):
@@ -152,7 +138,7 @@ def measure(rounds, pair):
 
 
 def main():
-    proc, one_time = start_lab()
+    proc, _, one_time = start_lab(NAME, HTTP_PORT, PG_PORT)
     try:
         page, api, policy = prepare(one_time)
         fill_conntrack(f"{NAME}-fw")

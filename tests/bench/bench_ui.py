@@ -80,9 +80,10 @@ class Session:
             return response.geturl(), response.read().decode()
 
 
-def start_lab():
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "tusk-lab"), "--name", NAME,
-                             "--http-port", str(HTTP_PORT), "--pg-port", str(PG_PORT)],
+def start_lab(name=NAME, http_port=HTTP_PORT, pg_port=PG_PORT):
+    """tools/tusk-lab on its own ports: (the process, its URL, the one-time password)."""
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "tusk-lab"), "--name", name,
+                             "--http-port", str(http_port), "--pg-port", str(pg_port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     password = None
     for line in proc.stdout:
