@@ -62,6 +62,14 @@ NEEDS = {
     ("get", "/api/v1/ha/revisions/{number}/diff"): Scope.READ,
     ("get", "/api/v1/flows"): Scope.READ,
     ("get", "/api/v1/logs"): Scope.READ,
+    ("get", "/api/v1/captures"): Scope.READ,
+    ("post", "/api/v1/captures"): Scope.OPERATE,
+    ("get", "/api/v1/captures/{capture_id}"): Scope.READ,
+    ("post", "/api/v1/captures/{capture_id}/stop"): Scope.OPERATE,
+    ("post", "/api/v1/captures/{capture_id}/analyze"): Scope.OPERATE,
+    ("delete", "/api/v1/captures/{capture_id}"): Scope.OPERATE,
+    ("get", "/api/v1/captures/{capture_id}/download"): Scope.OPERATE,
+    ("get", "/api/v1/reports/{report_id}"): Scope.READ,
     ("post", "/api/v1/flows/drop"): Scope.OPERATE,
     ("post", "/api/v1/flows/capture"): Scope.OPERATE,
     ("get", "/api/v1/tuning"): Scope.READ,
@@ -103,14 +111,14 @@ def test_every_operation_is_classified():
 
 
 def _call(client, method, path, headers):
-    url = path.replace("{number}", "1").replace("{job_id}", "1")
+    url = re.sub(r"\{[a-z_]+\}", "1", path)
     body = {"put": (json.dumps(ZONES), "application/json")}.get(method)
     extra = {"HTTP_IF_MATCH": '"1"'} if method == "put" else {}
     if body:
         return getattr(client, method)(url, body[0], content_type=body[1], **headers, **extra)
     if method == "post":
         return client.post(url, "{}", content_type="application/json", **headers)
-    return client.get(url, **headers)
+    return getattr(client, method)(url, **headers)
 
 
 def _allowed(response):

@@ -372,3 +372,44 @@ def test_a_report_from_a_hostile_capture_is_escaped(admin_client):
     assert "<script>alert" not in page
     assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 9
     assert 'data-chart="throughput"' in page and 'class="mark"' in page
+
+
+def test_a_capture_through_the_api_is_started_downloaded_and_reported(agent, netns, router,
+                                                                      admin_user):
+    """An operate token: start with limits (a bad one refused by name), the capture's
+    packets downloaded as pcapng, its health report made and read - the page's checks
+    and files, through the API."""
+    from django.test import Client
+
+    from accounts import tokens
+    token = {"HTTP_AUTHORIZATION": "Bearer " + tokens.create("ids", "operate", admin_user,
+                                                              1)[1]}
+    client = Client()
+    sampled("eth1", "eth3")
+    refused = client.post("/api/v1/captures", {"interfaces": ["eth1", "eth9"],
+                                               "filter": "tcp port"},
+                          content_type="application/json", **token)
+    assert refused.status_code == 422
+    assert {p["path"] for p in refused.json()["problems"]} >= {"interfaces", "filter"}
+    started = client.post("/api/v1/captures", {"interfaces": ["eth1", "eth3"],
+                                               "filter": "tcp port 5201",
+                                               "max_packets": 1500, "max_mb": 10},
+                          content_type="application/json", **token)
+    assert started.status_code == 202, started.content
+    cap = running(Capture.objects.get(pk=started.json()["id"]))
+    traffic(router).wait(30)
+    cap = finished(cap)
+    shown = client.get(started["Location"], **token).json()
+    assert (shown["state"], shown["reason"], shown["packets"]) == ("done", "packets", 1500)
+    download = client.get(f"/api/v1/captures/{cap.pk}/download", **token)
+    assert download.status_code == 200 and download["Content-Type"] == "application/x-pcapng"
+    assert b"".join(download.streaming_content)[:4] == b"\n\r\r\n"   # a pcapng section
+    job = client.post(f"/api/v1/captures/{cap.pk}/analyze", **token)
+    assert job.status_code == 202
+    wait(Job.objects.get(pk=job.json()["id"]), 120)
+    report = client.get(f"/api/v1/captures/{cap.pk}", **token).json()["report"]
+    found = client.get(f"/api/v1/reports/{report}", **token).json()
+    assert found["capture"] == cap.pk and found["result"]["flows"]
+    assert client.delete(f"/api/v1/captures/{cap.pk}", **token).status_code == 204
+    assert not stored(cap)
+    assert AuditEntry.objects.filter(action="capture start", token="ids").exists()

@@ -48,7 +48,8 @@ def accepted(response, queued):
 
 
 class JobFilter(Schema):
-    kind: str | None = Field(None, max_length=64, description="Only jobs of this kind")
+    kind: str | None = Field(None, pattern=r"^[a-z0-9_.]{1,64}$",
+                             description="Only jobs of this kind, e.g. policy.apply")
     state: Job.State | None = None
     limit: int = Field(50, ge=1, le=LIST_MAX)
 

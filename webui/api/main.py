@@ -7,7 +7,7 @@ import json
 from django.http import Http404
 from ninja import NinjaAPI
 
-from . import errors, flows, ha, jobs, logs, network, policy, tuning
+from . import captures, errors, flows, ha, jobs, logs, network, policy, tuning
 
 PROBLEMS = {"content": {"application/json": {"schema": {
     "$ref": "#/components/schemas/ProblemsOut"}}}}
@@ -53,6 +53,7 @@ api.add_router("/ha", ha.router)
 api.add_router("/tuning", tuning.router)
 api.add_router("/flows", flows.router)
 api.add_router("/logs", logs.router)
+api.add_router("/", captures.router)
 api.add_router("/", jobs.router)
 errors.install(api)
 
