@@ -70,6 +70,10 @@ NEEDS = {
     ("delete", "/api/v1/captures/{capture_id}"): Scope.OPERATE,
     ("get", "/api/v1/captures/{capture_id}/download"): Scope.OPERATE,
     ("get", "/api/v1/reports/{report_id}"): Scope.READ,
+    ("get", "/api/v1/users"): Scope.ADMIN,
+    ("post", "/api/v1/users"): Scope.ADMIN,
+    ("patch", "/api/v1/users/{username}"): Scope.ADMIN,
+    ("get", "/api/v1/audit"): Scope.READ,
     ("post", "/api/v1/flows/drop"): Scope.OPERATE,
     ("post", "/api/v1/flows/capture"): Scope.OPERATE,
     ("get", "/api/v1/tuning"): Scope.READ,
@@ -111,13 +115,13 @@ def test_every_operation_is_classified():
 
 
 def _call(client, method, path, headers):
-    url = re.sub(r"\{[a-z_]+\}", "1", path)
+    url = re.sub(r"\{[a-z_]+\}", "1", path).replace("users/1", "users/alice")
     body = {"put": (json.dumps(ZONES), "application/json")}.get(method)
     extra = {"HTTP_IF_MATCH": '"1"'} if method == "put" else {}
     if body:
         return getattr(client, method)(url, body[0], content_type=body[1], **headers, **extra)
-    if method == "post":
-        return client.post(url, "{}", content_type="application/json", **headers)
+    if method in ("post", "patch"):
+        return getattr(client, method)(url, "{}", content_type="application/json", **headers)
     return getattr(client, method)(url, **headers)
 
 
@@ -479,3 +483,31 @@ def test_flows_are_listed_filtered_and_dropped_through_the_services(admin_user):
     # a row the web user forged is no sample, never a server error
     PeriodicState.objects.filter(name=SAMPLE).update(result={"flows": "x"})
     assert client.get("/api/v1/flows", **token).json()["flows"] == []
+
+
+def test_users_are_made_and_changed_as_the_pages_make_them(admin_user, viewer_user):
+    token = bearer(make_token(admin_user, Scope.ADMIN))
+    client = Client()
+    made = client.post("/api/v1/users", {"username": "ci-bot", "role": "viewer",
+                                         "password": "a long first password"},
+                       content_type="application/json", **token)
+    assert made.status_code == 201 and made.json()["role"] == "viewer"
+    weak = client.post("/api/v1/users", {"username": "weak", "role": "viewer",
+                                         "password": "12345"},
+                       content_type="application/json", **token)
+    assert weak.status_code == 422 and problems(weak)[0]["path"] == "password"
+    taken = client.post("/api/v1/users", {"username": "CI-BOT", "role": "admin",
+                                          "password": "another long password"},
+                        content_type="application/json", **token)
+    assert taken.status_code == 422 and problems(taken)[0]["path"] == "username"
+    changed = client.patch("/api/v1/users/ci-bot", {"role": "admin", "active": False},
+                           content_type="application/json", **token)
+    assert changed.json() == {**changed.json(), "role": "admin", "active": False}
+    own = client.patch("/api/v1/users/alice", {"role": "viewer"},
+                       content_type="application/json", **token)
+    assert own.status_code == 403 and problems(own)[0]["path"] == "role"
+    assert client.patch("/api/v1/users/nobody", {}, content_type="application/json",
+                        **token).status_code == 404
+    entries = client.get("/api/v1/audit?token=admin-token", **token).json()
+    assert [e["action"] for e in entries] == ["user edit", "user create"]
+    assert all(e["username"] == "alice" for e in entries)

@@ -12,7 +12,9 @@ from django.utils.cache import patch_cache_control
 from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_POST
 
-from . import audit, second_factor, tokens, totp
+from tusklib.problems import ServiceError
+
+from . import audit, second_factor, services, tokens, totp
 from .forms import ThrottledLoginForm, TokenForm, UserCreateForm, UserEditForm
 from .models import AuditEntry, LoginSettings, Profile, Token
 from .roles import is_admin, role_of
@@ -88,11 +90,8 @@ def user_create(request):
     form = UserCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        with transaction.atomic():
-            user = get_user_model().objects.create_user(data["username"],
-                                                        password=data["password"])
-            Profile.objects.create(user=user, role=data["role"], must_change_password=True)
-            audit.record(request, "user create", user.get_username(), role=data["role"])
+        user = services.create_user(audit.Actor.of(request), data["username"], data["role"],
+                                    data["password"])
         messages.success(request, f"User {user.get_username()} created; they choose their "
                                   "own password at the first login.")
         return redirect("users")
@@ -107,16 +106,12 @@ def user_edit(request, pk):
     password_form = SetPasswordForm(user)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        if user == request.user and (data["role"] != "admin" or not data["active"]):
+        try:
+            services.edit_user(audit.Actor.of(request), user, data["role"], data["active"])
+        except ServiceError:
             form.add_error(None, "You cannot take away your own admin role or deactivate "
                                  "yourself; ask another admin.")
         else:
-            with transaction.atomic():
-                Profile.objects.update_or_create(user=user, defaults={"role": data["role"]})
-                user.is_active = data["active"]
-                user.save(update_fields=["is_active"])
-                audit.record(request, "user edit", user.get_username(), role=data["role"],
-                             active=data["active"])
             messages.success(request, f"User {user.get_username()} saved.")
             return redirect("users")
     return render(request, "accounts/user_form.html",

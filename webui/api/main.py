@@ -7,7 +7,7 @@ import json
 from django.http import Http404
 from ninja import NinjaAPI
 
-from . import captures, errors, flows, ha, jobs, logs, network, policy, tuning
+from . import captures, errors, flows, ha, jobs, logs, network, policy, tuning, users
 
 PROBLEMS = {"content": {"application/json": {"schema": {
     "$ref": "#/components/schemas/ProblemsOut"}}}}
@@ -54,6 +54,7 @@ api.add_router("/tuning", tuning.router)
 api.add_router("/flows", flows.router)
 api.add_router("/logs", logs.router)
 api.add_router("/", captures.router)
+api.add_router("/", users.router)
 api.add_router("/", jobs.router)
 errors.install(api)
 
