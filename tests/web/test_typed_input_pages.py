@@ -13,11 +13,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from tuskweb import errors_of
 
-from accounts.forms import UserCreateForm
+from accounts.forms import TokenForm, UserCreateForm
 from diag.models import Capture
 from jobs.models import Job
 from logs.forms import FilterForm
-from metrics.forms import TokenForm
 from policy import draft as drafts
 from policy.models import Draft
 from selftest.forms import HOSTNAME
