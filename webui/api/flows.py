@@ -4,16 +4,18 @@ drop it, capture it on both sides (with its health report when asked) - for an o
 token. A flow is named by its conntrack id and original tuple (the list gives them);
 the agent checks it again and acts only on the connection that still has them."""
 from datetime import UTC, datetime
+from typing import Any
 
 from django.http import HttpResponse
-from ninja import Query, Router, Schema
+from ninja import Query, Router, Schema, Status
 from pydantic import Field, IPvAnyAddress
 
 from flows import services
+from flows.core import hook
 from flows.core.flowref import CAPTURE_SECONDS
 
 from .auth import OPERATE, READ
-from .jobs import accepted
+from .jobs import accepted, queued_job
 from .schemas import JobOut, ProblemsOut
 
 router = Router(tags=["flows"])
@@ -136,3 +138,79 @@ def drop(request, response: HttpResponse, body: DropIn):
 def capture(request, response: HttpResponse, body: CaptureIn):
     return accepted(response, services.capture(request.auth.actor(), body.flow.dict(),
                                                body.seconds, body.analyze))
+
+
+class HookFlowIn(Schema):
+    src: str = Field(max_length=64)
+    dst: str = Field(max_length=64)
+    protocol: str = Field(max_length=8, description="tcp, udp or sctp")
+    sport: int
+    dport: int
+
+
+class HookIn(Schema):
+    """A prefix (either end of a connection) or a connection (either direction)."""
+
+    prefix: str | None = Field(None, max_length=64, description="e.g. 198.51.100.7/32")
+    flow: HookFlowIn | None = None
+    ttl: int = Field(hook.TTL[2], ge=hook.TTL[0], le=hook.TTL[1],
+                     description="Seconds until it ends by itself")
+    reason: str = Field("", max_length=hook.REASON_MAX,
+                        description="Why: the IDS's alert, a ticket")
+
+
+class HookOut(Schema):
+    id: int
+    action: str
+    match: str
+    request: dict[str, Any]
+    reason: str
+    created_by: str | None
+    token: str
+    created_at: datetime
+    expires_at: datetime
+    job: int | None
+    state: str | None = Field(description="Its job's: queued, running, succeeded, failed")
+
+
+class HookedOut(Schema):
+    job: JobOut
+    entry: HookOut
+
+
+def _hook_out(entry):
+    return {"id": entry.pk, "action": entry.action, "match": entry.match,
+            "request": entry.request if isinstance(entry.request, dict) else {},
+            "reason": entry.reason,
+            "created_by": entry.created_by.get_username() if entry.created_by else None,
+            "token": entry.token, "created_at": entry.created_at,
+            "expires_at": entry.expires_at, "job": entry.job_id,
+            "state": entry.job.state if entry.job else None}
+
+
+def _hook(request, response, action, body):
+    match = {"prefix": body.prefix, "flow": body.flow.dict() if body.flow else None,
+             "ttl": body.ttl, "reason": body.reason}
+    queued, entry = services.hook(request.auth.actor(), action, match)
+    return Status(202, {"job": queued_job(response, queued), "entry": _hook_out(entry)})
+
+
+@router.post("/block", response={202: HookedOut, 422: ProblemsOut}, auth=OPERATE,
+             operation_id="flows_block",
+             summary="Drop every packet of matching connections for a time (the IDS hook)")
+def block(request, response: HttpResponse, body: HookIn):
+    return _hook(request, response, "block", body)
+
+
+@router.post("/bypass", response={202: HookedOut, 422: ProblemsOut}, auth=OPERATE,
+             operation_id="flows_bypass",
+             summary="Put matching connections the policy accepted on the fast path for a "
+                     "time (the IDS hook)")
+def bypass(request, response: HttpResponse, body: HookIn):
+    return _hook(request, response, "bypass", body)
+
+
+@router.get("/hooks", response=list[HookOut], auth=READ, operation_id="flows_hooks",
+            summary="The IDS hook's blocks and bypasses in force")
+def hooks(request):
+    return [_hook_out(entry) for entry in services.hooks()]

@@ -11,21 +11,31 @@ interfaces - from the kernel's entry and routes, never from the row.
 
 flows.drop deletes the entry, again only if the kernel's entry under that tuple still
 has the id the row names (the kernel compares).
+
+flows.hook is the IDS hook's block or bypass (core/hook.py): the row's arguments checked
+again with the API's own check, the entry put into table inet tusk_hook's set with its
+time to live; the table is made first when missing, its bypass flowtable over every
+interface of the confirmed policy's zones - from root's store, never a row - when the
+kernel has flowtables.
 """
 import json
 
+from box import snapshot
 from diag import agent_jobs as diag_jobs
 from diag.core import capture as diag_capture
 from diag.models import Capture
 from jobs.registry import JobFailed, handler, on_start, periodic
-from tusklib.target import Target
+from policy.core import capabilities
+from tusklib.target import Target, TargetError
+from tusklib.values import InterfaceName, Refused
 
 from .contracts import FlowSample, SysctlChange
-from .core import ctnetlink, flowref
+from .core import ctnetlink, flowref, hook
 from .core.conntrack import Conntrack
 from .core.sampler import Sampler
 
 SAMPLE = "flows.sample"
+HOOK = "flows.hook"
 CAPTURE, DROP = "flows.capture", "flows.drop"
 # What Live flows needs of conntrack: byte counters and start times on every entry
 # (each takes effect for entries made from then on; the appliance sets them at boot,
@@ -69,7 +79,7 @@ def sample(agent):
 def _checked(check, args):
     try:
         return check(args)
-    except flowref.FlowError as error:
+    except (flowref.FlowError, hook.HookError) as error:
         raise JobFailed(f"{error}; nothing done", result={"problems": [
             {"code": p.code.name, "path": p.path, "message": p.message}
             for p in error.problems]}) from None
@@ -159,3 +169,32 @@ def _after_drop(proto, loose):
                 "= 1): if the policy accepts it, it goes on as a new entry.")
     return ("Its next segments are not a SYN: the firewall drops them as invalid, and the "
             "connection stops.")
+
+
+def _zone_devices(config):
+    """Every interface of the confirmed policy's zones (root's store), as InterfaceNames."""
+    found = set()
+    for which, document in snapshot.read(snapshot.AGENT, "policy", config=config).policy:
+        if which != snapshot.CONFIRMED or not isinstance(document, dict):
+            continue
+        for zone in document.get("zones") or []:
+            for name in (zone.get("interfaces") or []) if isinstance(zone, dict) else []:
+                try:
+                    found.add(InterfaceName(name))
+                except Refused:
+                    continue
+    return sorted(found, key=str)
+
+
+@handler(HOOK, "Block or bypass for the IDS hook", retry_safe=True)
+def hook_entry(run):
+    request = _checked(hook.request_of, run.args)
+    target = Target(run.config.netns or None)
+    flowtables = capabilities.flowtable_refusals(target, []) is None
+    try:
+        made = hook.add(target, request, _zone_devices(run.config) if flowtables else None)
+    except TargetError as error:
+        raise JobFailed(f"{request}: nftables refused it: {error}") from None
+    return {"entry": request.as_dict(), "set": request.set_name, "table_made": made,
+            "note": "" if flowtables or request.action == "block" else
+            "this kernel has no flowtables: the connection stays on the slow path"}

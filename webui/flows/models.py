@@ -38,3 +38,31 @@ class FlowSettings(models.Model):
     def current(cls):
         """The settings row, or the defaults (unsaved) before an admin set any."""
         return cls.objects.filter(pk=1).first() or cls(pk=1)
+
+
+class HookEntry(models.Model):
+    """One block or bypass asked through the IDS hook (core/hook.py): what, why, who
+    asked (and with which token) and until when. The kernel's set, with its timeout, is
+    what acts; this row is the record the Flows page and the API list."""
+
+    class Action(models.TextChoices):
+        BLOCK = "block"
+        BYPASS = "bypass"
+
+    action = models.CharField(max_length=8, choices=Action.choices)
+    match = models.CharField(max_length=120)        # the request as a person reads it
+    request = models.JSONField()                     # core.hook.Request.as_dict()
+    reason = models.CharField(max_length=200, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    token = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(db_index=True)
+    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="+")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"{self.match} until {self.expires_at:%Y-%m-%d %H:%M:%S}"

@@ -20,11 +20,12 @@ from jobs import queue
 from jobs.models import PeriodicState
 from tusklib import contracts
 
-from .agent_jobs import CAPTURE, DROP, SAMPLE
+from .agent_jobs import CAPTURE, DROP, HOOK, SAMPLE
 from .classes import class_names
 from .contracts import FlowSample
 from .core import flowref
-from .models import FlowSettings
+from .core import hook as flowhook
+from .models import FlowSettings, HookEntry
 
 STALE_SAMPLES = 3      # samples missed before the list counts as old
 MAX_AGE = 10 * 365 * 86400   # seconds: older is no age a connection has
@@ -90,6 +91,33 @@ def lost_while(flows, now):
     newest = rows.get(kept[-1][0])
     for flow in wanted:
         flow["lost"] = loss.grown(rows.get(first[id(flow)]), newest)
+
+
+KEPT_AFTER_EXPIRY = timedelta(days=7)    # hook rows: the record, a week past their end
+
+
+def hook(actor, action, match):
+    """Queues the IDS hook's block or bypass of match ({"prefix"} or {"flow"}, with "ttl"
+    and "reason"), checked by the agent's own check first. -> (Queued, HookEntry);
+    HookError naming every bad field."""
+    request = flowhook.request_of({**match, "action": action})
+    now = timezone.now()
+    with transaction.atomic():
+        HookEntry.objects.filter(expires_at__lt=now - KEPT_AFTER_EXPIRY).delete()
+        job = queue.enqueue(HOOK, request.as_dict(), actor.user)
+        entry = HookEntry.objects.create(
+            action=action, match=request.what[:120], request=request.as_dict(),
+            reason=request.reason, created_by=actor.user, token=actor.token,
+            expires_at=now + timedelta(seconds=request.ttl), job=job)
+        audit.record_for(actor, f"flow {action}", str(request), job=job.pk,
+                         ttl=request.ttl, reason=request.reason)
+    return Queued(job=job.pk, kind=job.kind), entry
+
+
+def hooks(now=None):
+    """The IDS hook's entries in force (not expired), newest first."""
+    return HookEntry.objects.filter(expires_at__gt=now or timezone.now()).select_related(
+        "created_by", "job")
 
 
 def _queue(actor, kind, args, action, ref):

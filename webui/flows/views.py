@@ -19,6 +19,7 @@ from .forms import CaptureForm, FlowForm, SettingsForm
 from .models import FlowSettings
 
 ACTIONS_SHOWN = 10
+HOOKS_SHOWN = 100
 
 
 def _age(seconds):
@@ -48,6 +49,7 @@ def _context(flow_settings=None, settings_form=None, refused=None):
         "refused": refused,
         "actions": Job.objects.filter(kind__in=(CAPTURE, DROP)).select_related(
             "created_by")[:ACTIONS_SHOWN],
+        "hooks": services.hooks()[:HOOKS_SHOWN],
     }
 
 

@@ -16,6 +16,10 @@ LOCKDOWN_TABLE = "tusk_lockdown"
 # its own because the kernel lets an interface be in one flowtable per table, and the
 # other fast-path classes keep the software flowtable of table tusk over the same ones.
 OFFLOAD_TABLE = "tusk_offload"
+# The IDS hook's table (flows/core/hook.py): its sets of blocked and bypassed addresses
+# and connections, with timeouts. A table of its own because the policy's is replaced
+# whole by every apply, and these entries must outlive an apply (but not a reboot).
+HOOK_TABLE = "tusk_hook"
 
 # Object names become parts of nft chain/set names: keep them short, lower case and
 # free of characters nft would need quoted. 'tusk' prefixes keep them off nft keywords.
