@@ -128,3 +128,18 @@ def test_an_interface_made_after_the_policy_loaded_joins_the_fast_path(folder):
     probe = (folder / "late-probe.txt").read_text()
     slow = int(probe.split("counter packets ")[1].split()[0])
     assert slow < 10, probe
+
+
+def test_a_bypass_of_the_ids_hook_puts_the_flow_on_the_fast_path_but_not_past_the_policy(
+        scenario):
+    """The IDS hook's bypass (flows/core/hook.py) on Tusk's kernel: a class that never
+    takes the fast path has its connection offloaded to the hook's flowtable once the
+    server's address is bypassed; a port the policy drops stays dropped."""
+    folder = scenario("hook-bypass")
+    assert load(folder, "bypassed-client.json")["end"]["sum_received"]["bytes"] > 0
+    entries = [e for e in load(folder, "bypassed-entries.json")
+               if e["orig"]["proto"] == 6 and e["orig"]["dport"] == 5202]
+    assert any(e["status"] & IPS_OFFLOAD for e in entries), entries
+    table = (folder / "hook.txt").read_text()
+    assert "flowtable bypass" in table and "flow add @bypass" in table, table
+    assert load(folder, "dropped.json") == {"connected": False}

@@ -370,10 +370,18 @@ def test_config_as_code_apply_confirm_and_an_unconfirmed_apply_rolls_back(agent,
     job = _done(client, applied.json(), admin)
     assert job["state"] == "succeeded" and job["outcome"] == "pending"
     second = job["revision"]
-    _state(client, admin, {"confirmed": first, "pending": None}, seconds=60)
-    history = {row["number"]: row["outcome"]
-               for row in client.get("/api/v1/policy/revisions", **admin).json()}
+
+    def outcomes():
+        return {row["number"]: row["outcome"]
+                for row in client.get("/api/v1/policy/revisions", **admin).json()}
+    # the state it is about: the second revision rolled back by the agent at its deadline
+    # (not a state row that has not caught up with the apply yet)
+    deadline = time.monotonic() + 60
+    while "rolled back" not in outcomes().get(second, "") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    history = outcomes()
     assert history[first] == "confirmed" and "rolled back" in history[second], history
+    _state(client, admin, {"confirmed": first, "pending": None})
     diff = client.get(f"/api/v1/policy/revisions/{second}/diff", **admin).json()
     assert diff["previous"] == first and diff["diff"]
     assert AuditEntry.objects.filter(action="policy confirm", token="nightly").exists()
