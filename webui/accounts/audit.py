@@ -1,5 +1,6 @@
 """The audit log: who did what, from where. A front end (a view, later the API) records
 through the Actor it acts for, so a service records the same whoever calls it."""
+import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
@@ -8,6 +9,16 @@ from .models import AuditEntry
 
 def client_address(request):
     return request.META.get("REMOTE_ADDR") or None
+
+
+def local_address(request):
+    """The box's address the request came in on, as nginx says (X-Tusk-Local-Addr); None
+    without nginx. A change that moves the management address is confirmed only over
+    the new one (network/services.py confirm)."""
+    try:
+        return str(ipaddress.ip_address(request.META.get("HTTP_X_TUSK_LOCAL_ADDR", "")))
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from .models import SCOPE_ORDER, Role, Scope, Token
+from .models import Role, Scope, Token
 from .roles import role_of
 
 TOKEN_BYTES = 32
@@ -60,9 +60,6 @@ class Presented:
 
     token: Token
     scope: str
-
-    def allows(self, needed):
-        return SCOPE_ORDER.index(self.scope) >= SCOPE_ORDER.index(needed)
 
 
 def sha256(token):

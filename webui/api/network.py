@@ -3,13 +3,13 @@ as the policy's: GET with its version as the ETag, PUT whole with If-Match (chec
 against this box's ports, the policy's zones and the HA pair's links), apply (202; a
 change that moves the management address is confirmed only by a call that arrives
 over the new address - `confirm_over` says which), confirm, roll back now, history."""
-import ipaddress
 import json
 
 from django.http import HttpResponse
 from ninja import Router, Schema, Status
 from pydantic import Field
 
+from accounts.audit import local_address
 from network import draft as drafts
 from network import services
 from network.core.applier import CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN
@@ -24,7 +24,6 @@ from .schemas import INT_MAX, JobOut, ProblemsOut
 
 router = Router(tags=["network"])
 BODY_MAX = 1024 * 1024          # the agent takes a network document of at most 1 MiB
-LOCAL_ADDRESS_HEADER = "HTTP_X_TUSK_LOCAL_ADDR"
 CONTENT = {"application/json": {"schema": {
     "type": "object", "additionalProperties": True,
     "description": "network.toml's structure (docs/NETWORK.md)"}}}
@@ -41,14 +40,6 @@ class AppliedOut(Schema):
     confirm_over: list[str] = Field(description="When the change moves the management "
                                                 "address: the addresses a confirm must "
                                                 "arrive over (\"dhcp\": the one it gets)")
-
-
-def arrival(request):
-    """The local address the call came in on, as nginx says; None without nginx."""
-    try:
-        return str(ipaddress.ip_address(request.META.get(LOCAL_ADDRESS_HEADER, "")))
-    except ValueError:
-        return None
 
 
 def _parse(request):
@@ -73,7 +64,7 @@ def apply_network(request, response: HttpResponse, body: ApplyIn):
              summary="Confirm the pending network configuration (over the new management "
                      "address when it moves it)", operation_id="network_confirm")
 def confirm_network(request, response: HttpResponse):
-    return accepted(response, services.confirm(request.auth.actor(), arrival(request)))
+    return accepted(response, services.confirm(request.auth.actor(), local_address(request)))
 
 
 documents.routes(router, "network", "network configuration", drafts.get,

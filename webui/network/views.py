@@ -2,7 +2,6 @@
 the kernel's live table) and the system settings, all in one draft; Review and apply with
 the diff first; the commit-confirm panel; and the one-time link that confirms a change
 of the management address over the new address."""
-import ipaddress
 
 from django.contrib import messages
 from django.contrib.auth import login
@@ -36,7 +35,6 @@ SESSION_TOKEN = "network_confirm_token"
 SESSION_OVER = "network_confirm_over"   # the addresses that token's change moves to
 # nginx sets it to the local address the connection came in on ($server_addr), replacing
 # whatever a client sent (rootfs-overlay/usr/lib/tusk/nginx.conf)
-LOCAL_ADDRESS_HEADER = "HTTP_X_TUSK_LOCAL_ADDR"
 TITLES = {"vlans": ("VLANs", "VLAN"), "bonds": ("Bonds", "bond"), "routes": ("Routes", "route")}
 
 
@@ -384,14 +382,6 @@ def status(request):
     return response
 
 
-def _arrival(request):
-    """The local address this request came in on, as nginx says; None without nginx."""
-    try:
-        return str(ipaddress.ip_address(request.META.get(LOCAL_ADDRESS_HEADER, "")))
-    except ValueError:
-        return None
-
-
 NO_ARRIVAL = ("This change moves the management address, and it is confirmed only by a "
               "request that arrives over the new address. This server cannot tell which "
               "address the request came in on (nginx passes it in X-Tusk-Local-Addr; the "
@@ -402,7 +392,7 @@ NO_ARRIVAL = ("This change moves the management address, and it is confirmed onl
 def confirm(request):
     """The panel's Confirm button."""
     try:
-        queued = services.confirm(Actor.of(request), _arrival(request))
+        queued = services.confirm(Actor.of(request), audit.local_address(request))
     except ServiceError:
         messages.error(request, NO_ARRIVAL)
         return redirect("network_status")
@@ -430,7 +420,7 @@ def confirm_link(request):
     token = request.POST.get("token") if request.method == "POST" else \
         request.GET.get("token")
     state = NetworkState.current()
-    arrived = _arrival(request)
+    arrived = audit.local_address(request)
     problem = None
     if _usable(token) is None:
         problem = "This confirmation link is not valid: it was used already, it expired, " \
