@@ -10,7 +10,6 @@ The root is the 9p share itself (root=root rootfstype=9p): no initramfs to build
 the kernel has no overlayfs that an initramfs could lay over it anyway. The guest's
 writable places are tmpfs. The console log is kept beside out_dir whatever happens.
 """
-import os
 import re
 import shlex
 import shutil
@@ -22,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from lab.builds import cached_build
 from lab.paths import ROOT
 
 QEMU = "qemu-system-x86_64"
@@ -189,22 +189,6 @@ def iso():
 def rootfs():
     """The guest's root filesystem (tools/build-vm-rootfs, cached) -> its directory."""
     return cached_build([str(ROOT / "tools" / "build-vm-rootfs")], "the guest's root filesystem")
-
-
-def cached_build(argv, what):
-    """Runs a cached build that prints one path last -> that path (each build takes its
-    own lock: one at a time, and a caller waits for a build already under way and takes
-    its result). Raises RuntimeError with the end of its output if it fails."""
-    # Called from inside `make test`: a parent make's jobserver must not leak into it.
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-    result = subprocess.run(argv, capture_output=True, text=True, env=env)
-    lines = result.stdout.strip().splitlines()
-    path = lines[-1] if lines else ""
-    if result.returncode != 0 or not os.path.exists(path):
-        tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
-        raise RuntimeError(f"could not build {what}: {shlex.join(argv)} exited "
-                           f"{result.returncode}:\n{tail}")
-    return Path(path)
 
 
 @contextmanager

@@ -84,6 +84,14 @@ NEEDS = {
     ("post", "/api/v1/tuning/verify"): Scope.OPERATE,
     ("post", "/api/v1/tuning/apply"): Scope.ADMIN,
     ("post", "/api/v1/tuning/rollback"): Scope.ADMIN,
+    ("get", "/api/v1/system"): Scope.READ,
+    ("post", "/api/v1/system/upgrade"): Scope.ADMIN,
+    ("post", "/api/v1/system/reboot"): Scope.ADMIN,
+    ("get", "/api/v1/backup"): Scope.ADMIN,
+    ("post", "/api/v1/backup/restores"): Scope.ADMIN,
+    ("get", "/api/v1/backup/restores/{restore_id}"): Scope.ADMIN,
+    ("delete", "/api/v1/backup/restores/{restore_id}"): Scope.ADMIN,
+    ("post", "/api/v1/backup/restores/{restore_id}/restore"): Scope.ADMIN,
 }
 ORDER = [Scope.READ, Scope.OPERATE, Scope.ADMIN]
 

@@ -35,14 +35,14 @@ class Udp:
         sock.settimeout(0.2)
         self.receivers[port] = sock
 
-    def arrives(self, sport, dport, tries=5):
-        """Whether a datagram from PEER_A:sport reaches PEER_B:dport."""
+    def arrives(self, sport, dport, tries=5, payload=b"tusk"):
+        """Whether a datagram (payload) from PEER_A:sport reaches PEER_B:dport."""
         sender = ns_socket(self.peers[0], socket.AF_INET, socket.SOCK_DGRAM)
         sender.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sender.bind((PEER_A, sport))
         try:
             for _ in range(tries):
-                sender.sendto(b"tusk", (PEER_B, dport))
+                sender.sendto(payload, (PEER_B, dport))
                 try:
                     self.receivers[dport].recvfrom(64)
                     return True

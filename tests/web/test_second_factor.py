@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.test import Client
 from tuskweb import make_user
 
-from accounts import totp
+from accounts import tokens, totp
 from accounts.models import AuditEntry, LoginSettings, SecondFactor
 from accounts.second_factor import PENDING, VERIFIED
 
@@ -147,6 +147,44 @@ def test_users_tokens_upgrades_and_restores_need_a_recent_code(db):
                       HTTP_X_ORIGINAL_URI="/system/upgrade/").status_code == 204
     offsite = client.post("/accounts/code/", {"code": "x", "next": "https://evil.example/"})
     assert offsite.status_code == 400
+
+
+def test_the_apis_riskiest_calls_over_a_session_need_a_recent_code_and_a_token_none(db):
+    """The same step-up through the API for a person's session (users, an update bundle,
+    a restore); a token, made by an admin who entered a code, is a credential of its
+    own. Reads and the rest need no fresh code."""
+    admin = make_user("alice", "admin")
+    client = Client()
+    client.force_login(admin)
+    secret, _ = enrol(client)
+    _, token = tokens.create("ci", "admin", admin, 1)
+    session = client.session
+    session[VERIFIED] = time.time() - 601
+    session.save()
+    calls = [("get", "/api/v1/users"), ("post", "/api/v1/users"),
+             ("patch", "/api/v1/users/alice"), ("post", "/api/v1/system/upgrade"),
+             ("post", "/api/v1/backup/restores/1/restore")]
+    def call(caller, method, path, **headers):
+        if method == "get":
+            return caller.get(path, **headers)
+        return getattr(caller, method)(path, "{}", content_type="application/json", **headers)
+
+    for method, path in calls:
+        refused = call(client, method, path)
+        assert refused.status_code == 403, path
+        assert "recent second factor" in refused.json()["problems"][0]["message"], path
+        by_token = call(Client(), method, path, HTTP_AUTHORIZATION=f"Bearer {token}")
+        assert by_token.status_code not in (401, 403), (path, by_token.content)
+    assert client.get("/api/v1/system").status_code == 200
+    assert client.get("/api/v1/backup").status_code == 200
+    # nginx's gate before an API bundle's body: the same step-up for a session
+    gate = client.get("/accounts/upload-gate/", HTTP_X_ORIGINAL_URI="/api/v1/system/upgrade")
+    assert gate.status_code == 403
+    assert client.post("/accounts/code/", {"code": next_code(secret),
+                                            "next": "/"}).status_code == 302
+    assert client.get("/accounts/upload-gate/",
+                      HTTP_X_ORIGINAL_URI="/api/v1/system/upgrade").status_code == 204
+    assert client.get("/api/v1/users").status_code == 200
 
 
 def test_admins_must_enrol_when_an_admin_says_so(db):

@@ -16,8 +16,11 @@ import subprocess
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 from tuskweb import refusal_bundles, wait
 
+from accounts import tokens
+from accounts.models import AuditEntry
 from jobs import queue
 from jobs.models import Job
 from lab.paths import DEV_RAUC_CERT as DEV_CERT
@@ -138,6 +141,69 @@ def test_an_upload_past_the_limit_or_not_a_bundle_is_refused_and_not_kept(
     assert response.status_code == 400
     assert "not an update bundle: its name must end in .raucb" in response.content.decode()
     assert empty(dirs["upgrade"]) and not Job.objects.exists()
+
+
+# -- the API (docs/API.md): the bundle as the body --------------------------------------
+
+def send(token, data, name="good.raucb"):
+    return Client().post(f"/api/v1/system/upgrade?name={name}", data,
+                         content_type="application/octet-stream",
+                         HTTP_AUTHORIZATION=f"Bearer {token}")
+
+
+def test_a_bundle_sent_to_the_api_goes_the_pages_way(agent, admin_user, bundles, dirs):
+    """Streamed into upgrade_dir, the agent's job checks it with RAUC (here: passed, and
+    no slot to install into) - and GET /system shows what the page shows."""
+    _, token = tokens.create("ci", "admin", admin_user, 1)
+    response = send(token, (bundles / "good.raucb").read_bytes())
+    assert response.status_code == 202, response.content
+    assert response["Location"] == response.json()["url"]
+    job = wait(Job.objects.get(pk=response.json()["id"]), 60)
+    assert job.state == Job.State.FAILED and job.error.startswith(
+        "this system did not boot from a system slot"), job.error
+    assert job.args == {"name": "good.raucb"}
+    assert empty(dirs["upgrade"]) and empty(dirs["spool"])
+    entry = AuditEntry.objects.get(action="system upgrade upload")
+    assert (entry.token, entry.detail["name"]) == ("ci", "good.raucb")
+    system = Client().get("/api/v1/system", HTTP_AUTHORIZATION=f"Bearer {token}").json()
+    assert system["slots"]["booted"] == "A" and system["upgrading"] is None
+    assert system["last_upgrade"]["id"] == job.pk and system["last_upgrade"]["state"] == \
+        "failed"
+
+
+def test_the_api_keeps_no_bundle_it_refuses(agent_config, admin_user, settings, dirs,
+                                            tmp_path):
+    _, admin = tokens.create("ci", "admin", admin_user, 1)
+    _, operate = tokens.create("ops", "operate", admin_user, 1)
+    assert send(operate, b"x" * 1000).status_code == 403
+    settings.TUSK = dataclasses.replace(settings.TUSK, bundle_max_mb=1)
+    too_big = send(admin, os.urandom(1_500_000))
+    assert too_big.status_code == 413
+    assert "more than the 1 MB a bundle may have" in too_big.json()["problems"][0]["message"]
+    empty_body = send(admin, b"")
+    assert empty_body.status_code == 422 and \
+        empty_body.json()["problems"][0]["path"] == "body"
+    assert empty(dirs["upgrade"]) and not Job.objects.exists()
+    queue.enqueue("system.reboot", {}, admin_user)     # a reboot under way
+    busy = send(admin, b"x" * 1000)
+    assert busy.status_code == 409 and "already under way" in busy.content.decode()
+    assert empty(dirs["upgrade"]) and Job.objects.count() == 1
+
+
+def test_the_gate_lets_only_an_admin_token_send_a_bundle_to_the_api(admin_user):
+    """nginx asks it before it reads the API's bundle body (up to 2 GB)."""
+    _, admin = tokens.create("ci", "admin", admin_user, 1)
+    _, operate = tokens.create("ops", "operate", admin_user, 1)
+    _, elsewhere = tokens.create("far", "admin", admin_user, 1, ["192.0.2.0/24"])
+
+    def gate(token, uri="/api/v1/system/upgrade"):
+        return Client().get("/accounts/upload-gate/", HTTP_X_ORIGINAL_URI=uri,
+                            HTTP_AUTHORIZATION=f"Bearer {token}").status_code
+    assert gate(admin) == 204
+    assert gate(operate) == 403 and gate(elsewhere) == 403
+    assert gate("A" * 43) == 401
+    # the pages' uploads take a session only
+    assert gate(admin, "/system/upgrade/") == 403 and gate(admin, "/diag/upload/") == 403
 
 
 # -- the attacker: files planted in upgrade_dir as user tusk, job rows forged ---------

@@ -16,7 +16,7 @@ from tusklib.problems import ServiceError
 
 from . import audit, second_factor, services, tokens, totp
 from .forms import ThrottledLoginForm, TokenForm, UserCreateForm, UserEditForm
-from .models import AuditEntry, LoginSettings, Profile, Token
+from .models import AuditEntry, LoginSettings, Profile, Scope, Token
 from .roles import is_admin, role_of
 
 
@@ -41,11 +41,28 @@ class LoginView(auth_views.LoginView):
         return response
 
 
+# the uploads that need a recent second factor of a person (a token is a credential of
+# its own; api/auth.py)
+STEP_UP_UPLOADS = ("/system/upgrade/", "/api/v1/system/upgrade")
+
+
 @login_not_required
 def upload_gate(request):
-    """nginx's auth_request before it reads the body of /diag/upload/ (up to a gigabyte):
-    204 for an admin who may act, 401 for no login, 403 for anyone else - then nginx
-    refuses the request without reading its body, and gunicorn never sees it."""
+    """nginx's auth_request before it reads the body of /diag/upload/ (up to a gigabyte)
+    or of an update bundle (the page's or the API's): 204 for an admin who may act (a
+    person, or an admin token from where it is taken, within its rate), 401 for no login
+    or a token that is not valid, 403 for anyone else - then nginx refuses the request
+    without reading its body, and gunicorn never sees it. The view checks all of it
+    again."""
+    token = tokens.presented(request)
+    if token is not None:
+        if not request.headers.get("X-Original-URI", "").startswith("/api/"):
+            return HttpResponse(status=403)      # the pages take sessions only
+        try:
+            found = tokens.check(token, audit.client_address(request))
+        except tokens.Refused as refused:   # auth_request passes on 401 and 403 only
+            return HttpResponse(status=401 if refused.status == 401 else 403)
+        return HttpResponse(status=204 if found.scope == Scope.ADMIN else 403)
     if not request.user.is_authenticated:
         return HttpResponse(status=401)
     profile = getattr(request.user, "profile", None)
@@ -54,7 +71,7 @@ def upload_gate(request):
     if second_factor.needs_enrolment(request.user):
         return HttpResponse(status=403)
     # an update bundle needs a recent second factor (its page asked for it)
-    if request.headers.get("X-Original-URI", "").startswith("/system/upgrade/") and \
+    if request.headers.get("X-Original-URI", "").startswith(STEP_UP_UPLOADS) and \
             totp.enabled(request.user) and not second_factor.fresh(request):
         return HttpResponse(status=403)
     return HttpResponse(status=204)

@@ -11,11 +11,11 @@ from ninja.errors import HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
-from accounts import tokens
+from accounts import tokens, totp
 from accounts.audit import Actor, client_address
 from accounts.models import SCOPE_ORDER, Scope
 from accounts.roles import is_admin
-from accounts.second_factor import needs_enrolment
+from accounts.second_factor import fresh, needs_enrolment
 
 REALM = "tusk api"
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
@@ -81,8 +81,8 @@ class Session(APIKeyCookie):
 
     param_name = settings.SESSION_COOKIE_NAME
 
-    def __init__(self, needed):
-        self.needed = needed
+    def __init__(self, needed, step_up=False):
+        self.needed, self.step_up = needed, step_up
         super().__init__(csrf=False)   # checked below, for a signed-in caller only
 
     def __call__(self, request):
@@ -98,7 +98,11 @@ class Session(APIKeyCookie):
         if needs_enrolment(user):
             raise HttpError(403, "Set up your second factor in the dashboard first.")
         scope = Scope.ADMIN if is_admin(user) else Scope.READ
-        return _needing(Caller(user, scope, None, client_address(request)), self.needed)
+        caller = _needing(Caller(user, scope, None, client_address(request)), self.needed)
+        if self.step_up and totp.enabled(user) and not fresh(request):
+            raise HttpError(403, "This needs a recent second factor: enter a code in the "
+                                 "dashboard (any page that asks for one) and call again.")
+        return caller
 
     def authenticate(self, request, key):     # __call__ does it all
         raise NotImplementedError
@@ -107,11 +111,15 @@ class Session(APIKeyCookie):
 _ACCESS = {}
 
 
-def needs(scope):
-    """The auth= of an operation needing scope: a token, else a session."""
-    if scope not in _ACCESS:
-        _ACCESS[scope] = [Bearer(scope), Session(scope)]
-    return _ACCESS[scope]
+def needs(scope, step_up=False):
+    """The auth= of an operation needing scope: a token, else a session - which, for the
+    riskiest operations (step_up: users, upgrades, restore), must have entered a second
+    factor's code recently, as the pages ask. A token is a credential of its own, made
+    by an admin who entered a code to make it."""
+    if (scope, step_up) not in _ACCESS:
+        _ACCESS[scope, step_up] = [Bearer(scope), Session(scope, step_up)]
+    return _ACCESS[scope, step_up]
 
 
 READ, OPERATE, ADMIN = needs(Scope.READ), needs(Scope.OPERATE), needs(Scope.ADMIN)
+ADMIN_STEP_UP = needs(Scope.ADMIN, step_up=True)

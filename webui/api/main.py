@@ -7,7 +7,20 @@ import json
 from django.http import Http404
 from ninja import NinjaAPI
 
-from . import captures, errors, flows, ha, jobs, logs, network, policy, tuning, users
+from . import (
+    backup,
+    captures,
+    errors,
+    flows,
+    ha,
+    jobs,
+    logs,
+    network,
+    policy,
+    system,
+    tuning,
+    users,
+)
 
 PROBLEMS = {"content": {"application/json": {"schema": {
     "$ref": "#/components/schemas/ProblemsOut"}}}}
@@ -56,6 +69,8 @@ api.add_router("/logs", logs.router)
 api.add_router("/", captures.router)
 api.add_router("/", users.router)
 api.add_router("/", jobs.router)
+api.add_router("/", system.router)
+api.add_router("/", backup.router)
 errors.install(api)
 
 

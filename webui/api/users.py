@@ -14,7 +14,7 @@ from accounts.models import AuditEntry, Role, SecondFactor
 from accounts.roles import role_of
 from tusklib.problems import Refusal, ServiceError
 
-from .auth import ADMIN, READ
+from .auth import ADMIN_STEP_UP, READ
 from .schemas import ProblemsOut
 
 router = Router(tags=["users"])
@@ -74,13 +74,13 @@ def _user(username):
     return found
 
 
-@router.get("/users", response=list[UserOut], auth=ADMIN, operation_id="users_list",
+@router.get("/users", response=list[UserOut], auth=ADMIN_STEP_UP, operation_id="users_list",
             summary="The users")
 def list_users(request):
     return [_out(user) for user in get_user_model().objects.order_by("username")]
 
 
-@router.post("/users", response={201: UserOut, 422: ProblemsOut}, auth=ADMIN,
+@router.post("/users", response={201: UserOut, 422: ProblemsOut}, auth=ADMIN_STEP_UP,
              operation_id="users_create", summary="Create a user")
 def create_user(request, response: HttpResponse, body: UserIn):
     user = services.create_user(request.auth.actor(), body.username, body.role,
@@ -90,7 +90,7 @@ def create_user(request, response: HttpResponse, body: UserIn):
 
 @router.patch("/users/{username}", response={200: UserOut, 403: ProblemsOut,
                                              404: ProblemsOut, 422: ProblemsOut},
-              auth=ADMIN, operation_id="users_change",
+              auth=ADMIN_STEP_UP, operation_id="users_change",
               summary="Change a user's role or whether they may log in")
 def change_user(request, body: UserChange,
                 username: str = Path(..., pattern=USERNAME)):

@@ -107,3 +107,10 @@ class ConfirmForm(forms.Form):
             if problem and PORT_FIELD + name not in self.errors:
                 self.add_error(PORT_FIELD + name, f"the VLAN {old} would be renamed "
                                                   f"{new}: {problem}")
+
+
+def confirm_form(document, data=None, token=None):
+    """The preview's ConfirmForm for the backup document, against this box's ports."""
+    box = network_drafts.present()
+    return ConfirmForm(data, initial={"token": token}, confirmed=document["policy"]["confirmed"],
+                       network=document.get("network"), box=box and sorted(box))

@@ -157,7 +157,7 @@ def _zones_renamed(policy_document, renames):
     return document
 
 
-def _restore_network(request, network, source, ports):
+def _restore_network(user, network, source, ports):
     """Replaces the network draft (not applied: Network -> Review and apply does that) with
     the backup's, mapped onto this box's ports and checked against them as the Network
     pages check a save (NetworkError, paths under network.draft / network.confirmed.
@@ -172,7 +172,6 @@ def _restore_network(request, network, source, ports):
         raise NetworkError([Problem(p.code, f"{where}.{p.path}" if p.path else where,
                                     p.message) for p in error.problems]) from None
     draft = NetworkDraft.objects.select_for_update().filter(pk=1).first()
-    user = request.user if request.user.is_authenticated else None
     if draft is None:
         NetworkDraft.objects.create(pk=1, document=document, updated_by=user)
         return source, renames, True, config
@@ -203,15 +202,17 @@ def _restore_users(wanted):
             "role": entry["role"], "must_change_password": entry["must_change_password"]})
 
 
-def restore(request, pending, token, source=DRAFT, apply=True, ports=None,
+def restore(actor, pending, token, source=DRAFT, apply=True, ports=None,
             keep_network=False):
-    """Restores the pending upload if the preview (token) still describes the box.
+    """Restores the pending upload, for actor (accounts.audit.Actor: the Backup page's
+    person or an API caller), if the preview (token) still describes the box.
     ports: {backup port: this box's port} (ConfirmForm's checked mapping; {} when the
     names match); keep_network: the backup's network is left out. Raises StaleRestore,
     or NetworkError when the network does not fit this box; changes nothing then.
     Returns (plan, the policy apply job or None, the tuning job or None, the network
     restored: {"source", "renamed", "changed", "policy_waits"} or None)."""
-    document = backups.read(pending.text.encode(), request.user.get_username())
+    user = actor.user
+    document = backups.read(pending.text.encode(), user.get_username())
     with transaction.atomic():
         drafts.get_meta()  # exists
         Draft.objects.select_for_update().only("pk").get(pk=1)
@@ -224,7 +225,7 @@ def restore(request, pending, token, source=DRAFT, apply=True, ports=None,
         restored, against = None, None   # the policy is checked against the box's network
         if network is not None:          # ... or against the one restored with it
             network_source, renames, changed, config = _restore_network(
-                request, network, source, ports or {})
+                user, network, source, ports or {})
             restored = {"source": network_source, "renamed": renames, "changed": changed}
             against = [("restored", config)]
         if source == CONFIRMED and policy["confirmed"]:
@@ -234,13 +235,13 @@ def restore(request, pending, token, source=DRAFT, apply=True, ports=None,
         if renames:
             text = drafts.to_yaml(_zones_renamed(parse_yaml(text), renames))
         if drafts.get().document != parse_yaml(text):
-            drafts.import_text(text, request.user, against)
+            drafts.import_text(text, user, against)
         _restore_users(document["users"])
         tuning = changes["tuning"]
         tuning_job = queue.enqueue("backup.tuning", {
             "profiles": {name: document["tuning"]["profiles"][name] for name in tuning["write"]},
             "profile": tuning["boot"], "apply": tuning["apply"]},
-            request.user) if tuning["job"] else None
+            user) if tuning["job"] else None
         draft = drafts.get()
         apply_job = None
         # Applied now only if it fits the network the box runs: a zone on a link only the
@@ -252,19 +253,24 @@ def restore(request, pending, token, source=DRAFT, apply=True, ports=None,
         if apply and not waits and status_context(draft)["changes_pending"]:
             apply_job = queue.enqueue("policy.apply", {
                 "policy_text": drafts.to_yaml(draft.document), "timeout": None,
-                "draft_version": draft.version}, request.user)
+                "draft_version": draft.version}, user)
         users = changes["users"]
-        audit.record(request, "backup restore", pending.name, source=source,
-                     draft_version=draft.version,
-                     users={k: len(v) for k, v in users.items()}, removed=users["removed"],
-                     boot_profile=tuning["boot"], profiles=tuning["write"],
-                     policy_job=apply_job and apply_job.pk,
-                     tuning_job=tuning_job and tuning_job.pk, network=restored and {
-                         **restored, "ports": ports or {},
-                         "draft_version": NetworkDraft.objects.get(pk=1).version},
-                     network_kept=bool(keep_network and document.get("network")))
+        audit.record_for(actor, "backup restore", pending.name, source=source,
+                         draft_version=draft.version,
+                         users={k: len(v) for k, v in users.items()}, removed=users["removed"],
+                         boot_profile=tuning["boot"], profiles=tuning["write"],
+                         policy_job=apply_job and apply_job.pk,
+                         tuning_job=tuning_job and tuning_job.pk, network=restored and {
+                             **restored, "ports": ports or {},
+                             "draft_version": NetworkDraft.objects.get(pk=1).version},
+                         network_kept=bool(keep_network and document.get("network")))
         pending.delete()
-    me = get_user_model().objects.get(username=request.user.get_username())
-    if me.password != request.user.password:
-        update_session_auth_hash(request, me)  # the backup's password: stay signed in
     return changes, apply_job, tuning_job, restored
+
+
+def stay_signed_in(request):
+    """After a restore over a session: the backup may have changed this person's
+    password hash; the session follows it, as after a password change."""
+    me = get_user_model().objects.filter(username=request.user.get_username()).first()
+    if me is not None and me.password != request.user.password:
+        update_session_auth_hash(request, me)

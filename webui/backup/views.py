@@ -1,31 +1,23 @@
 """The Backup page: download the configuration as one JSON file; upload one, see
 what restoring it would change, confirm. Admins only: the file holds the users'
 password hashes (RoleMiddleware refuses a viewer's POST; every action is a POST)."""
-import hashlib
-from datetime import timedelta
-
 from django.contrib import messages
-from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from accounts import audit
 from accounts.second_factor import recent_second_factor
-from network import draft as network_drafts
 from network.core.errors import NetworkError
 from policy.core.errors import PolicyError
 
-from . import collect as collected
 from . import document as backups
 from . import restore as restores
-from .forms import ConfirmForm, UploadForm
+from . import services
+from .forms import UploadForm, confirm_form
 from .models import PendingRestore
-
-PENDING_FOR = timedelta(days=1)  # an upload left unconfirmed is deleted after this
 
 
 def _page(request, form=None, problems=(), status=200):
@@ -43,15 +35,10 @@ def backup(request):
 @require_POST
 def download(request):
     try:
-        document = collected.build()
+        name, data = services.download(audit.Actor.of(request))
     except backups.BackupError as error:
         messages.error(request, f"No backup was made: {error}")
         return redirect("backup")
-    data = collected.dump(document)
-    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
-    name = f"tusk-backup-{document['hostname']}-{stamp}.json"
-    audit.record(request, "backup download", name, bytes=len(data),
-                 users=len(document["users"]))
     response = HttpResponse(data, content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
@@ -65,28 +52,16 @@ def upload(request):
     upload = form.cleaned_data["file"]
     data = upload.read(backups.MAX_BYTES + 1)
     try:
-        backups.read(data, request.user.get_username())
+        pending = services.upload(audit.Actor.of(request), upload.name, data)
     except backups.BackupError as error:
         return _page(request, form, error.problems, status=400)
-    with transaction.atomic():
-        PendingRestore.objects.filter(user=request.user).delete()
-        PendingRestore.objects.filter(uploaded_at__lt=timezone.now() - PENDING_FOR).delete()
-        pending = PendingRestore.objects.create(
-            user=request.user, name=(upload.name or "backup")[:200], text=data.decode(),
-            sha256=hashlib.sha256(data).hexdigest())
     return redirect("backup_restore", pk=pending.pk)
-
-
-def _confirm_form(document, data=None, token=None):
-    box = network_drafts.present()
-    return ConfirmForm(data, initial={"token": token}, confirmed=document["policy"]["confirmed"],
-                       network=document.get("network"), box=box and sorted(box))
 
 
 def _preview(request, pending, document, form=None, stale=False, status=200):
     changes = restores.plan(document)
     if form is None:
-        form = _confirm_form(document, token=changes["token"])
+        form = confirm_form(document, token=changes["token"])
     return render(request, "backup/restore.html", {
         "pending": pending, "backup": document, "changes": changes, "form": form,
         "stale": stale}, status=status)
@@ -126,20 +101,21 @@ def restore(request, pk):
             "pending": pending, "problems": error.problems}, status=400)
     if request.method != "POST":
         return _preview(request, pending, document)
-    form = _confirm_form(document, request.POST)
+    form = confirm_form(document, request.POST)
     if not form.is_valid():
         return _preview(request, pending, document, form, status=400)
     data = form.cleaned_data
     try:
         changes, apply_job, tuning_job, network = restores.restore(
-            request, pending, data["token"], data.get("source", restores.DRAFT), data["apply"],
-            data["ports"], data.get("keep_network", False))
+            audit.Actor.of(request), pending, data["token"], data.get("source", restores.DRAFT),
+            data["apply"], data["ports"], data.get("keep_network", False))
     except restores.StaleRestore:
         return _preview(request, pending, document, stale=True, status=400)
     except (NetworkError, PolicyError) as error:  # the network does not fit this box
         for problem in error.problems:
             form.add_error(None, str(problem))
         return _preview(request, pending, document, form, status=400)
+    restores.stay_signed_in(request)
     messages.success(request, _restored_message(
         pending, changes, apply_job, tuning_job, network,
         kept=bool(data.get("keep_network")) and document.get("network") is not None))

@@ -4,9 +4,7 @@ system.console_password (the web user may not write /etc/tusk). Upgrades: the tw
 system slots and what happened to them (appliance/slots.py writes it), and for admins
 the upload of an update bundle - streamed into upgrade_dir, then the agent job
 system.upgrade checks and installs it - and the reboot into it (docs/UPGRADES.md)."""
-import json
 import os
-import secrets
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -20,56 +18,29 @@ from django.views.decorators.http import require_POST
 from accounts import audit
 from accounts.second_factor import recent_second_factor
 from appliance import consolepw
-from diag.files import Directory, UnsafeFile
+from diag.files import Directory
 from jobs import queue
 from jobs.models import Job
+from tusklib.problems import ServiceError
 
-from . import bundles
+from . import services
 from .forms import BundleForm, ConsolePasswordForm
 
 KIND = "system.console_password"
-UPGRADE, REBOOT = "system.upgrade", "system.reboot"
-ACTIVE = (Job.State.QUEUED, Job.State.RUNNING)
-EVENTS_SHOWN = 10
-
-
-def _state(name):
-    """A JSON file of system_state_dir (slots.json, health.json), or None."""
-    try:
-        with open(os.path.join(settings.TUSK.system_state_dir, name), encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def _events():
-    try:
-        with open(os.path.join(settings.TUSK.system_state_dir, "events.jsonl"),
-                  encoding="utf-8") as handle:
-            lines = handle.readlines()[-EVENTS_SHOWN:]
-    except OSError:
-        return []
-    events = []
-    for line in reversed(lines):
-        try:
-            events.append(json.loads(line))
-        except ValueError:
-            continue
-    return events
+ACTIVE = services.ACTIVE
 
 
 def _page(request, form=None, status=200, upgrade_form=None):
-    slots = _state("slots.json") or {}
+    slots = services.state_file("slots.json") or {}
     waiting = slots.get("next") and slots.get("booted") and slots["next"] != slots["booted"]
     return render(request, "system/system.html", {
         "form": form or ConsolePasswordForm(),
         "console_password": os.path.exists(consolepw.path_beside(settings.TUSK.path)),
         "busy": Job.objects.filter(kind=KIND, state__in=ACTIVE).first(),
         "slots": slots, "slot_list": sorted((slots.get("slots") or {}).items()),
-        "health": _state("health.json"), "events": _events(),
+        "health": services.state_file("health.json"), "events": services.events(),
         "upgrade_form": upgrade_form or BundleForm(),
-        "upgrading": Job.objects.filter(kind__in=(UPGRADE, REBOOT), state__in=ACTIVE).first(),
-        "last_upgrade": Job.objects.filter(kind=UPGRADE).order_by("-pk").first(),
+        "upgrading": services.upgrading(), "last_upgrade": services.last_upgrade(),
         "waiting": waiting, "bundle_max_mb": settings.TUSK.bundle_max_mb,
     }, status=status)
 
@@ -121,7 +92,7 @@ class BundleReceiver(FileUploadHandler):
         super().new_file(field_name, file_name, *args, **kwargs)
         if field_name != "bundle" or self.stored:
             return
-        self.stored = f"incoming-{secrets.token_hex(8)}{bundles.SUFFIX}"
+        self.stored = services.incoming_name()
         with Directory(settings.TUSK.upgrade_dir) as shared:
             self.handle = os.fdopen(shared.create(self.stored), "wb")
         raise StopFutureHandlers()
@@ -152,8 +123,7 @@ class BundleReceiver(FileUploadHandler):
             self.handle.close()
             self.handle = None
         if self.stored and not self.taken:
-            with Directory(settings.TUSK.upgrade_dir) as shared:
-                shared.delete_name(self.stored)
+            services.discard(self.stored)
             self.stored = None
 
 
@@ -176,35 +146,25 @@ def _upload_bundle(request, receiver):
     form = BundleForm(request.POST, request.FILES)
     valid = form.is_valid()
     if receiver.too_big:
-        form.add_error("bundle", f"more than the {settings.TUSK.bundle_max_mb} MB a bundle "
-                                 "may have")
+        form.add_error("bundle", str(services.BundleTooLarge()))
         valid = False
     if not valid:
         return _page(request, upgrade_form=form, status=400)
-    if Job.objects.filter(kind__in=(UPGRADE, REBOOT), state__in=ACTIVE).exists():
-        form.add_error("bundle", "an upgrade or a reboot is already under way")
-        return _page(request, upgrade_form=form, status=409)
     upload = form.cleaned_data["bundle"]
-    name = bundles.display_name(upload.name)
-    with transaction.atomic(), Directory(settings.TUSK.upgrade_dir) as shared:
-        job = queue.enqueue(UPGRADE, {"name": name}, request.user)
-        final = bundles.upload_name(job.pk)
-        shared.delete_name(final)       # a leftover of a lost database is replaced
-        try:
-            os.rename(upload.stored_as, final, src_dir_fd=shared.fd, dst_dir_fd=shared.fd)
-        except OSError as error:
-            raise UnsafeFile(f"{upload.stored_as}: {error.strerror}") from None
-        receiver.taken = True
-        audit.record(request, "system upgrade upload", f"job {job.pk}", name=name,
-                     bytes=upload.size)
-    return redirect(reverse("job", args=[job.pk]) + "?next=system")
+    receiver.taken = True     # the service keeps it or removes it
+    try:
+        queued = services.upgrade(audit.Actor.of(request), upload.name, upload.stored_as,
+                                  upload.size)
+    except ServiceError as error:
+        form.add_error("bundle", error.problems[0].message)
+        return _page(request, upgrade_form=form, status=409)
+    return redirect(reverse("job", args=[queued.job]) + "?next=system")
 
 
 @require_POST
 def reboot(request):
-    if Job.objects.filter(kind__in=(UPGRADE, REBOOT), state__in=ACTIVE).exists():
+    try:
+        queued = services.reboot(audit.Actor.of(request))
+    except ServiceError:
         return _page(request, status=409)
-    with transaction.atomic():
-        job = queue.enqueue(REBOOT, {}, request.user)
-        audit.record(request, "system reboot", "box", job=job.pk)
-    return redirect(reverse("job", args=[job.pk]) + "?next=system")
+    return redirect(reverse("job", args=[queued.job]) + "?next=system")
