@@ -143,6 +143,15 @@ def test_an_upload_past_the_limit_or_not_a_bundle_is_refused_and_not_kept(
     assert empty(dirs["upgrade"]) and not Job.objects.exists()
 
 
+def test_a_box_without_an_upgrade_directory_says_so_instead_of_failing(
+        admin_client, agent_config, settings, bundles, tmp_path):
+    settings.TUSK = dataclasses.replace(settings.TUSK, upgrade_dir=str(tmp_path / "none"))
+    response = upload(admin_client, bundles / "good.raucb")
+    assert response.status_code == 409
+    assert "this system cannot take a bundle" in response.content.decode()
+    assert not Job.objects.exists()
+
+
 # -- the API (docs/API.md): the bundle as the body --------------------------------------
 
 def send(token, data, name="good.raucb"):

@@ -18,7 +18,6 @@ from backup import document as backups
 from backup import restore as restores
 from backup import services
 from backup.forms import PORT_FIELD, confirm_form
-from jobs.models import Job
 from tusklib.problems import Problem, Refusal, ServiceError
 
 from .auth import ADMIN, ADMIN_STEP_UP
@@ -163,8 +162,5 @@ def restore(request, body: RestoreIn, restore_id: int = ID):
             from None
     if request.auth.token is None:
         restores.stay_signed_in(request)
-    jobs = Job.objects.select_related("created_by")
-    return {"users": changes["users"],
-            "policy_job": apply_job and job_out(jobs.get(pk=apply_job.pk)),
-            "tuning_job": tuning_job and job_out(jobs.get(pk=tuning_job.pk)),
-            "network": network}
+    return {"users": changes["users"], "policy_job": apply_job and job_out(apply_job),
+            "tuning_job": tuning_job and job_out(tuning_job), "network": network}

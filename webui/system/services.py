@@ -77,9 +77,21 @@ def _refuse_while_busy():
                                                        "under way")
 
 
-def incoming_name():
-    """A new name in upgrade_dir for a bundle being received."""
-    return f"incoming-{secrets.token_hex(8)}{bundles.SUFFIX}"
+def limit_bytes():
+    return settings.TUSK.bundle_max_mb * 1_000_000
+
+
+def incoming():
+    """A new file in upgrade_dir for a bundle being received -> (its name, a binary file
+    open for writing); never through a planted link. ServiceError if this box has no
+    upgrade directory it may write."""
+    stored_as = f"incoming-{secrets.token_hex(8)}{bundles.SUFFIX}"
+    try:
+        with Directory(settings.TUSK.upgrade_dir) as shared:
+            return stored_as, os.fdopen(shared.create(stored_as), "wb")
+    except (UnsafeFile, OSError) as error:
+        raise ServiceError(Refusal.CONFLICT, "bundle", f"this system cannot take a bundle: "
+                                                       f"{error}") from None
 
 
 def discard(stored_as):
@@ -91,14 +103,8 @@ def receive(read):
     """A bundle read with read(n) (a request's body, up to its end) stored in
     upgrade_dir -> (its name there, bytes). Past bundle_max_mb it stops reading, removes
     what it stored and raises BundleTooLarge."""
-    limit = settings.TUSK.bundle_max_mb * 1_000_000
-    stored_as, size = incoming_name(), 0
-    try:
-        with Directory(settings.TUSK.upgrade_dir) as shared:
-            handle = os.fdopen(shared.create(stored_as), "wb")
-    except (UnsafeFile, OSError) as error:
-        raise ServiceError(Refusal.CONFLICT, "bundle", f"this system cannot take a bundle: "
-                                                       f"{error}") from None
+    limit, size = limit_bytes(), 0
+    stored_as, handle = incoming()
     try:
         with handle:
             while chunk := read(CHUNK):

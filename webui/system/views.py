@@ -7,6 +7,7 @@ system.upgrade checks and installs it - and the reboot into it (docs/UPGRADES.md
 import os
 
 from django.conf import settings
+from django.contrib import messages
 from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, StopFutureHandlers, StopUpload
 from django.db import transaction
@@ -18,7 +19,6 @@ from django.views.decorators.http import require_POST
 from accounts import audit
 from accounts.second_factor import recent_second_factor
 from appliance import consolepw
-from diag.files import Directory
 from jobs import queue
 from jobs.models import Job
 from tusklib.problems import ServiceError
@@ -92,16 +92,14 @@ class BundleReceiver(FileUploadHandler):
         super().new_file(field_name, file_name, *args, **kwargs)
         if field_name != "bundle" or self.stored:
             return
-        self.stored = services.incoming_name()
-        with Directory(settings.TUSK.upgrade_dir) as shared:
-            self.handle = os.fdopen(shared.create(self.stored), "wb")
+        self.stored, self.handle = services.incoming()
         raise StopFutureHandlers()
 
     def receive_data_chunk(self, raw_data, start):
         if self.handle is None:
             return None
         self.size += len(raw_data)
-        if self.size > settings.TUSK.bundle_max_mb * 1_000_000:
+        if self.size > services.limit_bytes():
             self.too_big = True
             self.discard()
             raise StopUpload(connection_reset=False)
@@ -136,6 +134,9 @@ def upload_bundle(request):
     request.upload_handlers = [receiver]
     try:
         return _upload_bundle(request, receiver)
+    except ServiceError as error:      # no upgrade directory to receive it in
+        messages.error(request, f"The bundle was not taken: {error.problems[0].message}")
+        return _page(request, status=409)
     finally:
         receiver.discard()
 
