@@ -5,8 +5,11 @@ tusk-boot loads (render_boot), its input the render function's arguments (input.
 On a mismatch the failure shows `diff -u expected actual`. UPDATE_GOLDEN=1 rewrites the
 expected files from the renderer instead (then read the diff before committing it).
 Every expected ruleset must also pass `nft -c` in a scratch namespace; cases whose policy
-needs Tusk's kernel (seqrand helpers, flowtables) must instead be refused by this host's
-kernel only where they use those features, with ENOENT.
+needs Tusk's kernel (seqrand helpers, flowtables, the bridge's conntrack) must instead be
+refused by this host's kernel only where they use those features: with ENOENT, and for
+conntrack in table bridge tusk_bridge with EPROTO (the bridge family has no ct without
+CONFIG_NF_CONNTRACK_BRIDGE). The VM tier checks them whole on Tusk's kernel
+(vm/test_vm_golden.py).
 """
 import difflib
 import json
@@ -44,6 +47,9 @@ ERROR_LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+)(?:-\d+)?
                         r": Error: (?P<msg>.*)$")
 # What this host's kernel lacks, as it appears on a line of the ruleset.
 VM_ONLY = re.compile(r"^\s*(ct helper \S+ \{|flowtable \S+ \{)|\bct helper set \"|\bflow add @")
+# ... and in the bridges' table, any use of conntrack
+VM_ONLY_BRIDGED = re.compile(r"\bct (state|mark|direction|helper)\b")
+BRIDGE_TABLE_LINE = "table bridge tusk_bridge {"
 
 
 def path(case, name):
@@ -74,8 +80,9 @@ def needs_vm_kernel(case):
     if case.startswith(f"{BOOT}/"):
         return False
     policy = load_policy_file(path(case, "policy.yaml"))
-    return any(c.seqrand != choices.SEQRAND_NONE or c.fastpath != choices.FASTPATH_NEVER
-               for c in policy.classes)
+    return bool(policy.bridged_zones) or any(
+        c.seqrand != choices.SEQRAND_NONE or c.fastpath != choices.FASTPATH_NEVER
+        for c in policy.classes)
 
 
 def unified_diff(expected, actual, case):
@@ -161,7 +168,9 @@ def test_expected_passes_nft_check(case, nft_check):
     # kernel accepted it.
     assert result.returncode != 0, f"{case}: nft -c accepted helpers/flowtables this host lacks"
     lines = expected.splitlines()
-    vm_lines = {number for number, text in enumerate(lines, 1) if VM_ONLY.search(text)}
+    bridge_from = lines.index(BRIDGE_TABLE_LINE) + 1
+    vm_lines = {number for number, text in enumerate(lines, 1) if VM_ONLY.search(text)
+                or number > bridge_from and VM_ONLY_BRIDGED.search(text)}
     assert vm_lines, f"{case} needs the VM kernel but uses no helper or flowtable"
     errors = [line for line in result.stderr.splitlines() if "Error" in line]
     assert errors, f"{case}: nft -c failed without an error line:\n{result.stderr}"
@@ -170,7 +179,9 @@ def test_expected_passes_nft_check(case, nft_check):
         match = ERROR_LINE.match(error)
         assert match, f"{case}: nft error without FILE:LINE:COL: {error!r}\n{result.stderr}"
         number = int(match["line"])
-        assert match["msg"].endswith("No such file or directory"), (
+        missing = ("No such file or directory", "Protocol error") if number > bridge_from \
+            else ("No such file or directory",)
+        assert match["msg"].endswith(missing), (
             f"{case}: line {number} refused for another reason than a missing kernel "
             f"feature:\n  {lines[number - 1].strip()}\n{result.stderr}")
         assert number in vm_lines, (
@@ -191,7 +202,8 @@ def test_without_flowtables_auto_classes_stay_on_a_slow_path_this_kernel_takes(c
     policy = load_policy_file(path(case, "policy.yaml"))
     slow = render(policy, flowtable=False)
     assert "flow add @" not in slow or any(c.always_fast for c in policy.classes), case
-    if any(c.seqrand != choices.SEQRAND_NONE or c.always_fast for c in policy.classes):
+    if policy.bridged_zones or any(c.seqrand != choices.SEQRAND_NONE or c.always_fast
+                                   for c in policy.classes):
         return
     assert "flowtable" not in slow
     result = nft_check(slow)

@@ -26,7 +26,7 @@ def load(case):
     config = normalise.load(os.path.join(HERE, case, "network.toml"))
     with open(os.path.join(HERE, case, "live.json"), encoding="utf-8") as handle:
         recorded = json.load(handle)
-    live = facts.parse_live(**{key: json.dumps(recorded[key]) for key in facts.COMMANDS})
+    live = facts.parse_live(**{key: json.dumps(recorded.get(key, [])) for key in facts.COMMANDS})
     return config, live
 
 

@@ -180,8 +180,7 @@ def test_a_rollback_to_a_revision_from_before_the_hardware_table_removes_it(lab,
     fw("apply", policy(tmp_path, "alpha"))
     fw("confirm")
     stored = fw.state / "revisions" / "000001" / "ruleset.nft"
-    assert stored.read_text().endswith(
-        "table inet tusk_offload\ndelete table inet tusk_offload\n")
+    assert "}\ntable inet tusk_offload\ndelete table inet tusk_offload\n" in stored.read_text()
     stored.write_text(stored.read_text().replace(
         "table inet tusk_offload\ndelete table inet tusk_offload\n", ""))
     fw("apply", policy(tmp_path, "beta"))
@@ -193,6 +192,29 @@ def test_a_rollback_to_a_revision_from_before_the_hardware_table_removes_it(lab,
     assert live(lab) == ["alpha"]
     assert lab.ns(lab.fw, "nft", "list", "table", "inet", "tusk_offload",
                   check=False).returncode != 0
+
+
+def test_a_rollback_to_a_revision_from_before_the_bridge_table_closes_the_bridges(lab, fw,
+                                                                               tmp_path):
+    """Every ruleset makes table bridge tusk_bridge anew. A revision stored by a release
+    before it does not name it: rolling back to one must not leave a later revision's
+    bridged classes in place - the bridges fail closed, as that revision's table would
+    have them."""
+    fw("apply", policy(tmp_path, "alpha"))
+    fw("confirm")
+    stored = fw.state / "revisions" / "000001" / "ruleset.nft"
+    text = stored.read_text()
+    start = text.index("# The classes of the policy's bridged zones")
+    stored.write_text(text[:start])
+    fw("apply", policy(tmp_path, "beta"))
+    # what a pending revision's bridged classes leave in place (accepting all, here)
+    lab.ns(lab.fw, "nft", "-f", "-", input="table bridge tusk_bridge\n"
+           "delete table bridge tusk_bridge\ntable bridge tusk_bridge {\n chain forward {\n"
+           "  type filter hook forward priority filter; policy accept;\n }\n}\n")
+    fw("rollback")
+    assert live(lab) == ["alpha"]
+    listed = lab.ns(lab.fw, "nft", "list", "table", "bridge", "tusk_bridge").stdout
+    assert "policy drop;" in listed and "no bridged zone - nothing crosses a bridge" in listed
 
 
 def test_applying_over_a_pending_apply_supersedes_it(lab, fw, tmp_path):

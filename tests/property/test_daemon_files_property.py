@@ -168,7 +168,7 @@ NETS = st.sampled_from(["10.20.0.0/16", "198.51.100.0/24", "2001:db8:20::/48", "
 
 NETWORK_FIELDS = ("hostname", "dns", "ntp", "timezone", "management", "traffic", "addresses",
                   "address", "mtu", "vlan", "vlan_id", "vlan_address", "destination",
-                  "gateway")
+                  "gateway", "bridge", "bridge_vlans", "bpdu", "bridge_mtu")
 
 
 @st.composite
@@ -183,6 +183,17 @@ def network_documents(draw):
     traffic = value("traffic", st.sampled_from(["eth2", "ens4", "enp1s0f1"]))
     address = value("address", st.sampled_from(["10.1.0.1/24", "2001:db8:1::1/64"]))
     gateway_ok = "10.1.0.254" if address.startswith("10.") else "2001:db8:1::fe"
+    stp = draw(st.booleans())
+    bridges = [{"name": value("bridge", st.sampled_from(["br0", "dtn-bridge"])),
+                "members": ["eth5", "eth6"], "stp": stp,
+                "bpdu": value("bpdu", st.sampled_from(["forward"] if stp else
+                                                      ["forward", "drop"])),
+                "vlans": draw(st.lists(st.integers(-1, 5000), max_size=4)
+                              if "bridge_vlans" in bad else
+                              st.lists(st.integers(1, 4094), max_size=4, unique=True)),
+                "mtu": draw(st.integers(-1, 70000) if "bridge_mtu" in bad
+                            else st.sampled_from([0, 1500, 9000]))}] \
+        if draw(st.booleans()) else []
     return {
         "system": {"hostname": value("hostname", HOSTNAMES),
                    "dns": draw(st.lists(poisoned(st.one_of(IPV4, IPV6, SCOPED))
@@ -201,7 +212,10 @@ def network_documents(draw):
                                                    else st.one_of(CIDR4, CIDR6), max_size=2))
                         + [address],
                         "mtu": draw(st.integers(-1, 70000) if "mtu" in bad
-                                    else st.sampled_from([1500, 9000]))}],
+                                    else st.sampled_from([1500, 9000]))}] +
+                      [{"name": name, "role": "traffic"} for name in ("eth5", "eth6")
+                       if bridges],
+        "bridges": bridges,
         "vlans": [{"name": value("vlan", st.sampled_from(["v100", "eth2.100"])),
                    "parent": traffic,
                    "id": draw(st.integers(-1, 5000) if "vlan_id" in bad
@@ -216,22 +230,28 @@ def network_documents(draw):
 FIXED = {"yes", "no", "down", "ipv4", "ipv6", "fast", "100ms", "vlan", "bond"}
 NETWORK_KEYS = {"Match": {"Name"}, "Link": {"ActivationPolicy", "RequiredForOnline", "MTUBytes"},
                 "Network": {"Bond", "DHCP", "Address", "LinkLocalAddressing", "IPv6AcceptRA",
-                            "ConfigureWithoutCarrier", "VLAN"},
+                            "ConfigureWithoutCarrier", "VLAN", "Bridge"},
+                "BridgeVLAN": {"VLAN"},
                 "Route": {"Destination", "Gateway", "Metric"}}
 NETDEV_KEYS = {"NetDev": {"Name", "Kind"}, "VLAN": {"Id"},
-               "Bond": {"Mode", "TransmitHashPolicy", "MIIMonitorSec", "LACPTransmitRate"}}
+               "Bond": {"Mode", "TransmitHashPolicy", "MIIMonitorSec", "LACPTransmitRate"},
+               "Bridge": {"STP", "MulticastSnooping", "VLANFiltering"}}
 
 
 def intended_values(document, config):
     """{(link, key): [canonical values]} of everything the operator gave each link."""
     found = {}
-    links = document["interfaces"] + document["vlans"]
+    links = document["interfaces"] + document["vlans"] + document["bridges"]
     for link in links:
         name = link["name"]
+        bridge = next((b for b in document["bridges"] if name in b["members"]), None)
         found[(name, "Name")] = [name]
         found[(name, "Address")] = [canonical_cidr(a) for a in link.get("addresses", [])]
         found[(name, "VLAN")] = [v["name"] for v in document["vlans"] if v["parent"] == name]
-        found[(name, "MTUBytes")] = [str(link["mtu"])] if link.get("mtu") else []
+        found[(name, "Bridge")] = [bridge["name"]] if bridge else []
+        found[(name, "BridgeVLAN")] = [str(v) for v in bridge["vlans"]] if bridge else []
+        mtu = link.get("mtu") or (bridge["mtu"] if bridge else 0)
+        found[(name, "MTUBytes")] = [str(mtu)] if mtu else []
         routes = [r for r in document["routes"] if r["interface"] == name]
         found[(name, "Destination")] = [
             str(ipaddress.ip_network(r["destination"])) if r["destination"] != "default"
@@ -247,7 +267,7 @@ ISSUE_DNS = {"system": {"hostname": "tusk", "dns": ["2001:db8::53%\n[Resolve]\n"
                         "ntp": ["0.pool.ntp.org"], "timezone": "UTC"},
              "interfaces": [{"name": "eth1", "role": "management",
                              "addresses": ["192.0.2.1/24"]}],
-             "vlans": [], "routes": []}
+             "vlans": [], "bridges": [], "routes": []}
 
 
 @EXAMPLES
@@ -271,16 +291,28 @@ def test_networkd_files_hold_exactly_the_network_the_check_accepted(document):
         for section, key, _ in entries:
             assert key in keys[section], (path, section, key)
         if path.endswith(".netdev"):
+            bridge = next((b for b in document["bridges"] if b["name"] == link), None)
+            if bridge:
+                assert entries == [("NetDev", "Name", link), ("NetDev", "Kind", "bridge"),
+                                   ("Bridge", "STP", "yes" if bridge["stp"] else "no"),
+                                   ("Bridge", "MulticastSnooping", "no"),
+                                   ("Bridge", "VLANFiltering",
+                                    "yes" if bridge["vlans"] else "no")]
+                continue
             vlan = next(v for v in document["vlans"] if v["name"] == link)
             assert entries == [("NetDev", "Name", link), ("NetDev", "Kind", "vlan"),
                                ("VLAN", "Id", str(vlan["id"]))]
             continue
-        for key in ("Name", "Address", "VLAN", "MTUBytes", "Destination", "Gateway", "Metric"):
+        for key in ("Name", "Address", "MTUBytes", "Destination", "Gateway", "Metric",
+                    "Bridge"):
             assert [v for _, k, v in entries if k == key] == intended[(link, key)], (path, key)
+        for section, key in (("Network", "VLAN"), ("BridgeVLAN", "BridgeVLAN")):
+            assert [v for s, k, v in entries if s == section and k == "VLAN"] == \
+                intended[(link, key)], (path, section)
         others = {v for _, k, v in entries if k not in intended_keys()}
         assert others <= FIXED, (path, others)
-        assert sections == ["Match", "Link", "Network"] + ["Route"] * len(
-            intended[(link, "Gateway")])
+        assert sections == ["Match", "Link", "Network"] + ["BridgeVLAN"] * len(
+            intended[(link, "BridgeVLAN")]) + ["Route"] * len(intended[(link, "Gateway")])
     system = networkd.render_system(config)
     dns = " ".join(canonical_ip(s) for s in document["system"]["dns"])
     ntp = " ".join(_canonical_host(s) for s in document["system"]["ntp"])
@@ -293,7 +325,8 @@ def test_networkd_files_hold_exactly_the_network_the_check_accepted(document):
 
 
 def intended_keys():
-    return {"Name", "Address", "VLAN", "MTUBytes", "Destination", "Gateway", "Metric"}
+    return {"Name", "Address", "VLAN", "MTUBytes", "Destination", "Gateway", "Metric",
+            "Bridge"}
 
 
 def _canonical_host(text):

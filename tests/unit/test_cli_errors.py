@@ -129,8 +129,11 @@ def test_valid_file_checks_and_prints(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("# Rendered by Tusk")
     assert "tcp option maxseg size set 1400" in result.stdout
-    # table tusk whole, then the hardware fast path's table deleted (no class has hardware)
-    assert result.stdout.endswith("}\ntable inet tusk_offload\ndelete table inet tusk_offload\n")
+    # table tusk whole, then the hardware fast path's table deleted (no class has hardware),
+    # then the bridges' table, which drops all (no bridged zone)
+    assert "}\ntable inet tusk_offload\ndelete table inet tusk_offload\n" in result.stdout
+    assert result.stdout.endswith('policy drop;\n\t\tcounter comment "tusk: no bridged zone - '
+                                  'nothing crosses a bridge"\n\t}\n}\n')
 
 
 def test_shipped_example_prints(tmp_path):

@@ -202,10 +202,10 @@ def test_a_box_without_data_says_so(box, console):
 
 def test_invalid_choices_name_what_was_wrong(console):
     terminal = console()
-    for typed in ("12", "reboot", "0"):
+    for typed in ("13", "reboot", "0"):
         terminal.type(typed)
         assert terminal.expect(PROMPT).startswith(
-            f"{typed}\n\n{typed!r} is not an option: enter a number from 1 to 11\n")
+            f"{typed}\n\n{typed!r} is not an option: enter a number from 1 to 12\n")
     terminal.type("11")
     assert terminal.expect(PROMPT).startswith(
         "11\n\n'11' is not an option on the live system: it has no system slots (install to "
@@ -678,3 +678,51 @@ def test_the_firewalls_warning_is_shown_under_the_header(box, console):
     terminal = console()
     assert "\nWARNING: the dashboard answers on no interface: network.toml has no valid " \
            "management interface\n\n 1) Assign interfaces" in terminal.output
+
+
+BRIDGED = """version = 2
+
+[[interfaces]]
+name = "enp0s2"
+role = "management"
+addresses = ["192.168.1.5/24"]
+
+[[interfaces]]
+name = "enp0s3"
+
+[[interfaces]]
+name = "enp0s10"
+
+[[bridges]]
+name = "br0"
+members = ["enp0s3", "enp0s10"]
+"""
+
+
+def test_the_bridge_mode_goes_off_from_the_console_and_its_ports_stay_put(box, console):
+    """Option 12, shown only with a bridge: the way out of a bridge that cuts the network.
+    Option 1 leaves a bridge's ports alone, as a bond's."""
+    box.write(PATH, BRIDGED)
+    terminal = console()
+    assert "\n12) Bridge mode off\n" in terminal.output
+    terminal.type("1")
+    terminal.expect("Management interface (name or number) [enp0s2]: ")
+    terminal.type("")
+    terminal.expect("Traffic interfaces [none]: ")
+    terminal.type("enp0s3")
+    assert "Traffic interface enp0s3: it belongs to a bond or a bridge" in \
+        terminal.expect(PROMPT)
+    terminal.type("12")
+    listing = terminal.expect("Write and apply it now? [y/N]: ")
+    assert "Bridge br0: enp0s3, enp0s10\nTurned off, these stay traffic links without " \
+        "addresses: nothing crosses between them" in listing
+    assert "  traffic     enp0s3           (link up, no address)\n" in listing
+    terminal.type("y")
+    applied = terminal.expect("Applied.\n")
+    assert "removed /run/systemd/network/10-tusk-br0.netdev" not in applied   # never written
+    config = network.load(box.path(PATH))
+    assert config.bridges == () and [p.name for p in config.interfaces] == [
+        "enp0s2", "enp0s3", "enp0s10"]
+    assert "12) Bridge mode off" not in terminal.expect(PROMPT)
+    terminal.type("12")
+    assert "'12' is not an option: no bridge is configured" in terminal.expect(PROMPT)

@@ -62,7 +62,7 @@ def snapshot():
                       "down): give it the role traffic on Network → Interfaces"),
     ("eth9", "interfaces[0]: zone inside: eth9: the network configuration has no such "
              "interface (its traffic interfaces: eth2, eth2.100); add it on Network → "
-             "Interfaces (or VLANs, Bonds) first"),
+             "Interfaces (or VLANs, Bonds, Bridges) first"),
 ])
 def test_a_zone_on_no_traffic_link_is_refused_naming_the_field(admin_client, network,
                                                                 interfaces, message):

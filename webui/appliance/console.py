@@ -75,6 +75,7 @@ class Console:
             "9": ("Unlock admin login", self.unlock_admin),
             "10": ("Console password", self.console_password),
             "11": ("System slots", self.system_slots),
+            "12": ("Bridge mode off", self.bridge_mode_off),
         }
 
     # -- talking ----------------------------------------------------------------------
@@ -150,9 +151,12 @@ class Console:
         if warning:
             self.say(f"WARNING: {warning}")
         self.say()
+        bridges = self.bridges()
         for key, (title, _) in self.actions.items():
-            # installing: live only; the system slots: an installed box only
-            if (key != "5" or live) and (key != "11" or live is False):
+            # installing: live only; the system slots: an installed box only; the bridge
+            # mode off: where there are bridges
+            if (key != "5" or live) and (key != "11" or live is False) and \
+                    (key != "12" or bridges):
                 self.say(f"{key:>2}) {title}")
         self.say()
 
@@ -217,7 +221,8 @@ class Console:
         # bonds and VLANs (the dashboard's) keep their ports: those are not asked about
         kept = {p.name: p for p in (current.interfaces if current else ())
                 if p.name in names and p.name != management}
-        held = set(current.bond_of) | {v.parent for v in current.vlans} if current else set()
+        held = set(current.bond_of) | set(current.bridge_of) | \
+            {v.parent for v in current.vlans} if current else set()
         asked = [p for p in kept.values() if p.role == model.TRAFFIC and p.name not in held]
         default = ", ".join(f"{p.name}={p.addresses[0]}" if len(p.addresses) == 1 else p.name
                             for p in asked) or "none"
@@ -256,8 +261,8 @@ class Console:
             if name in seen:
                 raise Refused(f"Traffic interface {name}: listed twice")
             if name in held:
-                raise Refused(f"Traffic interface {name}: it belongs to a bond or carries "
-                              "VLANs (the dashboard's Network page changes those)")
+                raise Refused(f"Traffic interface {name}: it belongs to a bond or a bridge "
+                              "or carries VLANs (the dashboard's Network page changes those)")
             seen.add(name)
             port = kept.get(name) or model.Port(name)
             if address == "dhcp":
@@ -308,6 +313,26 @@ class Console:
         dhcp = address == "dhcp"
         self.save_and_apply(network.with_management(
             config, mgmt.name, dhcp, () if dhcp else (address,), gateway, dns), path)
+
+    def bridges(self):
+        """The configured bridges, or () (no valid configuration: none to turn off)."""
+        try:
+            return current_config(self.runner)[0].bridges
+        except network.NetworkError:
+            return ()
+
+    def bridge_mode_off(self):
+        """The way out of a bridge that cuts the network (a loop its switches do not
+        block, the wrong ports): every bridge goes; its members stay traffic links without
+        addresses, so nothing crosses between them until the dashboard says otherwise."""
+        config, path = self.config_or_refuse()
+        if not config.bridges:
+            raise Refused("'12' is not an option: no bridge is configured")
+        for bridge in config.bridges:
+            self.say(f"\nBridge {bridge.name}: {', '.join(bridge.members)}")
+        self.say("Turned off, these stay traffic links without addresses: nothing crosses "
+                 "between them (the policy's bridged zones then match nothing).")
+        self.save_and_apply(dataclasses.replace(config, bridges=()), path)
 
     def ask_default(self, prompt, default):
         answer = self.ask(f"{prompt} [{default or 'none'}]: ")

@@ -68,7 +68,7 @@ def addresses_from_ip_json(text):
 
 def summary(config):
     """Lines that say what a configuration does."""
-    bond_of = config.bond_of
+    bond_of = {**config.bond_of, **config.bridge_of}
     lines = []
     for link in config.links:
         what = [a for a in link.addresses]
@@ -80,6 +80,10 @@ def summary(config):
             what.append(f"VLAN {link.id} on {link.parent}")
         elif link.kind == "bond":
             what.append(f"{link.mode} bond of {', '.join(link.members)}")
+        elif link.kind == "bridge":
+            what.append(f"transparent bridge of {', '.join(link.members)}"
+                        + (", STP" if link.stp else "")
+                        + (f", VLANs {', '.join(map(str, link.vlans))}" if link.vlans else ""))
         if link.name in bond_of:
             what = [f"member of {bond_of[link.name]}"]
         role = link.role if link.kind == "port" else link.kind

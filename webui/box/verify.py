@@ -44,7 +44,8 @@ def network_problems(policy, networks):
                 path = f"nat.forwards[{index}].class"
                 found[path] = Problem(Code.CONTRADICTION, path, taking.reason())
     for which, config in networks:
-        for code, problems in ((Code.INTERFACE, zone_problems(config, zones)),
+        for code, problems in ((Code.INTERFACE, zone_problems(config, zones,
+                                                              policy.bridged_zones)),
                                (Code.CONTRADICTION, nat_problems(
                                    config, zones, forwards, masquerades, taken_first(policy)))):
             for path, message in problems:

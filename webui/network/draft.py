@@ -18,8 +18,8 @@ from .core.normalise import from_document, parse, to_document
 from .models import Draft, NetworkState
 
 FACTS = "network.facts"   # the agent's periodic task: ports, addresses, routes
-LINKS = ("interfaces", "bonds", "vlans")
-SECTIONS = ("vlans", "bonds", "routes")
+LINKS = ("interfaces", "bonds", "vlans", "bridges")
+SECTIONS = ("vlans", "bonds", "bridges", "routes")
 # where a link's name is referred to by other items (renames follow, deletes are checked)
 REFERENCES = (("vlans", "parent"), ("routes", "interface"))
 
@@ -147,8 +147,8 @@ def port_index(document, name):
 
 
 def save_item(key, index, item, version, user):
-    """key: interfaces, bonds, vlans or routes; index None appends. A renamed bond or
-    VLAN is renamed where VLANs and routes refer to it."""
+    """key: interfaces, bonds, vlans, bridges or routes; index None appends. A renamed
+    link is renamed where VLANs, routes, bonds and bridges refer to it."""
     document = copy.deepcopy(get().document)
     entries = document.setdefault(key, [])
     if index is None:
@@ -181,8 +181,9 @@ def _rename(document, renames):
         for entry in document.get(key) or []:
             if entry.get(field) in renames:
                 entry[field] = renames[entry[field]]
-    for bond in document.get("bonds") or []:
-        bond["members"] = [renames.get(m, m) for m in bond.get("members") or []]
+    for key in ("bonds", "bridges"):
+        for entry in document.get(key) or []:
+            entry["members"] = [renames.get(m, m) for m in entry.get("members") or []]
 
 
 def follow_ports(document, ports):

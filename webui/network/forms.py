@@ -113,6 +113,52 @@ class BondForm(ItemForm):
         return item
 
 
+class BridgeForm(ItemForm):
+    name = forms.CharField(max_length=15, help_text="e.g. br0.")
+    members = forms.MultipleChoiceField(help_text=(
+        "Two or more traffic ports, bonds or VLANs without addresses: the sides the "
+        "policy filters between (a zone names them)."))
+    stp = forms.BooleanField(required=False, label="Spanning tree (STP)", help_text=(
+        "Off: the bridge is a wire to spanning tree and forwards at once. On: it takes "
+        "part, and holds a new port for 30 s while it listens and learns."))
+    bpdu = forms.ChoiceField(choices=[(c, c) for c in model.BPDU_CHOICES], label="BPDUs",
+                             help_text=(
+        "Without STP: forward lets the switches on both sides see each other's BPDUs, so "
+        "they block a loop made through the box; drop keeps each side's spanning tree "
+        "apart."))
+    vlans = forms.CharField(required=False, label="VLANs", help_text=(
+        "VLAN ids the bridge carries tagged on every member, separated by spaces; empty: "
+        "every frame crosses as it came, tagged or not."))
+    description = _description()
+    mtu = _mtu()
+    keys = ("name", "members", "stp", "bpdu", "vlans", "description", "mtu")
+    problem_fields = {key: key for key in keys}
+
+    def __init__(self, *args, links=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["members"].choices = [(p, p) for p in links]
+
+    def clean_vlans(self):
+        ids = []
+        for part in _split(self.cleaned_data["vlans"]):
+            if not part.isdigit():
+                raise forms.ValidationError(f"{part!r} is not a VLAN id (a number "
+                                            f"{model.VLAN_ID_MIN}-{model.VLAN_ID_MAX})")
+            ids.append(int(part))
+        return ids
+
+    def to_item(self):
+        item = super().to_item()
+        item["members"] = list(item["members"])
+        return item
+
+    @classmethod
+    def initial_from(cls, item):
+        initial = super().initial_from(item)
+        initial["vlans"] = " ".join(str(v) for v in item.get("vlans") or [])
+        return initial
+
+
 class RouteForm(ItemForm):
     destination = forms.CharField(max_length=64, help_text='A prefix (10.20.0.0/16, '
                                   '2001:db8:20::/48) or "default".')
@@ -152,7 +198,8 @@ class SystemForm(ItemForm):
         return initial
 
 
-FORMS_BY_SECTION = {"vlans": VlanForm, "bonds": BondForm, "routes": RouteForm}
+FORMS_BY_SECTION = {"vlans": VlanForm, "bonds": BondForm, "bridges": BridgeForm,
+                    "routes": RouteForm}
 
 
 class ApplyForm(forms.Form):

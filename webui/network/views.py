@@ -35,7 +35,8 @@ SESSION_TOKEN = "network_confirm_token"
 SESSION_OVER = "network_confirm_over"   # the addresses that token's change moves to
 # nginx sets it to the local address the connection came in on ($server_addr), replacing
 # whatever a client sent (rootfs-overlay/usr/lib/tusk/nginx.conf)
-TITLES = {"vlans": ("VLANs", "VLAN"), "bonds": ("Bonds", "bond"), "routes": ("Routes", "route")}
+TITLES = {"vlans": ("VLANs", "VLAN"), "bonds": ("Bonds", "bond"),
+          "bridges": ("Bridges", "bridge"), "routes": ("Routes", "route")}
 
 
 def status_context(draft=None):
@@ -91,8 +92,8 @@ def interfaces(request):
     facts = drafts.facts()
     live = facts.get("ports") or {}
     configured = {p["name"]: p for p in draft.document.get("interfaces") or []}
-    bond_of = {m: b["name"] for b in draft.document.get("bonds") or []
-               for m in b.get("members") or []}
+    bond_of = {m: b["name"] for key in ("bonds", "bridges")
+               for b in draft.document.get(key) or [] for m in b.get("members") or []}
     ports = [{"name": name, "live": live.get(name), "config": configured.get(name),
               "bond": bond_of.get(name),
               "addresses": (facts.get("addresses") or {}).get(name, [])}
@@ -172,8 +173,10 @@ def _form(section, data, document, initial):
     # (the management port in a bond) rather than the form saying "not a valid choice"
     ports = [p["name"] for p in document.get("interfaces") or []]
     links = [link["name"] for key in drafts.LINKS for link in document.get(key) or []]
-    kwargs = {"vlans": {"parents": ports + [b["name"] for b in document.get("bonds") or []]},
-              "bonds": {"ports": ports}, "routes": {"links": links}}[section]
+    bonds = [b["name"] for b in document.get("bonds") or []]
+    vlans = [v["name"] for v in document.get("vlans") or []]
+    kwargs = {"vlans": {"parents": ports + bonds}, "bonds": {"ports": ports},
+              "bridges": {"links": ports + bonds + vlans}, "routes": {"links": links}}[section]
     return FORMS_BY_SECTION[section](data, initial=initial, **kwargs)
 
 
@@ -213,7 +216,8 @@ def item_edit(request, section, index=None):
     return render(request, "network/item_form.html", {
         "form": form, "title": TITLES[section][0],
         "back": reverse("network_section", args=[section]), "name": name,
-        "bond_note": section == "bonds"}, status=400 if form.errors else 200)
+        "bond_note": section == "bonds", "bridge_note": section == "bridges"},
+        status=400 if form.errors else 200)
 
 
 @require_POST

@@ -1,5 +1,6 @@
-"""Agent side: the named counters of table inet tusk (one per traffic class, `class_<name>`,
-and the drops `invalid` and `default_deny`: policy/core/render.py), read with
+"""Agent side: the named counters of table inet tusk and table bridge tusk_bridge (one per
+traffic class, `class_<name>`, in the table of its zones, and the drops `invalid` and
+`default_deny` of both, added together: policy/core/render.py), read with
 `nft -j list counters` in the target (the system, or the lab's namespace), kept as one
 CounterReading row with the time each counter was last seen to grow.
 
@@ -14,7 +15,7 @@ from datetime import UTC, datetime
 
 from django.utils import timezone
 
-from tusklib.names import FAMILY, TABLE
+from tusklib.names import BRIDGE_FAMILY, BRIDGE_TABLE, FAMILY, TABLE
 from tusklib.target import Target
 
 from .models import READING_PK, CounterReading
@@ -30,17 +31,24 @@ class CounterError(Exception):
 
 
 def listing(target):
-    """{counter name: (packets, bytes)} of the live table; None when there is no table."""
-    result = target.run(["nft", "-j", "list", "counters", "table", FAMILY, TABLE])
-    if not result.ok:
-        if _NO_TABLE in result.stderr:
-            return None
-        raise CounterError(f"nft list counters in {target}: {result.stderr.strip()}")
+    """{counter name: (packets, bytes)} of the live tables, added up by name; None when
+    there is no table inet tusk (a ruleset loaded before the bridges' table existed
+    counts in table tusk alone)."""
     found = {}
-    for item in json.loads(result.stdout).get("nftables", []):
-        counter = item.get("counter")
-        if counter and counter.get("family") == FAMILY and counter.get("table") == TABLE:
-            found[counter["name"]] = (int(counter["packets"]), int(counter["bytes"]))
+    for family, table in ((FAMILY, TABLE), (BRIDGE_FAMILY, BRIDGE_TABLE)):
+        result = target.run(["nft", "-j", "list", "counters", "table", family, table])
+        if not result.ok:
+            if _NO_TABLE in result.stderr:
+                if table == TABLE:
+                    return None
+                continue
+            raise CounterError(f"nft list counters in {target}: {result.stderr.strip()}")
+        for item in json.loads(result.stdout).get("nftables", []):
+            counter = item.get("counter")
+            if counter and counter.get("family") == family and counter.get("table") == table:
+                packets, octets = found.get(counter["name"], (0, 0))
+                found[counter["name"]] = (packets + int(counter["packets"]),
+                                          octets + int(counter["bytes"]))
     return found
 
 

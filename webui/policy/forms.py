@@ -46,12 +46,19 @@ def _comment():
 class ZoneForm(ItemForm):
     name = _name()
     interfaces = forms.CharField(help_text="Interface names, separated by spaces or commas.")
+    bridged = forms.BooleanField(required=False, label="Bridged", help_text=(
+        "The interfaces are ports of a transparent bridge (Network → Bridges): the zone's "
+        "classes filter the bridge's frames, between bridged zones only - no NAT, fast "
+        "path, path-MTU clamp or reject there."))
     comment = _comment()
-    problem_fields = {"name": "name", "interfaces": "interfaces", "comment": "comment"}
+    problem_fields = {"name": "name", "interfaces": "interfaces", "bridged": "bridged",
+                      "comment": "comment"}
 
     def to_item(self):
         data = self.cleaned_data
         item = {"name": data["name"], "interfaces": _split(data["interfaces"])}
+        if data["bridged"]:
+            item["bridged"] = True
         if data["comment"]:
             item["comment"] = data["comment"]
         return item
@@ -59,7 +66,7 @@ class ZoneForm(ItemForm):
     @staticmethod
     def initial_from(item):
         return {"name": item.get("name", ""), "interfaces": " ".join(item.get("interfaces", [])),
-                "comment": item.get("comment", "")}
+                "bridged": item.get("bridged") is True, "comment": item.get("comment", "")}
 
 
 class AddressSetForm(ItemForm):

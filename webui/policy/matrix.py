@@ -1,8 +1,10 @@
 """The zone-pair matrix of the Policy page, as firewall consoles draw it: for each zone
 traffic comes from (rows) and each zone it goes to (columns), the classes that apply
 there, in the policy's order - the first one a connection matches decides; a class of
-any zone (no from or no to) applies in each row or column. A pair no class names is the
-default deny's. Read from the draft document, which is always a valid policy."""
+any zone (no from or no to) applies in each row or column of its kind - routed zones for
+a class of no zone, the bridged zones for one naming a bridged zone (a bridge's frames
+and routed packets never meet). A pair no class names is the default deny's. Read from
+the draft document, which is always a valid policy."""
 from dataclasses import dataclass, field
 
 SHOWN = 6   # classes listed in a cell; the rest are counted
@@ -16,15 +18,19 @@ class Cell:
 
 def zone_matrix(document):
     """(zone names, [(from zone, [Cell for each to zone])])."""
-    zones = [zone.get("name") for zone in document.get("zones") or []
+    found = [zone for zone in document.get("zones") or []
              if isinstance(zone, dict) and isinstance(zone.get("name"), str)]
+    zones = [zone["name"] for zone in found]
+    bridged = {zone["name"] for zone in found if zone.get("bridged") is True}
     position = {name: i for i, name in enumerate(zones)}
     cells = [[Cell() for _ in zones] for _ in zones]
     for index, cls in enumerate(document.get("classes") or []):
         if not isinstance(cls, dict):
             continue
-        sources = _positions(cls.get("from"), position)
-        targets = _positions(cls.get("to"), position)
+        kind = {cls.get("from"), cls.get("to")} & bridged
+        same = {name: i for name, i in position.items() if (name in bridged) == bool(kind)}
+        sources = _positions(cls.get("from"), same)
+        targets = _positions(cls.get("to"), same)
         for row in sources:
             for column in targets:
                 cell = cells[row][column]
@@ -37,7 +43,7 @@ def zone_matrix(document):
 
 def _positions(zone, position):
     if zone is None:
-        return range(len(position))
+        return list(position.values())
     return [position[zone]] if zone in position else []
 
 

@@ -4,7 +4,7 @@ import threading
 import time
 
 from commitkit import mirror
-from tusklib.names import FAMILY, OFFLOAD_TABLE, TABLE
+from tusklib.names import BRIDGE_FAMILY, BRIDGE_TABLE, FAMILY, OFFLOAD_TABLE, TABLE
 from tusklib.target import Target
 
 from .core.revisions import Store
@@ -18,14 +18,17 @@ def sha256(text):
 
 
 def listing(target):
-    """The live tusk table without counter values, and the hardware fast path's table
-    after it where there is one (a release before it had none), or None when table tusk
-    is not loaded."""
+    """The live tusk table without counter values, and the hardware fast path's and the
+    bridges' tables after it where they are (a release before them had none), or None
+    when table tusk is not loaded."""
     result = target.run(["nft", "-s", "list", "table", FAMILY, TABLE])
     if not result.ok:
         return None
-    offload = target.run(["nft", "-s", "list", "table", FAMILY, OFFLOAD_TABLE])
-    return result.stdout + (offload.stdout if offload.ok else "")
+    listed = result.stdout
+    for family, table in ((FAMILY, OFFLOAD_TABLE), (BRIDGE_FAMILY, BRIDGE_TABLE)):
+        other = target.run(["nft", "-s", "list", "table", family, table])
+        listed += other.stdout if other.ok else ""
+    return listed
 
 
 # Listing a large table costs nft real CPU (a 1 000-class table: ~0.1 s), so the live

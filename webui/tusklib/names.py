@@ -16,6 +16,12 @@ LOCKDOWN_TABLE = "tusk_lockdown"
 # its own because the kernel lets an interface be in one flowtable per table, and the
 # other fast-path classes keep the software flowtable of table tusk over the same ones.
 OFFLOAD_TABLE = "tusk_offload"
+# The transparent bridge mode's table (render.py): the policy's classes between bridged
+# zones, in family bridge - bridged frames never reach family inet's hooks (no
+# br_netfilter: docs/NETWORK.md). Rendered with every policy, with no bridged zone a
+# forward chain that drops all: a bridge fails closed.
+BRIDGE_FAMILY = "bridge"
+BRIDGE_TABLE = "tusk_bridge"
 # The IDS hook's table (flows/core/hook.py): its sets of blocked and bypassed addresses
 # and connections, with timeouts. A table of its own because the policy's is replaced
 # whole by every apply, and these entries must outlive an apply (but not a reboot).

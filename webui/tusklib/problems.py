@@ -129,7 +129,13 @@ def type_name(value):
             list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
 
 
-_EXPECTED = {str: "a string", bool: "true or false", int: "an integer", list: "a list"}
+class Integers(list):
+    """A schema type for table_values: a list of integers (VLAN ids), where list is one of
+    strings."""
+
+
+_EXPECTED = {str: "a string", bool: "true or false", int: "an integer", list: "a list",
+             Integers: "a list of integers"}
 
 
 def table_values(table, schema, where, problems, code):
@@ -151,6 +157,17 @@ def table_values(table, schema, where, problems, code):
             values[key] = tuple(default) if isinstance(default, list) else default
             continue
         value = table[key]
+        if kind is Integers:
+            if isinstance(value, list) and all(isinstance(item, int) and
+                                               not isinstance(item, bool) for item in value):
+                values[key] = tuple(value)
+            else:
+                problems.append(Problem(code, f"{where}.{key}", "expected a list of "
+                                        f"integers, got {type_name(value)}" + (
+                                            "" if not isinstance(value, list) else
+                                            " with something else in it")))
+                ok = False
+            continue
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             problems.append(Problem(code, f"{where}.{key}",
                                     f"expected {_EXPECTED[kind]}, got {type_name(value)}"))

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from enum import IntEnum
 
-from .names import FAMILY, TABLE
+from .names import BRIDGE_FAMILY, BRIDGE_TABLE, FAMILY, TABLE
 from .problems import Problems
 
 
@@ -71,15 +71,20 @@ class Target:
         return result.stdout if result.ok else None
 
     def counters(self):
-        """Named counters of table inet tusk -> {name: (packets, bytes)}."""
-        result = self.run(["nft", "-j", "list", "counters", "table", FAMILY, TABLE])
-        if not result.ok:
-            return {}
+        """Named counters of the policy's tables -> {name: (packets, bytes)}: table inet
+        tusk's, and table bridge tusk_bridge's added in (a class counts in one of them;
+        invalid and default_deny in both)."""
         found = {}
-        for item in json.loads(result.stdout).get("nftables", []):
-            counter = item.get("counter")
-            if counter:
-                found[counter["name"]] = (counter["packets"], counter["bytes"])
+        for family, table in ((FAMILY, TABLE), (BRIDGE_FAMILY, BRIDGE_TABLE)):
+            result = self.run(["nft", "-j", "list", "counters", "table", family, table])
+            if not result.ok:
+                continue
+            for item in json.loads(result.stdout).get("nftables", []):
+                counter = item.get("counter")
+                if counter:
+                    packets, octets = found.get(counter["name"], (0, 0))
+                    found[counter["name"]] = (packets + counter["packets"],
+                                              octets + counter["bytes"])
         return found
 
     def flowtable_devices(self, name, table=TABLE):

@@ -47,6 +47,8 @@ class Link:
     vlan_id: int = 0
     bond_mode: str = ""
     hash_policy: str = ""
+    stp: bool = False         # a bridge's spanning tree (stp_state not 0)
+    vlan_filtering: bool = False   # a VLAN-aware bridge
     mac: str = ""
     link_type: str = ""       # ether, loopback, none, ...
     min_mtu: int | None = None
@@ -83,6 +85,7 @@ class Live:
     links: tuple = ()
     addresses: tuple = ()
     routes: tuple = ()
+    bridge_vlans: tuple = ()  # (port, frozenset of VLAN ids) of every bridge port
 
     def link(self, name):
         return next((link for link in self.links if link.name == name), None)
@@ -114,6 +117,8 @@ def parse_links(text):
             vlan_id=data.get("id", 0) if kind == "vlan" else 0,
             bond_mode=data.get("mode", "") if kind == "bond" else "",
             hash_policy=data.get("xmit_hash_policy", "") if kind == "bond" else "",
+            stp=bool(data.get("stp_state")) if kind == "bridge" else False,
+            vlan_filtering=bool(data.get("vlan_filtering")) if kind == "bridge" else False,
             mac=item.get("address", ""), link_type=item.get("link_type", ""),
             # 0 from drivers that set no limits (the loopback): unknown
             min_mtu=item.get("min_mtu") or None, max_mtu=item.get("max_mtu") or None,
@@ -150,6 +155,18 @@ def parse_routes(text, family):
                            interface=item["dev"], metric=item.get("metric", 0),
                            protocol=item.get("protocol", ""), family=family))
     return found
+
+
+def parse_bridge_vlans(text):
+    """`bridge -j vlan show` -> ((port, frozenset of VLAN ids), ...) (ranges expanded)."""
+    found = []
+    for item in _json(text, "bridge vlan's output"):
+        vids = set()
+        for entry in item.get("vlans", []):
+            first = entry.get("vlan", 0)
+            vids.update(range(first, entry.get("vlanEnd", first) + 1))
+        found.append((item.get("ifname", ""), frozenset(vids)))
+    return tuple(found)
 
 
 def parse_sysfs(text):
@@ -210,13 +227,15 @@ def _run(target, argv):
 # what snapshot() runs; parse_live takes their output by the same keys
 COMMANDS = {"link": ["ip", "-j", "-d", "link", "show"], "addr": ["ip", "-j", "addr", "show"],
             "route": ["ip", "-j", "route", "show", "table", "main"],
-            "route6": ["ip", "-6", "-j", "route", "show", "table", "main"]}
+            "route6": ["ip", "-6", "-j", "route", "show", "table", "main"],
+            "vlan": ["bridge", "-j", "vlan", "show"]}
 
 
-def parse_live(link, addr, route, route6):
+def parse_live(link, addr, route, route6, vlan="[]"):
     """The output of COMMANDS -> Live."""
     return Live(tuple(parse_links(link)), tuple(parse_addresses(addr)),
-                tuple(parse_routes(route, 4) + parse_routes(route6, 6)))
+                tuple(parse_routes(route, 4) + parse_routes(route6, 6)),
+                parse_bridge_vlans(vlan))
 
 
 def links(target):
@@ -235,7 +254,10 @@ def routes(target):
 
 def snapshot(target):
     """The target's links, addresses and routes now."""
-    return Live(tuple(links(target)), tuple(addresses(target)), tuple(routes(target)))
+    found = links(target)
+    vlans = parse_bridge_vlans(_run(target, COMMANDS["vlan"])) \
+        if any(link.kind == "bridge" for link in found) else ()
+    return Live(tuple(found), tuple(addresses(target)), tuple(routes(target)), vlans)
 
 
 def ports(target):

@@ -49,7 +49,9 @@ SYSTEM_FILE = "system.json"
 UNKNOWN_KIND = {
     "vlan": "this kernel has no 802.1Q VLAN support (CONFIG_VLAN_8021Q)",
     "bond": "this kernel has no bonding driver (CONFIG_BONDING)",
+    "bridge": "this kernel has no bridge (CONFIG_BRIDGE)",
 }
+DEFAULT_PVID = 1        # the VLAN a VLAN-aware bridge gives untagged frames
 
 
 def _family(address):
@@ -84,7 +86,7 @@ class Plan:
         self.live = live
         self.steps = []
         self.paths = {}   # link name -> its path in the configuration
-        for key in ("interfaces", "bonds", "vlans"):
+        for key in ("interfaces", "bonds", "vlans", "bridges"):
             for index, link in enumerate(getattr(config, key)):
                 self.paths[link.name] = f"{key}[{index}]"
         self.deleted = set()   # live links this plan deletes
@@ -105,7 +107,7 @@ class Plan:
         self.decide_deletions()
         self.routes_away()
         self.addresses_away()
-        for kind in ("vlan", "bond"):   # a bond's VLANs go before it
+        for kind in ("vlan", "bridge", "bond"):   # a bond's VLANs and bridge go before it
             for link in self.live.links:
                 if link.name in self.deleted and link.kind == kind:
                     self.add(self.paths.get(link.name, ""), "ip", "link", "del", "dev",
@@ -117,6 +119,9 @@ class Plan:
         for vlan in self.config.vlans:
             self.vlan(vlan)
         self.mtus(self.config.vlans)
+        for bridge in self.config.bridges:
+            self.bridge(bridge)
+        self.mtus(self.config.bridges)
         self.ups()
         self.addresses_in()
         self.routes_in()
@@ -136,7 +141,7 @@ class Plan:
                                    f"are: {', '.join(sorted(present)) or 'none'})")
 
     def check_names(self):
-        for link in self.config.bonds + self.config.vlans:
+        for link in self.config.bonds + self.config.vlans + self.config.bridges:
             live = self.live.link(link.name)
             if live is not None and live.alias != ALIAS:
                 raise NetworkError(Code.APPLY, f"{self.paths[link.name]}.name",
@@ -147,9 +152,9 @@ class Plan:
         """Tusk's bonds and VLANs that went away or changed; a VLAN whose parent goes
         goes with it (the kernel deletes it), and is made again."""
         ours = [link for link in self.live.links
-                if link.alias == ALIAS and link.kind in ("bond", "vlan")]
+                if link.alias == ALIAS and link.kind in ("bond", "vlan", "bridge")]
         for link in ours:
-            if link.kind == "bond" and self.changed(link):
+            if link.kind in ("bond", "bridge") and self.changed(link):
                 self.deleted.add(link.name)
         for link in ours:
             if link.kind == "vlan" and (self.changed(link) or link.parent in self.deleted):
@@ -161,6 +166,8 @@ class Plan:
             return True
         if want.kind == "vlan":
             return (want.parent, want.id) != (live.parent, live.vlan_id)
+        if want.kind == "bridge":     # made anew, as networkd does with a changed .netdev
+            return (want.stp, bool(want.vlans)) != (live.stp, live.vlan_filtering)
         if want.mode == model.LACP and want.hash_policy != live.hash_policy:
             return True
         return want.mode != live.bond_mode
@@ -213,19 +220,19 @@ class Plan:
                          "del", str(address), "dev", name)
 
     def release_members(self):
-        """Ports out of the bonds they no longer belong to; the bonding driver takes a port
-        it lets go of (or that goes with its bond) down."""
-        bond_of = self.config.bond_of
-        for port in self.config.interfaces:
-            live = self.live.link(port.name)
-            if not live.master:
+        """Links out of the bonds and bridges they no longer belong to; the bonding driver
+        takes a port it lets go of (or that goes with its bond) down."""
+        master_of = {**self.config.bond_of, **self.config.bridge_of}
+        for link in self.config.interfaces + self.config.bonds + self.config.vlans:
+            live = self.current(link.name)
+            if live is None or not live.master:
                 continue
             if live.master in self.deleted:
-                self.taken_down.add(port.name)
-            elif live.master != bond_of.get(port.name):
-                self.add(self.paths[port.name], "ip", "link", "set", "dev", port.name,
+                self.taken_down.add(link.name)
+            elif live.master != master_of.get(link.name):
+                self.add(self.paths[link.name], "ip", "link", "set", "dev", link.name,
                          "nomaster")
-                self.taken_down.add(port.name)
+                self.taken_down.add(link.name)
 
     # -- coming in ---------------------------------------------------------------------------
 
@@ -257,6 +264,39 @@ class Plan:
                  str(self.config.effective_mtu(vlan.name)), "type", "vlan", "id", str(vlan.id))
         self.add(path, "ip", "link", "set", "dev", vlan.name, "alias", ALIAS)
         self.created.add(vlan.name)
+
+    def bridge(self, bridge):
+        """A transparent bridge: spanning tree as configured, no multicast snooping (the
+        networkd backend's [Bridge]), VLAN-aware with vlans; its members enslaved, each
+        carrying exactly the bridge's VLANs (and the default one, untagged)."""
+        path = self.paths[bridge.name]
+        if self.current(bridge.name) is None:
+            # vlan_filtering only to turn it on: a kernel without it refuses even a 0
+            aware = ("vlan_filtering", "1") if bridge.vlans else ()
+            self.add(path, "ip", "link", "add", "name", bridge.name, "mtu",
+                     str(self.config.effective_mtu(bridge.name)), "type", "bridge",
+                     "stp_state", "1" if bridge.stp is True else "0", "mcast_snooping", "0",
+                     *aware)
+            self.add(path, "ip", "link", "set", "dev", bridge.name, "alias", ALIAS)
+            self.created.add(bridge.name)
+        live_vids = dict(self.live.bridge_vlans)
+        for index, member in enumerate(bridge.members):
+            where = f"{path}.members[{index}]"
+            live = self.current(member)
+            joined = bridge.name in self.created or live is None or \
+                live.master != bridge.name
+            if joined:
+                self.add(where, "ip", "link", "set", "dev", member, "master", bridge.name)
+            if not bridge.vlans:
+                continue
+            have = {DEFAULT_PVID} if joined else set(live_vids.get(member, ()))
+            want = set(bridge.vlans) | {DEFAULT_PVID}
+            for vid in sorted(want - have):
+                self.add(f"{path}.vlans", "bridge", "vlan", "add", "dev", member, "vid",
+                         str(vid))
+            for vid in sorted(have - want):
+                self.add(f"{path}.vlans", "bridge", "vlan", "del", "dev", member, "vid",
+                         str(vid))
 
     def mtus(self, links):
         members = self.config.bond_of

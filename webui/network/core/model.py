@@ -5,10 +5,12 @@
       interfaces  the Ethernet ports: role (management, traffic, unused), addresses, MTU
       bonds       802.3ad (LACP) or active-backup bonds of traffic ports
       vlans       802.1Q sub-interfaces of a traffic port or a bond
+      bridges     transparent bridges: traffic links that forward at layer 2 through the
+                  policy, with no address of their own (docs/NETWORK.md, bridge mode)
       routes      static IPv4/IPv6 routes (destination, gateway, metric, interface)
 
 The same structure is the file (/etc/tusk/network.toml: [system], [[interfaces]],
-[[bonds]], [[vlans]], [[routes]]), the web UI's draft (a JSON document) and what a
+[[bonds]], [[vlans]], [[bridges]], [[routes]]), the web UI's draft (a JSON document) and what a
 backup carries; normalise.py turns any of them into this model, or reports every problem.
 """
 import ipaddress
@@ -27,6 +29,10 @@ DEFAULT_MTU = 1500       # what a link has when the configuration leaves its MTU
 MTU_MIN, MTU_MAX = 68, 65535
 IPV6_MTU_MIN = 1280
 VLAN_ID_MIN, VLAN_ID_MAX = 1, 4094
+BPDU_FORWARD, BPDU_DROP = "forward", "drop"
+BPDU_CHOICES = (BPDU_FORWARD, BPDU_DROP)
+BRIDGE_MEMBERS_MIN = 2
+BRIDGE_VLANS_MAX = 256   # VLAN ids one bridge carries (each is a kernel VLAN entry per port)
 METRIC_MAX = 2**32 - 1
 HOSTNAME_DEFAULT = "tusk"
 TIMEZONE_DEFAULT = "UTC"
@@ -87,6 +93,34 @@ class Vlan:
 
 
 @dataclass(frozen=True)
+class Bridge:
+    """A transparent bridge: its members (traffic ports, bonds or VLANs) forward frames
+    to each other at layer 2, filtered by the policy between them; neither the bridge nor
+    its members has an address (the box is managed on its management port).
+
+    stp: the bridge takes part in spanning tree (802.1D) - it then holds a new port
+    blocked while it listens and learns (twice the forward delay, 30 s), and consumes
+    the switches' BPDUs. Without it (the default) the bridge is a wire to spanning tree:
+    bpdu "forward" passes the switches' BPDUs through, so they see a loop made through
+    the box and block it themselves; "drop" keeps each side's spanning tree to itself.
+    vlans: with ids, the bridge is VLAN-aware and carries exactly those VLANs tagged on
+    every member (and untagged frames); without, it forwards every frame as it comes,
+    tags and all."""
+    name: str
+    members: tuple = ()
+    stp: bool = False
+    bpdu: str = BPDU_FORWARD
+    vlans: tuple = ()
+    description: str = ""
+    mtu: int = 0
+
+    kind = "bridge"
+    role = TRAFFIC
+    dhcp = autoconf = False
+    addresses = ()
+
+
+@dataclass(frozen=True)
 class Route:
     destination: str                 # "default" or a prefix: "10.20.0.0/16"
     gateway: str = ""                # "" only with an interface (a directly connected route)
@@ -109,6 +143,7 @@ class NetworkConfig:
     interfaces: tuple = ()
     bonds: tuple = ()
     vlans: tuple = ()
+    bridges: tuple = ()
     routes: tuple = ()
 
     @property
@@ -118,8 +153,8 @@ class NetworkConfig:
 
     @property
     def links(self):
-        """Every configured link: ports, then bonds, then VLANs."""
-        return self.interfaces + self.bonds + self.vlans
+        """Every configured link: ports, then bonds, then VLANs, then bridges."""
+        return self.interfaces + self.bonds + self.vlans + self.bridges
 
     def link(self, name):
         return next((link for link in self.links if link.name == name), None)
@@ -130,16 +165,35 @@ class NetworkConfig:
         return {member: bond.name for bond in self.bonds for member in bond.members}
 
     @property
+    def bridge_of(self):
+        """{bridge member: its bridge}."""
+        return {member: bridge.name for bridge in self.bridges for member in bridge.members}
+
+    @property
     def traffic_links(self):
-        """The names of the links that carry forwarded traffic, the ones policy zones may
-        name: traffic ports outside bonds, bonds and VLANs."""
-        members = self.bond_of
+        """The names of the links that carry routed traffic: traffic ports, bonds and
+        VLANs, outside bonds and bridges (the links addresses, routes, NAT and the HA
+        pair may use)."""
+        held = {**self.bond_of, **self.bridge_of}
         return [link.name for link in self.links
-                if link.role == TRAFFIC and link.name not in members]
+                if link.role == TRAFFIC and link.kind != "bridge" and link.name not in held]
+
+    @property
+    def bridge_ports(self):
+        """The names of the bridges' members, in order: the ports of bridged zones."""
+        return [member for bridge in self.bridges for member in bridge.members]
+
+    @property
+    def zone_links(self):
+        """The links a policy zone may name: the routed traffic links and the bridge
+        ports (a zone is one or the other: network.core.validate.zone_problems)."""
+        return self.traffic_links + [p for p in self.bridge_ports
+                                     if p not in self.traffic_links]
 
     def effective_mtu(self, name):
-        """The MTU a link will have: its own, else its bond's for a member, else its
-        parent's for a VLAN (the kernel's default for a new VLAN), else DEFAULT_MTU."""
+        """The MTU a link will have: its own, else its bond's or bridge's for a member,
+        else its parent's for a VLAN (the kernel's default for a new VLAN), else
+        DEFAULT_MTU (a bridge without one: its first member's, as the kernel takes it)."""
         link = self.link(name)
         if link is None:
             return DEFAULT_MTU
@@ -148,6 +202,12 @@ class NetworkConfig:
         bond = self.bond_of.get(name)
         if bond:
             return self.effective_mtu(bond)
+        bridge = self.bridge_of.get(name)
+        if bridge and self.link(bridge).mtu:
+            return self.link(bridge).mtu
+        if link.kind == "bridge":
+            mtus = [self.effective_mtu(m) for m in link.members if self.link(m)]
+            return min(mtus) if mtus else DEFAULT_MTU
         if link.kind == "vlan":
             return self.effective_mtu(link.parent)
         return DEFAULT_MTU

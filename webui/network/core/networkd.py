@@ -10,7 +10,7 @@ The files (paths under the runner's root; /run is a tmpfs, so a boot starts from
 and the last confirmed configuration is applied again, before networkd starts):
 
     /run/systemd/network/10-tusk-<link>.network   one per configured link
-    /run/systemd/network/10-tusk-<link>.netdev    one per bond and VLAN
+    /run/systemd/network/10-tusk-<link>.netdev    one per bond, VLAN and bridge
     /run/systemd/resolved.conf.d/50-tusk.conf     DNS= (global: not per link)
     /run/systemd/timesyncd.conf.d/50-tusk.conf    NTP=
     /etc/hostname                                  and sethostname(2)
@@ -91,7 +91,7 @@ SERVICES = {RESOLVED_DROPIN: "systemd-resolved.service",
             TIMESYNCD_DROPIN: "systemd-timesyncd.service"}
 # The words of the code's own that these files hold
 WORDS = {word: values.Word(word) for word in (
-    "yes", "no", "down", "ipv4", "ipv6", "fast", "vlan", "bond", MII_MONITOR)}
+    "yes", "no", "down", "ipv4", "ipv6", "fast", "vlan", "bond", "bridge", MII_MONITOR)}
 HEADER = (f"# Written by Tusk from {DEFAULT_PATH} (the dashboard's Network page, the console\n"
           "# menu) on every apply: change the configuration there, not this file.\n")
 
@@ -139,9 +139,10 @@ def _typed(value, kind, path, *args):
         raise NetworkError(Code.VALUE, path, str(refused)) from None
 
 
-def _network(config, link, routes):
+def _network(config, link, routes):  # noqa: C901 - one key per case, as networkd reads them
     """The .network file of one link (routes: (its path, Route))."""
     member_of = config.bond_of.get(link.name)
+    bridge = next((b for b in config.bridges if link.name in b.members), None)
     traffic = link.role not in (MANAGEMENT, UNUSED) and not member_of
     at = where(config, link.name)
     name = _typed(link.name, values.InterfaceName, f"{at}.name")
@@ -149,12 +150,15 @@ def _network(config, link, routes):
     if link.role == UNUSED:
         keys.append(("ActivationPolicy", WORDS["down"]))
     keys.append(("RequiredForOnline", WORDS["yes" if link.role == MANAGEMENT else "no"]))
-    if link.mtu:
-        keys.append(("MTUBytes", _typed(link.mtu, values.Integer, f"{at}.mtu",
+    mtu = link.mtu or (bridge.mtu if bridge else 0)
+    if mtu:
+        keys.append(("MTUBytes", _typed(mtu, values.Integer, f"{at}.mtu",
                                         model.MTU_MIN, model.MTU_MAX)))
     network = []
     if member_of:
         network.append(("Bond", _typed(member_of, values.InterfaceName, f"{at}.name")))
+    elif bridge:
+        network.append(("Bridge", _typed(bridge.name, values.InterfaceName, f"{at}.name")))
     else:
         network.append(("DHCP", WORDS["ipv4" if link.dhcp else "no"]))
         network += [("Address", _typed(a, values.IPInterface, f"{at}.addresses[{n}]"))
@@ -168,6 +172,13 @@ def _network(config, link, routes):
     network += [("VLAN", _typed(vlan.name, values.InterfaceName, f"{at}.name"))
                 for vlan in config.vlans if vlan.parent == link.name]
     sections = [("Match", [("Name", name)]), ("Link", keys), ("Network", network)]
+    if bridge:
+        # a VLAN-aware bridge's ids, tagged on this port (untagged frames keep the
+        # bridge's default VLAN 1)
+        path = where(config, bridge.name)
+        sections += [("BridgeVLAN", [("VLAN", _typed(vid, values.Integer, f"{path}.vlans[{n}]",
+                                                     model.VLAN_ID_MIN, model.VLAN_ID_MAX))])
+                     for n, vid in enumerate(bridge.vlans)]
     for path, route in routes:
         keys = [("Destination", _typed(str(route.network), values.IPNetwork,
                                        f"{path}.destination"))]
@@ -182,12 +193,19 @@ def _network(config, link, routes):
 
 
 def _netdev(config, link):
-    """The .netdev file of a bond or a VLAN: only what a live link cannot change (see
-    the module's docstring: a changed file means the link is created anew)."""
+    """The .netdev file of a bond, a VLAN or a bridge: only what a live link cannot change
+    (see the module's docstring: a changed file means the link is created anew)."""
     at = where(config, link.name)
     sections = [("NetDev", [("Name", _typed(link.name, values.InterfaceName, f"{at}.name")),
                             ("Kind", WORDS[link.kind])])]
-    if link.kind == "vlan":
+    if link.kind == "bridge":
+        # Transparent: spanning tree only when asked; no IGMP/MLD snooping - the bridge
+        # floods multicast as a wire would instead of deciding from the hosts' reports.
+        sections.append(("Bridge", [
+            ("STP", WORDS["yes" if link.stp is True else "no"]),
+            ("MulticastSnooping", WORDS["no"]),
+            ("VLANFiltering", WORDS["yes" if link.vlans else "no"])]))
+    elif link.kind == "vlan":
         sections.append(("VLAN", [("Id", _typed(link.id, values.Integer, f"{at}.id",
                                                 model.VLAN_ID_MIN, model.VLAN_ID_MAX))]))
     else:
@@ -220,7 +238,7 @@ def render_links(config):
                                                                       route))
     files = {file_path(link.name, NETWORK): _network(config, link, routes.get(link.name, []))
              for link in config.links}
-    for link in config.bonds + config.vlans:
+    for link in config.bonds + config.vlans + config.bridges:
         files[file_path(link.name, NETDEV)] = _netdev(config, link)
     return files
 

@@ -18,6 +18,7 @@ or every problem at once; and the model back to a document and to the file's tex
 
     [[bonds]]                      # name, members, mode 802.3ad | active-backup,
     [[vlans]]                      # name, parent, id 1-4094
+    [[bridges]]                    # name, members, stp, bpdu forward | drop, vlans
     [[routes]]                     # destination ("default" or a prefix), gateway,
                                    # metric, interface
 
@@ -29,12 +30,12 @@ is read too and turned into this shape; it is written back in this one.
 import re
 
 from tusklib import tomlread
-from tusklib.problems import table_values, type_name
+from tusklib.problems import Integers, table_values, type_name
 from tusklib.tomlwrite import toml_value
 
 from . import model
 from .errors import Code, NetworkError, Problem
-from .model import Bond, NetworkConfig, Port, Route, System, Vlan
+from .model import Bond, Bridge, NetworkConfig, Port, Route, System, Vlan
 from .validate import validate
 
 DEFAULT_PATH = "/etc/tusk/network.toml"
@@ -53,10 +54,13 @@ SCHEMA = {
                "description": (_STR, ""), "addresses": (_LIST, []), "mtu": (_INT, 0)}, Bond),
     "vlans": ({"name": (_STR, None), "parent": (_STR, None), "id": (_INT, None),
                "description": (_STR, ""), "addresses": (_LIST, []), "mtu": (_INT, 0)}, Vlan),
+    "bridges": ({"name": (_STR, None), "members": (_LIST, None), "stp": (_BOOL, False),
+                 "bpdu": (_STR, model.BPDU_FORWARD), "vlans": (Integers, []),
+                 "description": (_STR, ""), "mtu": (_INT, 0)}, Bridge),
     "routes": ({"destination": (_STR, None), "gateway": (_STR, ""), "metric": (_INT, 0),
                 "interface": (_STR, "")}, Route),
 }
-LISTS = ("interfaces", "bonds", "vlans", "routes")
+LISTS = ("interfaces", "bonds", "vlans", "bridges", "routes")
 TOP = ("version", "system") + LISTS
 
 
@@ -76,7 +80,7 @@ def from_document(document, present=None, zones=None):
         if key not in TOP:
             problems.append(Problem(Code.SCHEMA, key, "unknown section (known: "
                                     "[system], [[interfaces]], [[bonds]], [[vlans]], "
-                                    "[[routes]])"))
+                                    "[[bridges]], [[routes]])"))
     version = document.get("version", model.VERSION)
     if version != model.VERSION or isinstance(version, bool):
         problems.append(Problem(Code.SCHEMA, "version", f"{version!r}: this release reads "

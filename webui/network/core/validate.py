@@ -19,7 +19,7 @@ from . import model
 from .errors import Code, Problem
 from .model import MANAGEMENT, ROLES, UNUSED
 
-KIND_KEY = {"port": "interfaces", "bond": "bonds", "vlan": "vlans"}
+KIND_KEY = {"port": "interfaces", "bond": "bonds", "vlan": "vlans", "bridge": "bridges"}
 
 
 class Checker:
@@ -36,7 +36,7 @@ class Checker:
     def run(self):
         config = self.config
         self.system(config.system)
-        for key in ("interfaces", "bonds", "vlans"):
+        for key in ("interfaces", "bonds", "vlans", "bridges"):
             for index, link in enumerate(getattr(config, key)):
                 self.link(link, f"{key}[{index}]")
         self.management()
@@ -44,6 +44,8 @@ class Checker:
             self.bond(bond, f"bonds[{index}]")
         for index, vlan in enumerate(config.vlans):
             self.vlan(vlan, f"vlans[{index}]")
+        for index, bridge in enumerate(config.bridges):
+            self.bridge(bridge, f"bridges[{index}]")
         self.subnets()
         for index, route in enumerate(config.routes):
             self.route(route, f"routes[{index}]")
@@ -218,11 +220,72 @@ class Checker:
         elif vlan.parent in self.config.bond_of:
             self.fail(f"{path}.parent", f"{vlan.parent} is a member of "
                       f"{self.config.bond_of[vlan.parent]}; put the VLAN on the bond")
+        elif parent.kind == "bridge":
+            self.fail(f"{path}.parent", f"{vlan.parent} is a transparent bridge, which "
+                      "carries VLANs itself: list the VLAN's id under its vlans (tagged on "
+                      "every port), or make the VLAN on a port and bridge it")
         mtu, parent_mtu = self.config.effective_mtu(vlan.name), \
             self.config.effective_mtu(vlan.parent)
         if mtu > parent_mtu:
             self.fail(f"{path}.mtu", f"{mtu} exceeds the MTU of its parent {vlan.parent} "
                       f"({parent_mtu}); the kernel refuses a VLAN larger than its parent")
+
+    # -- bridges -------------------------------------------------------------------------------
+
+    def bridge(self, bridge, path):  # noqa: C901 - one check per member case, each naming it
+        if bridge.bpdu not in model.BPDU_CHOICES:
+            self.fail(f"{path}.bpdu", f"{bridge.bpdu!r}: one of {', '.join(model.BPDU_CHOICES)}")
+        elif bridge.stp and bridge.bpdu == model.BPDU_DROP:
+            self.fail(f"{path}.bpdu", "with stp on, the bridge takes part in spanning tree "
+                      "and consumes the switches' BPDUs itself: bpdu drop is for a bridge "
+                      "without stp")
+        if len(bridge.members) < model.BRIDGE_MEMBERS_MIN:
+            self.fail(f"{path}.members", f"a bridge joins at least {model.BRIDGE_MEMBERS_MIN} "
+                      "links (the two sides it filters between)")
+        self.bridge_vlans(bridge, path)
+        earlier = self.config.bridges[:self.config.bridges.index(bridge)]
+        parents = {v.parent for v in self.config.vlans}
+        for index, member in enumerate(bridge.members):
+            where = f"{path}.members[{index}]"
+            link = self.config.link(member)
+            other = next((b.name for b in earlier if member in b.members), None)
+            if member in bridge.members[:index]:
+                self.fail(where, f"{member} is listed twice")
+            elif link is None or link.kind == "bridge":
+                self.fail(where, f"{member!r} is not a configured port, bond or VLAN (bridge "
+                          "members are links listed under interfaces, bonds or vlans)")
+            elif link.role == MANAGEMENT:
+                self.fail(where, f"{member} is the management port: it cannot be bridged "
+                          "(the box is managed there, apart from the traffic it filters)")
+            elif link.role == UNUSED:
+                self.fail(where, f"{member} has the role unused (its link stays down): give "
+                          "it the role traffic")
+            elif member in self.config.bond_of:
+                self.fail(where, f"{member} is a member of the bond "
+                          f"{self.config.bond_of[member]}: bridge the bond")
+            elif other:
+                self.fail(where, f"{member} is already a member of the bridge {other}")
+            elif link.addresses:
+                self.fail(where, f"{member} has addresses: a bridge port has none - the "
+                          "bridge is transparent, and the box is managed on the management "
+                          "port; remove them")
+            elif member in parents:
+                self.fail(where, f"{member} carries VLANs: bridge the VLAN links instead, "
+                          "or list their ids under the bridge's vlans")
+            elif link.mtu and bridge.mtu and link.mtu != bridge.mtu:
+                self.fail(where, f"{member} has MTU {link.mtu} and the bridge {bridge.mtu}: "
+                          "a bridge's ports take its MTU; remove the port's own")
+
+    def bridge_vlans(self, bridge, path):
+        if len(bridge.vlans) > model.BRIDGE_VLANS_MAX:
+            self.fail(f"{path}.vlans", f"{len(bridge.vlans)} VLANs; at most "
+                      f"{model.BRIDGE_VLANS_MAX} on one bridge")
+        for index, vid in enumerate(bridge.vlans):
+            if not model.VLAN_ID_MIN <= vid <= model.VLAN_ID_MAX:
+                self.fail(f"{path}.vlans[{index}]", f"{vid} is outside {model.VLAN_ID_MIN}.."
+                          f"{model.VLAN_ID_MAX}")
+            elif vid in bridge.vlans[:index]:
+                self.fail(f"{path}.vlans[{index}]", f"VLAN {vid} is listed twice")
 
     # -- addresses across interfaces ---------------------------------------------------------
 
@@ -265,9 +328,13 @@ class Checker:
                 self.fail(f"{path}.interface", f"{route.interface!r} is not a configured "
                           "interface")
                 return
-            if link.role == UNUSED or route.interface in self.config.bond_of:
+            if link.role == UNUSED or route.interface in self.config.bond_of or \
+                    link.kind == "bridge" or route.interface in self.config.bridge_of:
+                what = ("unused" if link.role == UNUSED else "a bond member"
+                        if route.interface in self.config.bond_of else "a transparent "
+                        "bridge" if link.kind == "bridge" else "a bridge port")
                 self.fail(f"{path}.interface", f"{route.interface} carries no addresses "
-                          f"({'unused' if link.role == UNUSED else 'a bond member'})")
+                          f"({what})")
                 return
         if not route.gateway:
             if not route.interface:
@@ -334,10 +401,10 @@ class Checker:
     # -- where the network meets the policy ---------------------------------------------------
 
     def zone_interfaces(self):
-        traffic = set(self.config.traffic_links)
+        allowed = set(self.config.zone_links)
         for zone, names in sorted(self.zones.items()):
             for name in names:
-                if name in traffic:
+                if name in allowed:
                     continue
                 link = self.config.link(name)
                 if link is None:
@@ -349,10 +416,32 @@ class Checker:
                 key = KIND_KEY[link.kind]
                 index = getattr(self.config, key).index(link)
                 what = ("is a bond member" if name in self.config.bond_of
+                        else "is a bridge (a zone names its ports)" if link.kind == "bridge"
                         else f"has the role {link.role}")
                 self.fail(f"{key}[{index}].role" if link.kind == "port" else f"{key}[{index}]",
                           f"the policy's zone {zone} uses {name}, which {what}: a zone's "
                           "interfaces carry traffic; change the zone first", Code.POLICY)
+            mixed = _mixed_zone(self.config, names)
+            if mixed:
+                self.fail("", f"the policy's zone {zone}: {mixed}; change the zone first "
+                          "(Policy)", Code.POLICY)
+
+
+def _mixed_zone(config, names):
+    """Why a zone's interfaces cannot be one zone - bridge ports with routed links, or
+    the ports of two bridges - or None. A bridge's traffic never meets a routed link's
+    (the bridge has no address), so such a zone's classes could never match as meant."""
+    bridge_of = config.bridge_of
+    bridges = sorted({bridge_of[n] for n in names if n in bridge_of})
+    routed = [n for n in names if n not in bridge_of and n in set(config.traffic_links)]
+    if len(bridges) > 1:
+        return (f"it has ports of the bridges {' and '.join(bridges)}; a zone is on one "
+                "bridge (frames never cross from one bridge to another)")
+    if bridges and routed:
+        return (f"it has ports of the bridge {bridges[0]} and the routed "
+                f"{'link' if len(routed) == 1 else 'links'} {', '.join(routed)}; bridged "
+                "traffic never reaches a routed link: make a zone of each")
+    return None
 
 
 def _limits(facts):
@@ -372,12 +461,15 @@ def validate(config, present=None, zones=None):
     return Checker(config, present, zones).run()
 
 
-def zone_problems(config, zones):
+def zone_problems(config, zones, bridged=frozenset()):
     """Where the policy meets the network, from the policy's side (zone_interfaces is the
     network's): every interface a policy's zone names must be a traffic link of config -
-    a traffic port outside a bond, a bond or a VLAN. zones: [(zone name, [interface
-    names])] in the policy's order. Returns [(path, message)] with the policy's paths
-    (zones[1].interfaces[0]); the policy's side turns them into its own errors.
+    a traffic port outside a bond, a bond or a VLAN - or a port of a transparent bridge,
+    and a zone is routed or on one bridge, not both: bridged (a zone in the set bridged,
+    the policy's bridged: true) exactly when its interfaces are bridge ports. zones:
+    [(zone name, [interface names])] in the policy's order. Returns [(path, message)]
+    with the policy's paths (zones[1].interfaces[0]); the policy's side turns them into
+    its own errors.
 
     Errors, not warnings, for the management port and an unused port or bond member too:
     a zone on the management port forwards networks onto the port the dashboard answers
@@ -386,7 +478,7 @@ def zone_problems(config, zones):
     configuration whose such link a zone uses - a warning here would leave the Network
     pages unable to save anything. The policy names interfaces exactly (an nft set of
     type ifname: no wildcards), so each name is looked up as it is."""
-    traffic = set(config.traffic_links)
+    traffic = set(config.zone_links)
     known = ", ".join(sorted(traffic)) or "none"
     problems = []
     for zone_index, (zone, names) in enumerate(zones):
@@ -397,11 +489,15 @@ def zone_problems(config, zones):
             if link is None:
                 reason = (f"{name}: the network configuration has no such interface (its "
                           f"traffic interfaces: {known}); add it on Network → Interfaces "
-                          "(or VLANs, Bonds) first, or name one of those")
+                          "(or VLANs, Bonds, Bridges) first, or name one of those")
             elif name in config.bond_of:
                 bond = config.bond_of[name]
                 reason = (f"{name} is a member of the bond {bond}, which carries its traffic: "
                           f"name {bond} instead (Network → Bonds)")
+            elif link.kind == "bridge":
+                reason = (f"{name} is a transparent bridge: a bridged zone names the "
+                          f"bridge's ports ({', '.join(link.members) or 'none yet'}), the "
+                          "sides it filters between")
             elif link.role == MANAGEMENT:
                 reason = (f"{name} is the management port: a zone's interfaces carry "
                           "forwarded traffic, which must stay off the port the dashboard "
@@ -412,6 +508,25 @@ def zone_problems(config, zones):
                           "the role traffic on Network → Interfaces, or name another")
             problems.append((f"zones[{zone_index}].interfaces[{index}]",
                              f"zone {zone}: {reason}"))
+        mixed = _mixed_zone(config, names)
+        if mixed:
+            problems.append((f"zones[{zone_index}].interfaces", f"zone {zone}: {mixed}"))
+            continue
+        ports = [n for n in names if n in config.bridge_of]
+        routed = [n for n in names if n in traffic and n not in config.bridge_of]
+        if zone in bridged and routed:
+            what = "is a routed link" if len(routed) == 1 else "are routed links"
+            problems.append((f"zones[{zone_index}].bridged", f"zone {zone} is bridged, and "
+                             f"{', '.join(routed)} {what}: a bridged zone names "
+                             "a bridge's ports (Network → Bridges); turn bridged off for a "
+                             "routed zone"))
+        elif zone not in bridged and ports:
+            bridge = config.bridge_of[ports[0]]
+            problems.append((f"zones[{zone_index}].bridged", f"zone {zone} names "
+                             f"{', '.join(ports)}, {'a port' if len(ports) == 1 else 'ports'} "
+                             f"of the bridge {bridge}: set bridged: true, so that its "
+                             "classes filter the bridge's frames (a routed zone's never "
+                             "see them)"))
     return problems
 
 

@@ -13,7 +13,7 @@ import hashlib
 import re
 
 from tusklib.commit import CommitConfirm, RestoreFailed, current_user, timeout_problem
-from tusklib.names import FAMILY, OFFLOAD_TABLE, TABLE
+from tusklib.names import BRIDGE_FAMILY, BRIDGE_TABLE, FAMILY, OFFLOAD_TABLE, TABLE
 from tusklib.target import Target
 
 from . import capabilities
@@ -21,13 +21,14 @@ from .constants import CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN, POLICY_MAX_BYTE
 from .errors import Code, PolicyError, on_target
 from .fastpath import TABLE_OF, fastpath_addition, ruleset_fastpath_devices, with_fastpath_devices
 from .normalise import load_policy_text
-from .render import render
+from .render import render, render_bridge_closed
 from .revisions import FAILURE_CODES, Store
 
 __all__ = ["Applier", "EMPTY_RULESET", "current_user"]
 
-EMPTY_RULESET = "".join(f"table {FAMILY} {table}\ndelete table {FAMILY} {table}\n"
-                        for table in (TABLE, OFFLOAD_TABLE))
+EMPTY_RULESET = "".join(f"table {family} {table}\ndelete table {family} {table}\n"
+                        for family, table in ((FAMILY, TABLE), (FAMILY, OFFLOAD_TABLE),
+                                              (BRIDGE_FAMILY, BRIDGE_TABLE)))
 ACCT_SYSCTL = "net.netfilter.nf_conntrack_acct"
 # a revision's auto_fastpath: whether its fastpath: auto classes got the flowtable
 AUTO_ON = "on"
@@ -184,6 +185,10 @@ class Applier(CommitConfirm):
             # rendered before the hardware fast path had a table: a later revision's
             # must not outlive the rollback to it
             ruleset += f"table {FAMILY} {OFFLOAD_TABLE}\ndelete table {FAMILY} {OFFLOAD_TABLE}\n"
+        if f"table {BRIDGE_FAMILY} {BRIDGE_TABLE}\n" not in ruleset:
+            # rendered before bridged zones: a later revision's bridge classes go, and a
+            # bridge fails closed as that revision's table would have it
+            ruleset += render_bridge_closed()
         present = None
         for name in TABLE_OF:
             wanted = ruleset_fastpath_devices(ruleset, name)

@@ -18,6 +18,13 @@ def _probe(target, body):
     return target.nft_check(f"table inet {_PROBE_TABLE} {{\n{body}\n}}\n").ok
 
 
+def has_bridge_conntrack(target):
+    """Whether the kernel tracks bridged frames itself (CONFIG_NF_CONNTRACK_BRIDGE): what
+    table bridge tusk_bridge's classes are built on."""
+    return target.nft_check(f"table bridge {_PROBE_TABLE} {{\n chain c {{\n"
+                            "  ct state established accept\n }\n}\n").ok
+
+
 def has_helper(target, helper_type):
     return _probe(target, f'ct helper p {{\n type "{helper_type}" protocol tcp\n l3proto inet\n}}')
 
@@ -77,6 +84,14 @@ def check(policy, target):  # noqa: C901 - one probe per capability a class can 
     if problems:
         raise PolicyError(problems)
 
+    if policy.bridged_zones and not has_bridge_conntrack(target):
+        for zi, zone in enumerate(policy.zones):
+            if zone.bridged:
+                problems.append(Problem(
+                    Code.CAPABILITY, f"zones[{zi}].bridged",
+                    f"zone {zone.name!r} is bridged, which needs the kernel's bridge "
+                    f"conntrack (CONFIG_NF_CONNTRACK_BRIDGE, Tusk's kernel); {target} lacks "
+                    "it"))
     helper_ok = {}
     for index, cls in enumerate(policy.classes):
         if cls.seqrand == choices.SEQRAND_NONE:
@@ -145,6 +160,7 @@ def report(target):
     """What the kernel offers, for display: name -> bool."""
     found = {f"{h} helper": has_helper(target, h) for h in choices.SEQRAND_HELPER_TYPES.values()}
     found["flowtable"] = flowtable_refusals(target, []) is None
+    found["bridge conntrack"] = has_bridge_conntrack(target)
     found["seqrand on the fast path"] = has_fastpath_seqadj(target)
     with on_target():
         devices = sorted(target.interfaces() - {"lo"})

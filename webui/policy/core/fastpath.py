@@ -22,11 +22,13 @@ TABLE_OF = {FLOWTABLE: TABLE, HW_FLOWTABLE: OFFLOAD_TABLE}
 
 
 def class_devices(policy, cls):
-    """Interfaces of the zones a class connects (all zones for 'any')."""
+    """Interfaces of the zones a class connects (all routed zones for 'any': a bridge's
+    frames never take the flowtable)."""
     devices = set()
     for zone in (cls.from_zone, cls.to_zone):
         for z in [policy.zone[zone]] if zone else policy.zones:
-            devices.update(z.interfaces)
+            if zone or not z.bridged:
+                devices.update(z.interfaces)
     return devices
 
 

@@ -25,11 +25,15 @@ class Interval:
 
 @dataclass(frozen=True)
 class Zone:
-    """A named group of interfaces, such as inside, outside or dmz."""
+    """A named group of interfaces, such as inside, outside or dmz. bridged: the
+    interfaces are ports of a transparent bridge, whose frames the policy filters in
+    table bridge tusk_bridge (classes between bridged zones) rather than in table inet
+    tusk (the routed ones)."""
 
     name: str
     interfaces: tuple
     comment: str = ""
+    bridged: bool = False
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,16 @@ class Policy:
     @cached_property
     def traffic_class(self):
         return {c.name: c for c in self.classes}
+
+    @cached_property
+    def bridged_zones(self):
+        return frozenset(z.name for z in self.zones if z.bridged)
+
+    def is_bridged(self, cls):
+        """Whether a class filters bridged traffic: it names a bridged zone (normalise.py
+        refuses a class between a bridged and a routed zone). A class of no zone is a
+        routed one."""
+        return bool({cls.from_zone, cls.to_zone} & self.bridged_zones)
 
     def logs(self):
         """Whether any rule logs (then the ruleset has the shared limit object)."""

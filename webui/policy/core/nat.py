@@ -71,8 +71,15 @@ class NatChecker:
         return value
 
     def zone(self, doc, key, path):
+        """A routed zone the rule names: NAT rewrites addresses where the box routes; a
+        bridged zone's frames pass a bridge that has no address to translate with."""
         value = self.required(doc, key, path)
-        return self.checker.reference(value, path, self.policy.zone, "zone")
+        zone = self.checker.reference(value, path, self.policy.zone, "zone")
+        if zone in self.policy.bridged_zones:
+            self.fail(Code.CONTRADICTION, path, f"zone {zone} is bridged: NAT translates "
+                      "where the box routes, and a transparent bridge neither routes nor "
+                      "has an address to translate with; NAT applies to routed zones")
+        return zone
 
     def single_address(self, value, path, what):
         """One unicast address -> (family, canonical text), or (None, None)."""

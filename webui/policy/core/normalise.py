@@ -122,7 +122,8 @@ class _Checker(ValueChecks):
         names = self.unique_names(items, "zones", {})
         for index, (item, name) in enumerate(zip(items, names)):
             here = f"zones[{index}]"
-            doc = self.mapping(item, here, required=("name", "interfaces"), optional=("comment",))
+            doc = self.mapping(item, here, required=("name", "interfaces"),
+                               optional=("comment", "bridged"))
             if doc is None or name is None:
                 continue
             interfaces = []
@@ -141,7 +142,8 @@ class _Checker(ValueChecks):
                     owner[ifname] = f"zone {name!r}"
                     interfaces.append(ifname)
             zones.append(Zone(name=name, interfaces=tuple(interfaces),
-                              comment=self.comment(doc.get("comment"), f"{here}.comment")))
+                              comment=self.comment(doc.get("comment"), f"{here}.comment"),
+                              bridged=self.boolean(doc.get("bridged"), f"{here}.bridged")))
         return zones
 
     def address_sets(self, items):
@@ -245,6 +247,8 @@ class _Checker(ValueChecks):
             )
             if len(self.problems) == before:
                 self.class_semantics(cls, index, policy, first_with_match)
+                if policy.is_bridged(cls):
+                    self.bridged_semantics(cls, doc, here, policy)
                 cls = dataclasses.replace(cls, fastpath=fastpath_in_effect(cls, policy))
                 if "fastpath_after" in doc and not cls.auto_fast:
                     self.fail(Code.CONTRADICTION, f"{here}.fastpath_after", "only a class "
@@ -256,6 +260,36 @@ class _Checker(ValueChecks):
                 cls = dataclasses.replace(cls, fastpath=choices.FASTPATH_NEVER)
             result.append(cls)
         return result
+
+    def bridged_semantics(self, cls, doc, here, policy):
+        """A class on a bridge filters frames between bridge ports: no routing, so
+        nothing that needs a route, an address of the box or the flowtable (which takes
+        routed flows only)."""
+        zones = {cls.from_zone, cls.to_zone} - {None}
+        routed = sorted(zones - policy.bridged_zones)
+        if routed:
+            self.fail(Code.CONTRADICTION, f"{here}.{'to' if cls.to_zone in routed else 'from'}",
+                      f"zone {routed[0]} is routed and zone "
+                      f"{sorted(zones & policy.bridged_zones)[0]} bridged: bridged traffic "
+                      "never reaches a routed link (the bridge has no address); make a class "
+                      "for each")
+        reasons = {
+            "action": cls.action == "reject" and "reject answers for the box, which a "
+            "transparent bridge does not do: the kernel's bridge family can reject only "
+            "before the bridge chose the port; use drop",
+            "notrack": cls.notrack and "a bridged zone's classes need connection "
+            "tracking (the bridge's own conntrack)",
+            "fastpath": doc.get("fastpath") not in (None, False, choices.FASTPATH_NEVER) and
+            "the flowtable fast path takes routed flows only: bridged traffic stays on the "
+            "bridge's path",
+            "hardware": cls.hardware and "hardware offload is the flowtable's, which takes "
+            "routed flows only",
+            "mss": cls.mss.mode == choices.MSS_PMTU and "pmtu clamps to the route's MTU, "
+            "and bridged traffic has no route: clamp to a fixed value",
+        }
+        for field, reason in reasons.items():
+            if reason:
+                self.fail(Code.CONTRADICTION, f"{here}.{field}", reason)
 
     def hardware_semantics(self, cls, here):
         """hardware: true needs a fast path in effect, and connections a NIC can carry
@@ -360,11 +394,13 @@ class _Checker(ValueChecks):
 
 def fastpath_in_effect(cls, policy):
     """The mode written, or the default: auto for a class that accepts TCP connections it
-    tracks between zones, never for any other."""
+    tracks between routed zones, never for any other (bridged_semantics refuses a
+    fast path written for a bridged class)."""
     if cls.fastpath is not None:
         return cls.fastpath
     return (choices.FASTPATH_AUTO if cls.action == "accept" and not cls.notrack
-            and policy.zones and _matches_tcp(cls, policy) else choices.FASTPATH_NEVER)
+            and policy.zones and not policy.is_bridged(cls) and _matches_tcp(cls, policy)
+            else choices.FASTPATH_NEVER)
 
 
 def _matches_tcp(cls, policy):

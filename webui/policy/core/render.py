@@ -19,6 +19,8 @@ tiny sets cost seconds per apply.
 from importlib import resources
 
 from tusklib.names import (
+    BRIDGE_FAMILY,
+    BRIDGE_TABLE,
     CT_MARK_CLASS_MASK,
     CT_MARK_CLASS_SHIFT,
     CT_MARK_FASTPATH_BIT,
@@ -34,6 +36,7 @@ from .constants import LOG_BURST_FACTOR, LOG_GROUP, LOG_LIMIT, LOG_PREFIX
 from .dispatch import Match, compile_plan
 from .fastpath import FLOWTABLE, fastpath_devices, flowtable_block, offload_table
 from .intervals import address_text, literal, merge, port_text
+from .model import Policy
 from .render_dispatch import DispatchRenderer
 from .render_nat import NatRenderer
 from .render_text import FAMILIES, L4PROTO, class_comment, named_set, nft_comment
@@ -47,19 +50,37 @@ def skeleton(name):
     text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
     for marker, table in _TABLES.items():
         text = text.replace(marker, f"{FAMILY} {table}")
-    return text
+    return text.replace("@bridge_table@", f"{BRIDGE_FAMILY} {BRIDGE_TABLE}")
 
 
 _SKELETON = skeleton("ruleset.nft.in")
+_BRIDGE_SKELETON = skeleton("bridge.nft.in")
+# What crosses a bridge besides the classes' traffic: its hosts find each other (ARP,
+# IPv6 neighbour and router discovery - untracked by conntrack), and spanning tree's
+# BPDUs pass as a wire passes them (the network's bridge setting bpdu may drop them in
+# its own table).
+BRIDGE_PASSAGE = [
+    'ether type arp accept comment "tusk: ARP between the hosts of a bridge"',
+    "icmpv6 type { nd-router-solicit, nd-router-advert, nd-neighbor-solicit, "
+    'nd-neighbor-advert, nd-redirect } accept comment "tusk: IPv6 neighbour discovery"',
+    'ether daddr 01:80:c2:00:00:00 accept comment "tusk: spanning tree\'s BPDUs"',
+]
 
 
 def render(policy, flowtable=True, **limits):
     """Policy -> the complete nft script that replaces table inet tusk (and the hardware
-    fast path's table inet tusk_offload, fastpath.py). flowtable: whether
-    the target's kernel has flowtables; without, fastpath: auto classes stay on the slow
-    path (always classes are refused before: capabilities.py). limits as compile_plan
-    takes them (the tests force each way of dispatch with them)."""
-    return _Renderer(policy, flowtable).text(**limits)
+    fast path's table inet tusk_offload, fastpath.py), then table bridge tusk_bridge (the
+    classes of bridged zones). flowtable: whether the target's kernel has flowtables;
+    without, fastpath: auto classes stay on the slow path (always classes are refused
+    before: capabilities.py). limits as compile_plan takes them (the tests force each way
+    of dispatch with them)."""
+    return (_Renderer(policy, flowtable).text(**limits)
+            + _Renderer(policy, flowtable=False, bridged=True).bridge_text(**limits))
+
+
+def render_bridge_closed():
+    """table bridge tusk_bridge of a policy with no bridged zone: nothing crosses."""
+    return _Renderer(Policy(), flowtable=False, bridged=True).bridge_text()
 
 
 def dispatch_plan(policy, **limits):
@@ -85,8 +106,15 @@ def log_rule(verdict, class_name=""):
 
 
 class _Renderer(DispatchRenderer):
-    def __init__(self, policy, flowtable=True):
+    def __init__(self, policy, flowtable=True, bridged=False):
+        """bridged: render table bridge tusk_bridge - the bridged zones and their classes
+        - rather than table inet tusk (the routed ones). A class keeps its index in the
+        whole policy either way: its ct mark's ordinal names it to the Flows page."""
         self.policy = policy
+        self.bridged = bridged
+        self.zones = tuple(z for z in policy.zones if z.bridged == bridged)
+        self.here = frozenset(i for i, c in enumerate(policy.classes)
+                              if policy.is_bridged(c) == bridged)
         self.auto = flowtable       # whether auto classes get the fast path
         self.bodies = {}            # class index -> its body's rules, made once
         self.profiles = {}          # tcp profile -> number, in order of first use
@@ -111,10 +139,34 @@ class _Renderer(DispatchRenderer):
                 .replace("@forward@\n", "".join(f"\t\t{line}\n" for line in self.forward()))
                 + "".join(f"{line}\n" for line in offload_table(self.policy, self.auto)))
 
+    def bridge_text(self, **limits):
+        """table bridge tusk_bridge: with no bridged zone, a forward chain that drops every
+        frame (without conntrack: it loads on any kernel with the bridge family); with
+        some, the bridge's passage, then what table inet tusk's forward chain does for
+        the bridged zones' classes."""
+        objects, forward = [], []
+        if self.zones:
+            self.plan = self.compile(**limits)
+            self.chain_list, self.bucket_names = None, {}
+            for block in (self.helpers(), self.limits(), self.counters(), self.sets(),
+                          self.maps(), self.profile_chains(), self.class_chains(),
+                          self.deny_chain(), self.dispatch_chains()):
+                objects.extend(block)
+            forward = BRIDGE_PASSAGE + self.forward()
+        else:
+            forward = ['counter comment "tusk: no bridged zone - nothing crosses a bridge"']
+        return (_BRIDGE_SKELETON
+                .replace("@objects@\n", "".join(f"{line}\n" for line in objects))
+                .replace("@forward@\n", "".join(f"\t\t{line}\n" for line in forward)))
+
     # -- objects -----------------------------------------------------------------------
 
+    def classes(self):
+        """(index, class) of this table's classes, in the policy's order."""
+        return [(i, c) for i, c in enumerate(self.policy.classes) if i in self.here]
+
     def helpers(self):
-        modes = sorted({c.seqrand for c in self.policy.classes} - {choices.SEQRAND_NONE})
+        modes = sorted({c.seqrand for _, c in self.classes()} - {choices.SEQRAND_NONE})
         lines = []
         for mode in modes:
             helper = choices.SEQRAND_HELPER_TYPES[mode]
@@ -140,21 +192,28 @@ class _Renderer(DispatchRenderer):
                 "\t}"]
 
     def counters(self):
-        names = ["invalid", "default_deny"] + [f"class_{c.name}" for c in self.policy.classes]
+        names = ["invalid", "default_deny"] + [f"class_{c.name}" for _, c in self.classes()]
         return [f"\tcounter {name} {{\n\t}}" for name in names]
 
     def sets(self):
         lines = []
-        for zone in self.policy.zones:
+        for zone in self.zones:
             lines += named_set(f"zone_{zone.name}", "ifname", [f'"{i}"' for i in zone.interfaces],
                           interval=False)
+        # the bridge's table holds the sets its classes use; table inet tusk all of them
+        # (NAT names some too)
+        used = {n for _, c in self.classes() for n in c.source + c.destination + c.services}
         for aset in self.policy.address_sets:
+            if self.bridged and aset.name not in used:
+                continue
             for family in ("ipv4", "ipv6"):
                 intervals = getattr(aset, family)
                 if len(intervals) > 1:
                     lines += named_set(f"addr_{aset.name}_{FAMILIES[family][1]}", f"{family}_addr",
                                   [address_text(family, iv) for iv in intervals])
         for service in self.policy.services:
+            if self.bridged and service.name not in used:
+                continue
             if len(service.ports) > 1:
                 lines += named_set(f"svc_{service.name}", "inet_service",
                               [port_text(iv) for iv in service.ports])
@@ -162,7 +221,10 @@ class _Renderer(DispatchRenderer):
 
     def profile_chains(self):
         lines = []
+        used = {cls.tcp_profile() for _, cls in self.classes()}
         for (mss, stripped), number in self.profiles.items():
+            if (mss, stripped) not in used:
+                continue
             users = ", ".join(self.profile_users[(mss, stripped)])
             comment = nft_comment(f"tusk: tcp profile {number} of {users}")
             lines.append(f"\tchain tcp_profile_{number} {{")
@@ -217,7 +279,7 @@ class _Renderer(DispatchRenderer):
                 mapped.update(bucket.direct for split in segment.splits
                               for _, bucket in split.buckets if bucket.direct is not None)
         lines = []
-        for index, cls in enumerate(self.policy.classes):
+        for index, cls in self.classes():
             body = self.class_body(index, cls)
             if len(body) == 1 and index not in mapped:
                 continue
@@ -237,7 +299,7 @@ class _Renderer(DispatchRenderer):
 
     def raw_chain(self):
         """notrack decisions, in class order so an earlier tracked class still wins."""
-        last = max((i for i, c in enumerate(self.policy.classes) if c.notrack), default=None)
+        last = max((i for i, c in self.classes() if c.notrack), default=None)
         if last is None:
             return []
         lines = ["\tchain raw_prerouting {",
@@ -245,7 +307,9 @@ class _Renderer(DispatchRenderer):
                  '\t\tfib daddr type local return comment "tusk: traffic to the firewall '
                  'itself stays tracked"']
         lines += [f"\t\t{rule}" for rule in NatRenderer(self).tracked()]
-        for index, cls in enumerate(self.policy.classes[:last + 1]):
+        for index, cls in self.classes():
+            if index > last:
+                break
             comment = nft_comment(class_comment(index, cls))
             # both directions: replies of an earlier tracked class must stay tracked too
             action = "notrack" if cls.notrack else "return"
@@ -259,16 +323,18 @@ class _Renderer(DispatchRenderer):
 
     def forward(self):
         lines = []
-        if fastpath_devices(self.policy, auto=False):
+        if not self.bridged and fastpath_devices(self.policy, auto=False):
             bit = f"0x{CT_MARK_FASTPATH_BIT:08x}"
             lines.append(f"meta l4proto {{ tcp, udp }} ct mark and {bit} == {bit} "
                          f'flow add @{FLOWTABLE} comment "tusk: fast path of fastpath classes"')
         lines += self.promotions()
-        if self.profiles:
+        used = {cls.tcp_profile() for _, cls in self.classes()} - {None}
+        if used:
             # The reply SYN/ACK gets the TCP profile of the class that accepted the SYN.
             # In this chain rather than a mangle-priority one: a second base chain would
             # cost every forwarded packet another hook traversal.
-            vmap = ", ".join(f"{n} : jump tcp_profile_{n}" for n in self.profiles.values())
+            vmap = ", ".join(f"{n} : jump tcp_profile_{n}" for profile, n in
+                             self.profiles.items() if profile in used)
             lines.append(f"tcp flags syn / syn,rst ct direction reply "
                          f"ct mark and 0x{CT_MARK_PROFILE_MASK:08x} vmap {{ {vmap} }} "
                          f'comment "tusk: reply SYN/ACK of classes with a tcp profile"')
@@ -302,14 +368,14 @@ class _Renderer(DispatchRenderer):
         return lines
 
     def compile(self, **limits):
-        return compile_plan([z.name for z in self.policy.zones], self.forward_matches(),
+        return compile_plan([z.name for z in self.zones], self.forward_matches(),
                             **limits)
 
     def forward_matches(self):
         """Every class's matches in the forward chain, in class order: one per address
         family x protocol needed, and for notrack classes the replies too."""
         result = []
-        for index, cls in enumerate(self.policy.classes):
+        for index, cls in self.classes():
             for reverse in (False, True) if cls.notrack else (False,):
                 src_zone, dst_zone = ((cls.to_zone, cls.from_zone) if reverse
                                       else (cls.from_zone, cls.to_zone))

@@ -10,8 +10,8 @@ PROTOCOL_NAMES = {number: L4PROTO.get(name, name) for name, number in PROTOCOL_N
 
 
 class DispatchRenderer:
-    """The dispatch's part of the renderer: needs self.policy, self.plan and
-    self.dispatch() (the renderer's)."""
+    """The dispatch's part of the renderer: needs self.policy, self.zones (the table's),
+    self.plan and self.dispatch() (the renderer's)."""
 
     def chain_name(self, chain):
         src, dst = chain.pairs[0]
@@ -183,7 +183,7 @@ class DispatchRenderer:
 
     def zone_dispatch(self):
         """The forward chain's last rules: to the chain of the packet's zone pair."""
-        zones = self.policy.zones
+        zones = self.zones
         if not zones:
             return [f'goto {self.target(OTHER, OTHER)} comment "tusk: no zones"']
         pairs = [f'"{i}" . "{o}" : goto {self.target(a.name, b.name)}'
