@@ -14,8 +14,11 @@ snooping as configured, and the way back to routed ports. The host's kernel has 
 (golden/network_iproute2/07_vlan_aware_bridge), its frames cross in the VM tier.
 """
 import os
+import socket
+import time
 
 import pytest
+from pcaps import ns_socket
 
 from lab.namespaces import Topology, remove
 from network.core import facts, normalise
@@ -51,6 +54,14 @@ name = "br0"
 members = ["veth-c", "veth-s"]
 """
 WITH_STP = BRIDGED + "stp = true\nmtu = 9000\n"
+DROPPING_BPDUS = BRIDGED + 'bpdu = "drop"\n'
+ETH_P_ALL = 0x0003
+# A switch's configuration BPDU (802.1D), to the Bridge Group Address: 802.3 length,
+# LLC (DSAP/SSAP 0x42, UI), then protocol 0, version 0, type 0 and its 31 bytes
+STP_GROUP = bytes.fromhex("0180c2000000")
+BPDU = (STP_GROUP + bytes.fromhex("020000000001") + (38).to_bytes(2, "big")
+        + bytes.fromhex("424203") + bytes(4) + bytes.fromhex("8000020000000001") + bytes(4)
+        + bytes.fromhex("8000020000000001") + bytes.fromhex("8001") + bytes(8))
 
 
 class BridgeLab(Topology):
@@ -138,6 +149,47 @@ def test_stp_and_the_mtu_make_the_bridge_anew_and_reach_every_port(net, backend)
     assert net.ns(net.fw, "cat", "/sys/class/net/br0/ifindex").stdout != before
     assert sysfs(net, "br0/bridge/stp_state") == "1"
     assert {sysfs(net, f"{name}/mtu") for name in ("br0", "veth-c", "veth-s")} == {"9000"}
+
+
+def bpdu_crosses(net):
+    """Whether a BPDU the client's switch sends on its wire comes out on the server's."""
+    receiver = ns_socket(net.server, socket.AF_PACKET, socket.SOCK_RAW,
+                         socket.htons(ETH_P_ALL))
+    sender = ns_socket(net.client, socket.AF_PACKET, socket.SOCK_RAW)
+    try:
+        receiver.bind(("eth0", 0))
+        receiver.settimeout(0.2)
+        sender.bind(("eth0", 0))
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            sender.send(BPDU)
+            try:
+                while True:
+                    if receiver.recv(2048).startswith(STP_GROUP):
+                        return True
+            except TimeoutError:
+                continue
+        return False
+    finally:
+        sender.close()
+        receiver.close()
+
+
+def test_bpdus_cross_a_bridge_without_stp_unless_it_drops_them(net, backend):
+    """A bridge without spanning tree is a wire to it: the switches see each other's
+    BPDUs through the box (and block a loop made through it); bpdu = "drop" keeps them
+    apart, in table bridge tusk_bpdu, which goes again with the bridge."""
+    backend.apply(normalise.parse(BRIDGED))
+    assert bpdu_crosses(net)
+    lines = backend.apply(normalise.parse(DROPPING_BPDUS))
+    assert "BPDUs dropped on br0" in lines
+    assert not bpdu_crosses(net)
+    listed = net.ns(net.fw, "nft", "list", "table", "bridge", "tusk_bpdu").stdout
+    assert 'iifname { "veth-c", "veth-s" } ether daddr 01:80:c2:00:00:00' in listed
+    assert "packets 0 " not in listed, listed
+    backend.apply(normalise.parse(ROUTED))
+    assert net.ns(net.fw, "nft", "list", "table", "bridge", "tusk_bpdu",
+                  check=False).returncode != 0
 
 
 def test_back_to_routed_ports_removes_the_bridge_and_its_membership(net, backend):

@@ -15,6 +15,7 @@ parser, `nft -c`) and by a reader of the format's own rules (daemon_parsers.py) 
 must hold exactly the intended sections, keys and directives, with the values' canonical
 text, and nothing else."""
 import ipaddress
+import json
 import os
 import subprocess
 import tempfile
@@ -29,7 +30,7 @@ from ha.core import config as ha_config
 from ha.core import render as ha_render
 from logs.core import forwarder
 from logs.core import settings as log_settings
-from network.core import networkd
+from network.core import bpdu, networkd
 from network.core import normalise as network_normalise
 from network.core.errors import NetworkError
 from policy.core import render_boot
@@ -327,6 +328,47 @@ def test_networkd_files_hold_exactly_the_network_the_check_accepted(document):
 def intended_keys():
     return {"Name", "Address", "VLAN", "MTUBytes", "Destination", "Gateway", "Metric",
             "Bridge"}
+
+
+DROPPING = {"system": ISSUE_DNS["system"] | {"dns": []},
+            "interfaces": ISSUE_DNS["interfaces"] + [{"name": n, "role": "traffic"} for n in
+                                                     ("eth5", "eth6", "dtn1", "dtn2")],
+            "vlans": [], "routes": [],
+            "bridges": [{"name": "br0", "members": ["eth5", "eth6"], "bpdu": "drop"},
+                        {"name": "br1", "members": ["dtn1", "dtn2"], "stp": True}]}
+
+
+@EXAMPLES
+@given(document=network_documents())
+@example(document=DROPPING)
+def test_the_bpdu_table_drops_exactly_on_the_bridges_the_check_accepted(document,
+                                                                         scratch_netns):
+    """network/core/bpdu.py's table, loaded by nft and listed back as JSON: one rule per
+    bridge with bpdu = "drop" (and no STP), on exactly its members."""
+    try:
+        config = network_normalise.from_document(document)
+    except NetworkError:
+        event("refused by the check")
+        return
+    text = bpdu.render(config)
+    loaded = subprocess.run(["ip", "netns", "exec", scratch_netns, "nft", "-f", "-"],
+                            input=text, capture_output=True, text=True)
+    assert loaded.returncode == 0, loaded.stderr
+    listed = subprocess.run(["ip", "netns", "exec", scratch_netns, "nft", "-j", "list",
+                             "ruleset"], capture_output=True, text=True, check=True)
+    found = []
+    for item in json.loads(listed.stdout)["nftables"]:
+        rule = item.get("rule")
+        if rule and rule["table"] == "tusk_bpdu":
+            ports = rule["expr"][0]["match"]["right"]
+            ports = sorted(ports["set"] if isinstance(ports, dict) else [ports])
+            found.append((ports, rule["expr"][1]["match"]["right"]))
+    intended = [(sorted(b["members"]), "01:80:c2:00:00:00") for b in document["bridges"]
+                if b.get("bpdu") == "drop" and not b.get("stp")]
+    event("bpdu drop" if intended else "no bpdu drop")
+    assert found == intended
+    subprocess.run(["ip", "netns", "exec", scratch_netns, "nft", "-f", "-"],
+                   input=bpdu.HEAD, check=True, text=True)
 
 
 def _canonical_host(text):

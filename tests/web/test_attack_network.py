@@ -78,6 +78,18 @@ BAD_APPLY = [
         "ntp": ["ntp.example.net\nRootDistanceMaxSec=1"]})}, "system.ntp[0]: "),
     ("a host name carrying a newline", {"document": document(system={"hostname": "tusk\n"})},
      "system.hostname: "),
+    # issue 39's bridges: a member that is no link, a name carrying nft's and networkd's
+    # syntax, VLAN ids that are not numbers, a BPDU choice of another word
+    ("a bridge of a port the machine lacks", {"document": document(bridges=[
+        {"name": "br0", "members": ["eth2", "eth9"]}])}, "bridges[0].members[1]: 'eth9'"),
+    ("a bridge named with a rule in it", {"document": document(bridges=[
+        {"name": 'br0" } accept #', "members": ["eth2", "eth2"]}])}, "bridges[0].name: "),
+    ("a bridge's VLANs as strings", {"document": document(bridges=[
+        {"name": "br0", "members": ["eth2"], "vlans": ["100\n[Bridge]"]}])},
+     "bridges[0].vlans: expected a list of integers"),
+    ("a bridge's BPDUs neither forwarded nor dropped", {"document": document(bridges=[
+        {"name": "br0", "members": ["eth2"], "bpdu": "accept"}])},
+     "bridges[0].bpdu: 'accept': one of forward, drop"),
     ("the document as text", {"document": "[[interfaces]]\nname = 'eth1'\n"},
      "document: must be a table"),
     ("a list of interfaces as a string", {"document": {"interfaces": "eth1"}},

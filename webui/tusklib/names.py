@@ -22,6 +22,9 @@ OFFLOAD_TABLE = "tusk_offload"
 # forward chain that drops all: a bridge fails closed.
 BRIDGE_FAMILY = "bridge"
 BRIDGE_TABLE = "tusk_bridge"
+# The network's bpdu = "drop" (network/core/bpdu.py): the switches' BPDUs dropped on those
+# bridges' ports, before the policy's table lets them pass.
+BPDU_TABLE = "tusk_bpdu"
 # The IDS hook's table (flows/core/hook.py): its sets of blocked and bypassed addresses
 # and connections, with timeouts. A table of its own because the policy's is replaced
 # whole by every apply, and these entries must outlive an apply (but not a reboot).

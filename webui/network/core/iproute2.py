@@ -39,7 +39,7 @@ import os
 
 from tusklib.files import write_atomically
 
-from . import facts, model
+from . import bpdu, facts, model
 from .errors import Code, NetworkError
 from .networkd import route_interface
 
@@ -376,7 +376,16 @@ class IprouteBackend:
                 raise NetworkError(Code.APPLY, path, f"`{' '.join(argv)}` failed on "
                                    f"{self.target}: {why}")
             lines.append(" ".join(argv))
-        return lines + self.write_system(config.system)
+        return lines + self.bpdu(config) + self.write_system(config.system)
+
+    def bpdu(self, config):
+        """table bridge tusk_bpdu as config wants it (bpdu.py): made, or gone."""
+        result = self.target.nft_load(bpdu.render(config))
+        if not result.ok:
+            raise NetworkError(Code.APPLY, "bridges", "nft refused the BPDU drop on "
+                               f"{self.target}: {result.stderr.strip()}")
+        dropping = [bridge.name for _, bridge in bpdu.dropping(config)]
+        return [f"BPDUs dropped on {', '.join(dropping)}"] if dropping else []
 
     def write_system(self, system):
         """The system settings into system_dir/system.json, if they changed."""

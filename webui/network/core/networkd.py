@@ -69,7 +69,7 @@ from tusklib.files import write_atomically
 from tusklib.formats import systemd
 from tusklib.target import Target
 
-from . import facts, model
+from . import bpdu, facts, model
 from .errors import Code, NetworkError
 from .model import LACP, MANAGEMENT, UNUSED
 from .normalise import DEFAULT_PATH
@@ -357,6 +357,7 @@ class NetworkdBackend:
                 self._restart(SERVICES[path], lines)
         self._hostname(config.system.hostname, lines)
         self._timezone(config.system.timezone, lines)
+        self._bpdu(config, lines)
         return lines or ["nothing to change: the machine is as configured"]
 
     def _previous(self):
@@ -464,6 +465,20 @@ class NetworkdBackend:
         if self._active(unit, lines):
             self._command("system", unit, "systemctl", "try-restart", unit)
             lines.append(f"restarted {unit}")
+
+    def _bpdu(self, config, lines):
+        """table bridge tusk_bpdu as config wants it (bpdu.py), on this system only (never
+        under a --root tree, whose programs are a recording): loaded before networkd
+        makes a bridge at boot (tusk-net runs first), replaced on every apply."""
+        if self.runner.root:
+            return
+        result = self.target.nft_load(bpdu.render(config))
+        if not result.ok:
+            raise NetworkError(Code.APPLY, "bridges", "nft refused the BPDU drop: "
+                               f"{result.stderr.strip()}")
+        dropping = [bridge.name for _, bridge in bpdu.dropping(config)]
+        if dropping:
+            lines.append(f"BPDUs dropped on {', '.join(dropping)}")
 
     def _hostname(self, hostname, lines):
         """/etc/hostname is rendered; the kernel's name is set here (on this system only:
