@@ -17,6 +17,13 @@ route changes):
 
     <prefix>-client  bypass 10.10.9.1/30  ---  <prefix>-server  bypass 10.10.9.2/30
 
+With bridge, fw forwards at layer 2, as Tusk's transparent bridge mode does: its ports
+join one bridge without addresses, and client and server share the server's subnet:
+
+    <prefix>-client  eth0 10.10.2.3/24 fd00:10:2::3/64
+    <prefix>-fw      br0 = veth-c + veth-s, no address
+    <prefix>-server  eth0 10.10.2.2/24 fd00:10:2::2/64
+
 With links="netdevsim" (Tusk's test kernel only, which has netdevsim and its flowtable
 patch, tests/vm/kernel/), every pair is two linked netdevsim ports instead of veth: the
 kernel's simulated NIC, which takes flowtable hardware offload, so a test sees what a
@@ -50,6 +57,9 @@ from pathlib import Path
 CLIENT_V4, FW_C_V4, FW_S_V4, SERVER_V4 = "10.10.1.2", "10.10.1.1", "10.10.2.1", "10.10.2.2"
 CLIENT_V6, FW_C_V6, FW_S_V6, SERVER_V6 = ("fd00:10:1::2", "fd00:10:1::1", "fd00:10:2::1",
                                           "fd00:10:2::2")
+# the client with bridge: on the server's subnet, across fw's bridge
+BRIDGED_CLIENT_V4, BRIDGED_CLIENT_V6 = "10.10.2.3", "fd00:10:2::3"
+BRIDGE = "br0"
 # fw - router transit network, only with a router
 FW_R_V4, ROUTER_V4 = "10.10.3.1", "10.10.3.2"
 FW_R_V6, ROUTER_V6 = "fd00:10:3::1", "fd00:10:3::2"
@@ -203,10 +213,14 @@ def remove(*namespaces):
 
 class Lab(Topology):
     def __init__(self, prefix="tusk", router_mtu=None, bypass=False, management=None,
-                 links="veth"):
+                 links="veth", bridge=False):
         """management: the subnet (ipaddress.IPv4Network, a /24) of fw's management port,
-        or None for a lab without one. links: veth, or netdevsim (Tusk's test kernel)."""
+        or None for a lab without one. links: veth, or netdevsim (Tusk's test kernel).
+        bridge: fw bridges veth-c and veth-s (no router, no addresses on fw)."""
+        if bridge and (router_mtu or bypass):
+            raise ValueError("a bridged lab has no router and no bypass")
         super().__init__(links)
+        self.bridge = bridge
         self.prefix = prefix
         self.bypass = bypass
         self.management = management
@@ -234,6 +248,8 @@ class Lab(Topology):
         self.down()
         for name in self.namespaces:
             self.namespace(name)
+        if self.bridge:
+            return self.bridged()
         self.wire(self.client, "eth0", self.fw, "veth-c")
         self.address(self.client, "eth0", f"{CLIENT_V4}/24", f"{CLIENT_V6}/64")
         self.address(self.fw, "veth-c", f"{FW_C_V4}/24", f"{FW_C_V6}/64")
@@ -264,6 +280,21 @@ class Lab(Topology):
             self.wire(self.client, "bypass", self.server, "bypass")
             self.address(self.client, "bypass", f"{CLIENT_BYPASS_V4}/30")
             self.address(self.server, "bypass", f"{SERVER_BYPASS_V4}/30")
+        if self.management:
+            self.management_port()
+        return self
+
+    def bridged(self):
+        """up()'s topology with bridge: fw's ports in one bridge, no address on fw."""
+        self.wire(self.client, "eth0", self.fw, "veth-c")
+        self.wire(self.server, "eth0", self.fw, "veth-s")
+        self.ns(self.fw, "ip", "link", "add", BRIDGE, "type", "bridge")
+        for port in ("veth-c", "veth-s"):
+            self.ns(self.fw, "ip", "link", "set", port, "master", BRIDGE)
+            self.ns(self.fw, "ip", "link", "set", port, "up")
+        self.ns(self.fw, "ip", "link", "set", BRIDGE, "up")
+        self.address(self.client, "eth0", f"{BRIDGED_CLIENT_V4}/24", f"{BRIDGED_CLIENT_V6}/64")
+        self.address(self.server, "eth0", f"{SERVER_V4}/24", f"{SERVER_V6}/64")
         if self.management:
             self.management_port()
         return self

@@ -121,18 +121,23 @@ SACK_RUNS = tuple(prefix + run for prefix in ("", "fast-")
 SACK_PREVIOUS = dict(zip(SACK_RUNS, ("before",) + SACK_RUNS[:-1]))
 
 
-@pytest.fixture(scope="module")
-def sack(scenario):
-    """The folder and iperf3's data connection of each run, by run name."""
-    folder = scenario("seqrand-sack")
+def iperf3_flows(folder, runs):
+    """{run: the captured flow of iperf3's data connection} of a scenario's runs."""
     flows = list(capture_flows(folder).values())
     by_run = {}
-    for run in SACK_RUNS:
+    for run in runs:
         connected = load(folder, f"{run}-client.json")["start"]["connected"][0]
         # a client port alone is ambiguous: IPv4 and IPv6 connections may share one
         by_run[run] = next(f for f in flows if f.client[1] == connected["local_port"]
                            and f.server[0] == connected["remote_host"])
-    return folder, by_run
+    return by_run
+
+
+@pytest.fixture(scope="module")
+def sack(scenario):
+    """The folder and iperf3's data connection of each run, by run name."""
+    folder = scenario("seqrand-sack")
+    return folder, iperf3_flows(folder, SACK_RUNS)
 
 
 @pytest.mark.parametrize("run", [prefix + run for prefix in ("", "fast-") for run in (
