@@ -289,6 +289,10 @@ class Lab(Topology):
         self.wire(self.client, "eth0", self.fw, "veth-c")
         self.wire(self.server, "eth0", self.fw, "veth-s")
         self.ns(self.fw, "ip", "link", "add", BRIDGE, "type", "bridge")
+        # as on Tusk's kernel, which has no br_netfilter (-e: a kernel without it has no
+        # such keys)
+        self.ns(self.fw, "sysctl", "-qwe", *(f"net.bridge.bridge-nf-call-{t}=0"
+                                             for t in ("iptables", "ip6tables", "arptables")))
         for port in ("veth-c", "veth-s"):
             self.ns(self.fw, "ip", "link", "set", port, "master", BRIDGE)
             self.ns(self.fw, "ip", "link", "set", port, "up")

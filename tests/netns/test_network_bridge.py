@@ -20,6 +20,7 @@ import time
 import pytest
 from pcaps import ns_socket
 
+from flows.core import hook
 from lab.namespaces import Topology, remove
 from network.core import facts, normalise
 from network.core.iproute2 import IprouteBackend
@@ -190,6 +191,24 @@ def test_bpdus_cross_a_bridge_without_stp_unless_it_drops_them(net, backend):
     backend.apply(normalise.parse(ROUTED))
     assert net.ns(net.fw, "nft", "list", "table", "bridge", "tusk_bpdu",
                   check=False).returncode != 0
+
+
+def test_the_ids_hooks_block_drops_bridged_frames_until_its_time_is_up(net, backend):
+    """A block the IDS hook takes (the API's, the Flows page's) reaches a bridge's frames
+    too - table bridge tusk_hook beside table inet tusk_hook - and goes when its time to
+    live is up."""
+    backend.apply(normalise.parse(BRIDGED))
+    assert ping(net, "10.10.50.3")
+    request = hook.request_of({"action": "block", "prefix": "10.10.50.3/32", "ttl": 3})
+    try:
+        hook.add(backend.target, request)
+        assert not ping(net, "10.10.50.3")
+        assert ping(net, "fd00:50::3"), "another match crosses"
+        time.sleep(3.5)
+        assert ping(net, "10.10.50.3")
+    finally:
+        for family in ("inet", "bridge"):
+            net.ns(net.fw, "nft", "delete", "table", family, "tusk_hook", check=False)
 
 
 def test_back_to_routed_ports_removes_the_bridge_and_its_membership(net, backend):

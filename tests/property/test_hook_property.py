@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from test_daemon_files_property import EXAMPLES, IPV4, IPV6, poisoned
 
 from flows.core import hook
-from tusklib.names import FAMILY, HOOK_TABLE
+from tusklib.names import BRIDGE_FAMILY, FAMILY, HOOK_TABLE
 from tusklib.values import InterfaceName
 
 
@@ -27,11 +27,13 @@ def nft(netns, *argv, stdin=None):
 def hooked(scratch_netns):
     """The hook's table in the scratch namespace (without a flowtable: the host kernel
     has none); emptied of entries between examples by the test itself."""
-    nft(scratch_netns, "delete", "table", FAMILY, HOOK_TABLE)
-    loaded = nft(scratch_netns, "-f", "-", stdin=hook.render())
+    for family in (FAMILY, BRIDGE_FAMILY):
+        nft(scratch_netns, "delete", "table", family, HOOK_TABLE)
+    loaded = nft(scratch_netns, "-f", "-", stdin=hook.render() + hook.render_bridge())
     assert loaded.returncode == 0, loaded.stderr
     yield scratch_netns
-    nft(scratch_netns, "delete", "table", FAMILY, HOOK_TABLE)
+    for family in (FAMILY, BRIDGE_FAMILY):
+        nft(scratch_netns, "delete", "table", family, HOOK_TABLE)
 
 
 def test_the_table_passes_nft_check_with_and_without_its_flowtable(nft_check):
@@ -77,9 +79,15 @@ def test_what_the_check_takes_nft_holds_exactly(hooked, match, action, ttl):
         return
     added = nft(hooked, "-f", "-", stdin=hook.element(request))
     assert added.returncode == 0, (hook.element(request), added.stderr)
-    listed = nft(hooked, "-j", "list", "set", FAMILY, HOOK_TABLE, request.set_name)
-    found = hook.entries(listed.stdout)
-    nft(hooked, "flush", "set", FAMILY, HOOK_TABLE, request.set_name)
+    families = (FAMILY, BRIDGE_FAMILY) if action == "block" else (FAMILY,)
+    listed = [nft(hooked, "-j", "list", "set", family, HOOK_TABLE, request.set_name)
+              for family in families]
+    for family in families:
+        nft(hooked, "flush", "set", family, HOOK_TABLE, request.set_name)
+    bridged = [hook.entries(found.stdout) for found in listed[1:]]
+    found = hook.entries(listed[0].stdout)
+    # a block holds the same key in the bridges' table
+    assert all([e["key"] for e in other] == [e["key"] for e in found] for other in bridged)
     assert len(found) == 1, found
     if request.prefix:
         network = request.prefix.network

@@ -1,6 +1,7 @@
 """The IDS hook (issue 38): an IDS (Suricata, Zeek) blocks an attacker, or lets a vetted
 transfer skip the slow path, through the API; the agent puts the match into nftables
-sets with a timeout in table inet tusk_hook (tusklib/names.py). No policy apply touches
+sets with a timeout in table inet tusk_hook (tusklib/names.py), a block also into table
+bridge tusk_hook, for a transparent bridge's frames. No policy apply touches
 that table (the policy's own is replaced whole), and an entry is gone when its time is
 up: nothing needs cleaning when the caller dies. A reboot empties it.
 
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from tusklib.formats import nft as fmt
-from tusklib.names import FAMILY, HOOK_TABLE
+from tusklib.names import BRIDGE_FAMILY, FAMILY, HOOK_TABLE
 from tusklib.problems import Problem, Problems
 from tusklib.values import Integer, IPAddress, IPNetwork, Refused
 
@@ -215,8 +216,27 @@ def render(devices=None):
     return "\n".join(lines + ["}"]) + "\n"
 
 
+def render_bridge():
+    """Table bridge tusk_hook: the block sets and chain again, for a transparent bridge's
+    frames, which never reach family inet's hooks (docs/NETWORK.md). element() adds a
+    block to both tables; the bypass is the flowtable's, which takes routed flows only."""
+    lines = [f"table {BRIDGE_FAMILY} {HOOK_TABLE} {{"]
+    for version in (4, 6):
+        lines += [f"\tset {PREFIX_SETS['block'][version // 6]} {{",
+                  f"\t\ttype {ADDR_TYPE[version]}; flags interval, timeout; size {SIZE};",
+                  "\t}",
+                  f"\tset {FLOW_SETS['block'][version // 6]} {{",
+                  f"\t\ttype {FLOW_TYPE[version]}; flags timeout; size {SIZE};", "\t}"]
+    lines += ["\tchain block {", "\t\ttype filter hook forward priority filter - 1; "
+              "policy accept;"]
+    lines += [f'\t\t{rule} counter drop comment "tusk: blocked by the IDS hook"'
+              for version in (4, 6) for rule in _rules("block", version)]
+    return "\n".join(lines + ["\t}", "}"]) + "\n"
+
+
 def element(request):
-    """`add element` of request: its match with its time to live."""
+    """`add element` of request: its match with its time to live - a block in the
+    bridges' table too."""
     if request.prefix:
         key = fmt.prefix(request.prefix, "the IDS hook's set")
     else:
@@ -224,12 +244,17 @@ def element(request):
         key = " . ".join([fmt.address(flow.src, "the IDS hook's set"),
                           fmt.address(flow.dst, "the IDS hook's set"), str(flow.proto),
                           str(int(flow.sport)), str(int(flow.dport))])
-    return (f"add element {FAMILY} {HOOK_TABLE} {request.set_name} "
-            f"{{ {key} timeout {request.ttl}s }}\n")
+    families = (FAMILY, BRIDGE_FAMILY) if request.action == "block" else (FAMILY,)
+    return "".join(f"add element {family} {HOOK_TABLE} {request.set_name} "
+                   f"{{ {key} timeout {request.ttl}s }}\n" for family in families)
 
 
 def create(target, devices=None):
-    """The table on target (a tusklib Target) unless it is there. -> True if made now."""
+    """The tables on target (a tusklib Target) unless they are there (the bridges' one
+    is made on its own where a release before it made the other). -> True if table
+    inet tusk_hook was made now."""
+    if not target.run(["nft", "list", "table", BRIDGE_FAMILY, HOOK_TABLE]).ok:
+        target.nft_load(render_bridge())
     if target.run(["nft", "list", "table", FAMILY, HOOK_TABLE]).ok:
         return False
     target.nft_load(render(devices))

@@ -278,6 +278,11 @@ class Plan:
                      "stp_state", "1" if bridge.stp is True else "0", "mcast_snooping", "0",
                      *aware)
             self.add(path, "ip", "link", "set", "dev", bridge.name, "alias", ALIAS)
+            # as on Tusk's kernel, which has no br_netfilter: bridged frames stay out of
+            # family inet's hooks (a host kernel with it would hand them to table inet
+            # tusk); -e: a kernel without it has no such keys
+            self.add(path, "sysctl", "-qwe", *(f"net.bridge.bridge-nf-call-{t}=0"
+                                               for t in ("iptables", "ip6tables", "arptables")))
             self.created.add(bridge.name)
         live_vids = dict(self.live.bridge_vlans)
         for index, member in enumerate(bridge.members):
