@@ -181,19 +181,25 @@ def _rules(action, version):
     return [*ends, *tuples]
 
 
-def render(devices=None):
-    """Table inet tusk_hook whole: its sets, the block chain and the bypass chain (with its
-    flowtable over devices - InterfaceNames - when the kernel has flowtables: devices not
-    None). Loaded only when the table is not there: loading it again would add its rules
-    twice (create())."""
-    lines = [f"table {FAMILY} {HOOK_TABLE} {{"]
-    for action in ACTIONS:
+def _sets(actions):
+    """The prefix and connection sets of actions, both families."""
+    lines = []
+    for action in actions:
         for version in (4, 6):
             lines += [f"\tset {PREFIX_SETS[action][version // 6]} {{",
                       f"\t\ttype {ADDR_TYPE[version]}; flags interval, timeout; size {SIZE};",
                       "\t}",
                       f"\tset {FLOW_SETS[action][version // 6]} {{",
                       f"\t\ttype {FLOW_TYPE[version]}; flags timeout; size {SIZE};", "\t}"]
+    return lines
+
+
+def render(devices=None):
+    """Table inet tusk_hook whole: its sets, the block chain and the bypass chain (with its
+    flowtable over devices - InterfaceNames - when the kernel has flowtables: devices not
+    None). Loaded only when the table is not there: loading it again would add its rules
+    twice (create())."""
+    lines = [f"table {FAMILY} {HOOK_TABLE} {{", *_sets(ACTIONS)]
     if devices is not None:
         lines += [f"\tflowtable {FLOWTABLE} {{", "\t\thook ingress priority filter"]
         if devices:
@@ -220,13 +226,7 @@ def render_bridge():
     """Table bridge tusk_hook: the block sets and chain again, for a transparent bridge's
     frames, which never reach family inet's hooks (docs/NETWORK.md). element() adds a
     block to both tables; the bypass is the flowtable's, which takes routed flows only."""
-    lines = [f"table {BRIDGE_FAMILY} {HOOK_TABLE} {{"]
-    for version in (4, 6):
-        lines += [f"\tset {PREFIX_SETS['block'][version // 6]} {{",
-                  f"\t\ttype {ADDR_TYPE[version]}; flags interval, timeout; size {SIZE};",
-                  "\t}",
-                  f"\tset {FLOW_SETS['block'][version // 6]} {{",
-                  f"\t\ttype {FLOW_TYPE[version]}; flags timeout; size {SIZE};", "\t}"]
+    lines = [f"table {BRIDGE_FAMILY} {HOOK_TABLE} {{", *_sets(("block",))]
     lines += ["\tchain block {", "\t\ttype filter hook forward priority filter - 1; "
               "policy accept;"]
     lines += [f'\t\t{rule} counter drop comment "tusk: blocked by the IDS hook"'
