@@ -46,6 +46,7 @@ NETWORK = {
                "mtu": 0}],
     "vlans": [{"name": "eth2.100", "parent": "eth2", "id": 100, "description": "",
                "addresses": ["10.1.100.1/24"], "mtu": 0}],
+    "bridges": [],
     "routes": [{"destination": "10.20.0.0/16", "gateway": "10.1.100.254", "metric": 0,
                 "interface": "eth2.100"},
                {"destination": "10.30.0.0/16", "gateway": "198.51.100.254", "metric": 0,
