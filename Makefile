@@ -24,7 +24,7 @@ KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-de
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils ovmf debootstrap xorriso mtools dosfstools \
 	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd squashfs-tools
 
-.PHONY: help run test check lint openapi deps apt vm-deps venv vm-test bench bench-elephant bench-policy bench-seqrand bench-tune bench-ui bench-api bench-diag bench-middlebox bench-flows bench-ha kernel check-kernel-series check-kernel-debug check-kernel-debug-kunit iso bundle image check-image clean
+.PHONY: help run test check lint openapi deps apt vm-deps venv vm-test bench bench-elephant bench-bridge bench-policy bench-seqrand bench-tune bench-ui bench-api bench-diag bench-middlebox bench-flows bench-ha kernel check-kernel-series check-kernel-debug check-kernel-debug-kunit iso bundle image check-image clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
@@ -36,6 +36,7 @@ help:
 	@echo "make bench         the single-flow report: FWSM's table on Tusk -> docs/PERFORMANCE.md"
 	@echo "make bench-policy  compile/check/apply times, single-flow throughput, new connections/s vs classes"
 	@echo "make bench-seqrand single-flow cost of sequence randomisation, in the VM"
+	@echo "make bench-bridge  one flow through the transparent bridge mode against a plain bridge, in the VM"
 	@echo "make bench-elephant one elephant through the defaults: ESnet RTT/MTU/loss, mixed load, promotion cost"
 	@echo "make bench-tune    1- and 4-flow throughput with and without tusk-tune, in the VM"
 	@echo "make bench-ui      latency of the web UI's pages and fragments under load"
@@ -155,6 +156,9 @@ bench-api: deps
 
 bench-seqrand: deps vm-deps
 	$(PY) tests/bench/bench_seqrand.py
+
+bench-bridge: deps vm-deps
+	$(PY) tests/bench/bench_bridge.py
 
 bench-elephant: deps vm-deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench-elephant needs root (QEMU's 9p shares)"; exit 1; }
