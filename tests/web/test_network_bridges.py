@@ -124,3 +124,28 @@ def test_a_bridged_zone_from_the_policy_form_and_what_its_classes_may_not_do(bri
                          "mss": {"mode": "pmtu"}, "fastpath": "always"}]})
     paths = {p.path for p in refused.value.problems}
     assert {"classes[0].action", "classes[0].fastpath"} <= paths
+
+
+def test_a_bridge_waits_for_the_policys_zones_to_follow(bridgeable):
+    """From the network's side: making a routed zone's interfaces a bridge's ports, or
+    removing the bridge a bridged zone names, is refused at the bridge until the zone
+    follows - checked against the policy draft and the live revision."""
+    policy_drafts.save_item("zones", None, {"name": "campus", "interfaces": ["eth2.100"]},
+                            policy_drafts.get().version, None)
+    before = snapshot()
+    response = add(bridgeable, "bridges", **BRIDGE)
+    assert response.status_code == 400
+    said = " ".join(errors_of(response)[""]).replace("&#x27;", "'")
+    assert "the policy's zone campus names eth2.100, a port of the bridge br0: set " \
+        "bridged: true" in said and "change the zone first (Policy)" in said, said
+    assert snapshot() == before
+    index = len(policy_drafts.get().document["zones"]) - 1
+    policy_drafts.save_item("zones", index, {"name": "campus", "interfaces": ["eth2.100"],
+                                             "bridged": True}, policy_drafts.get().version,
+                            None)
+    assert add(bridgeable, "bridges", **BRIDGE).status_code == 302
+    response = bridgeable.post("/network/bridges/0/delete/", {"version": version()},
+                               follow=True)
+    assert "zone campus is bridged, and eth2.100 is a routed link" in \
+        response.content.decode().replace("&#x27;", "'")
+    assert drafts.get().document["bridges"] != []

@@ -129,3 +129,31 @@ def pair_link_problems(config, pairs):
                 NetworkCode.HA, path, f"this box's HA pair uses it: {reason}; change the "
                 "pair first (High availability)"))
     return list(found.values())
+
+
+def bridged_zone_problems(config, policies):
+    """[Problem] (the network's codes and paths) of config (a NetworkConfig about to be
+    saved or applied) against policies (a snapshot's policy documents): a zone a policy
+    marks bridged that config does not bridge, or a routed zone whose interfaces config
+    makes a bridge's ports - named at the bridge, so that turning a bridge into routed
+    ports (or back) waits for the zones to follow. A document that is no valid policy (a
+    revision of an older release) adds none."""
+    found = {}
+    for document in policies:
+        try:
+            policy = load_policy(document)
+        except PolicyError:
+            continue
+        zones = [(zone.name, zone.interfaces) for zone in policy.zones]
+        for path, message in zone_problems(config, zones, policy.bridged_zones):
+            if not path.endswith(".bridged"):
+                continue        # an interface that is gone: the zones' own check says so
+            zone = policy.zones[int(path.split("[")[1].split("]")[0])]
+            bridge = next((config.bridge_of[n] for n in zone.interfaces
+                           if n in config.bridge_of), None)
+            where = f"bridges[{[b.name for b in config.bridges].index(bridge)}]" \
+                if bridge else ""
+            found.setdefault((where, zone.name), Problem(
+                NetworkCode.POLICY, where, f"the policy's {message}; change the zone first "
+                "(Policy)"))
+    return list(found.values())

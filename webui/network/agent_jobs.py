@@ -70,14 +70,20 @@ def _after(run, applier):
         result=contracts.stored(Facts, live_facts(run.config)))
 
 
-def policy_zones(config):
-    """{zone: [interfaces]} of the confirmed and the pending policy in the policy's own
-    store (root's, on disk): an interface either of them uses may not go away."""
+def policies(config):
+    """The documents of the confirmed and the pending policy in the policy's own store
+    (root's, on disk)."""
     try:
-        policies = snapshot.read(snapshot.AGENT, "policy", config=config).values("policy")
+        return snapshot.read(snapshot.AGENT, "policy", config=config).values("policy")
     except snapshot.SnapshotError as error:
         raise JobFailed(f"{error}: its zones cannot be checked") from None
-    return merge_zones(*(zones_of(document) for document in policies))
+
+
+def policy_zones(config, documents=None):
+    """{zone: [interfaces]} of those policies: an interface either of them uses may not
+    go away."""
+    return merge_zones(*(zones_of(document) for document in
+                         (policies(config) if documents is None else documents)))
 
 
 def pairs(config):
@@ -111,10 +117,12 @@ def apply(run):
     try:
         timeout = confirm_timeout(args.get("timeout"))
         with ZONES_CHECKED:
-            zones = policy_zones(run.config)
+            documents = policies(run.config)
+            zones = policy_zones(run.config, documents)
             run.progress(10, "checking the configuration against this machine and the policy")
             config = from_document(document, present=applier.present(), zones=zones)
-            problems = verify.pair_link_problems(config, pairs(run.config))
+            problems = verify.pair_link_problems(config, pairs(run.config)) + \
+                verify.bridged_zone_problems(config, documents)
             if problems:
                 raise NetworkError(problems)
             run.progress(30, f"applying with {applier.backend.describe()}")

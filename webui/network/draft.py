@@ -64,14 +64,19 @@ def merge_zones(*zone_maps):
     return merged
 
 
-def policy_zones():
-    """The zones of the live policy and of the policy draft: an interface either of them
-    uses may not go away."""
+def policies():
+    """The documents of the live policy and of the policy draft."""
     try:
-        policies = snapshot.read(snapshot.WEB, "policy").values("policy")
+        return snapshot.read(snapshot.WEB, "policy").values("policy")
     except snapshot.SnapshotError as error:
         raise NetworkError(Code.POLICY, "", f"{error}: its zones cannot be checked") from None
-    return merge_zones(*(zones_of(document) for document in policies))
+
+
+def policy_zones(documents=None):
+    """The zones of the live policy and of the policy draft: an interface either of them
+    uses may not go away."""
+    return merge_zones(*(zones_of(document) for document in
+                         (policies() if documents is None else documents)))
 
 
 def confirmed_config():
@@ -116,10 +121,12 @@ def get():
 
 def check(document):
     """The configuration of document, checked whole against this machine, the policy's
-    zones and the links this box's HA pair uses (box/verify.py); NetworkError with every
-    problem."""
-    config = from_document(document, present=present(), zones=policy_zones())
-    problems = verify.pair_link_problems(config, snapshot.read(snapshot.WEB, "ha").ha)
+    zones (their interfaces, and which are bridged) and the links this box's HA pair uses
+    (box/verify.py); NetworkError with every problem."""
+    documents = policies()
+    config = from_document(document, present=present(), zones=policy_zones(documents))
+    problems = verify.pair_link_problems(config, snapshot.read(snapshot.WEB, "ha").ha) + \
+        verify.bridged_zone_problems(config, documents)
     if problems:
         raise NetworkError(problems)
     return config
