@@ -7,6 +7,7 @@ quoting point; both backends load it at the end of an apply (networkd.py, iprout
 and with no such bridge the table goes.
 
     render(config) -> the nft script that replaces the table (or only deletes it)
+    load(target, config) -> [line]   render()'s script loaded on a tusklib Target
 """
 from tusklib import values
 from tusklib.formats import FormatRefused, nft
@@ -41,3 +42,15 @@ def render(config):
     return (HEAD + f"table {BRIDGE_FAMILY} {BPDU_TABLE} {{\n\tchain forward {{\n"
             "\t\ttype filter hook forward priority filter - 1; policy accept;\n"
             + "\n".join(lines) + "\n\t}\n}\n")
+
+
+def load(target, config):
+    """The table as config wants it, on target: what the backends' apply says of it, or
+    NetworkError(APPLY) when nft refuses (the applier then applies the previous
+    configuration the same way)."""
+    result = target.nft_load(render(config))
+    if not result.ok:
+        raise NetworkError(Code.APPLY, "bridges", f"nft refused the BPDU drop on {target}: "
+                           f"{result.stderr.strip()}")
+    names = [bridge.name for _, bridge in dropping(config)]
+    return [f"BPDUs dropped on {', '.join(names)}"] if names else []

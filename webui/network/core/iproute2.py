@@ -381,16 +381,7 @@ class IprouteBackend:
                 raise NetworkError(Code.APPLY, path, f"`{' '.join(argv)}` failed on "
                                    f"{self.target}: {why}")
             lines.append(" ".join(argv))
-        return lines + self.bpdu(config) + self.write_system(config.system)
-
-    def bpdu(self, config):
-        """table bridge tusk_bpdu as config wants it (bpdu.py): made, or gone."""
-        result = self.target.nft_load(bpdu.render(config))
-        if not result.ok:
-            raise NetworkError(Code.APPLY, "bridges", "nft refused the BPDU drop on "
-                               f"{self.target}: {result.stderr.strip()}")
-        dropping = [bridge.name for _, bridge in bpdu.dropping(config)]
-        return [f"BPDUs dropped on {', '.join(dropping)}"] if dropping else []
+        return lines + bpdu.load(self.target, config) + self.write_system(config.system)
 
     def write_system(self, system):
         """The system settings into system_dir/system.json, if they changed."""

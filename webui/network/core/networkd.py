@@ -470,15 +470,8 @@ class NetworkdBackend:
         """table bridge tusk_bpdu as config wants it (bpdu.py), on this system only (never
         under a --root tree, whose programs are a recording): loaded before networkd
         makes a bridge at boot (tusk-net runs first), replaced on every apply."""
-        if self.runner.root:
-            return
-        result = self.target.nft_load(bpdu.render(config))
-        if not result.ok:
-            raise NetworkError(Code.APPLY, "bridges", "nft refused the BPDU drop: "
-                               f"{result.stderr.strip()}")
-        dropping = [bridge.name for _, bridge in bpdu.dropping(config)]
-        if dropping:
-            lines.append(f"BPDUs dropped on {', '.join(dropping)}")
+        if not self.runner.root:
+            lines += bpdu.load(self.target, config)
 
     def _hostname(self, hostname, lines):
         """/etc/hostname is rendered; the kernel's name is set here (on this system only:
