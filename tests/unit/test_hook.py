@@ -27,8 +27,9 @@ def test_a_request_is_checked_whole():
 
 def test_elements_name_the_set_of_their_family_and_kind():
     block = hook.request_of({"action": "block", "prefix": "2001:db8::/32", "ttl": 30})
-    assert hook.element(block) == \
+    assert hook.element(block) == (
         "add element inet tusk_hook block_net6 { 2001:db8::/32 timeout 30s }\n"
+        "add element bridge tusk_hook block_net6 { 2001:db8::/32 timeout 30s }\n")
     bypass = hook.request_of({"action": "bypass", "reason": "globus transfer", "flow": {
         "src": "10.0.0.1", "dst": "10.0.9.9", "protocol": "tcp", "sport": 50000,
         "dport": 2811}})
