@@ -15,11 +15,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lab.ports import running_labs  # noqa: E402
 
 TEST_CLUSTERS = re.compile(r"^tusk-(test|e2e.*)$")
-TEST_NETNS = re.compile(r"^(tt\d+|tusk-(agent|scratch|chromium|prop|tune)-\d+|e2e\w*)(-|$)")
+TEST_NETNS = re.compile(
+    r"^(tt\d+|rtg\d+|tusk-(agent|scratch|chromium|prop|tune)-\d+|e2e\w*)(-|$)")
 TEST_PLACES = ("/tmp/pytest-of-", "/var/tmp/tusk-test", "/var/tmp/tusk-lab/e2e",
-               "/var/tmp/tusk-edge-", "/run/tusk-nginx-e2e", "/run/tusk-e2e")
+               "/var/tmp/tusk-edge-", "/run/tusk-nginx-e2e", "/run/tusk-e2e",
+               "/run/tusk-frr/rtg")
+# tusklib.commit: a pending change's watchdog; /usr/lib/frr/: FRR's daemons
 PROGRAMS = ("tusk-agent", "tusk.wsgi", "nginx", "ulogd", "rsyslogd", "keepalived",
-            "conntrackd", "tusklib.commit")   # the last: a pending change's watchdog
+            "conntrackd", "tusklib.commit", "/usr/lib/frr/")
 
 
 def leftovers():

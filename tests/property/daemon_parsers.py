@@ -6,6 +6,7 @@ escape the daemon decodes, so a value that smuggled one in reads back as somethi
     rainerscript(text)  rsyslog.conf   -> [(object, {parameter: value}, [children])]
     systemd_ini(text)   systemd INI    -> [(section, key, value)]
     blocks(text)        keepalived.conf and conntrackd.conf -> [(words, [children] | None)]
+    frr_commands(text)  frr.conf, and FRR's `show running-config` -> sorted [command path]
 
 Each raises Unreadable where the daemon would stop with a syntax error."""
 import re
@@ -184,3 +185,32 @@ def blocks(text, comments="#!"):
     if len(stack) != 1:
         raise Unreadable("a block is not closed")
     return stack[0]
+
+
+# -- FRR's frr.conf (lib/command.c: whitespace-separated words, no quoting) ----------------
+
+FRR_FRAME = {"exit", "exit-address-family", "end", "exit-vrf"}
+FRR_BOILERPLATE = ("frr version", "frr defaults", "hostname", "service integrated-vtysh-config",
+                   "Building configuration...", "Current configuration:")
+
+
+def frr_commands(text):
+    """Each command with the commands that opened its node, as word tuples:
+    (("router", "bgp", "65001"), ("neighbor", "10.0.0.2", "remote-as", "65010")). vtysh
+    splits on white space and has no quoting; a line starting with ! or # is a comment.
+    A node is what a less indented line before it opened (FRR writes and prints its
+    nodes indented); exit lines and the banner FRR prints are not commands. Sorted:
+    the order FRR prints nodes in is its own."""
+    found, stack = [], []
+    for raw in text.split("\n"):
+        stripped = raw.strip(" \t\r")
+        if not stripped or stripped[0] in "!#" or stripped in FRR_FRAME or \
+                stripped.startswith(FRR_BOILERPLATE):
+            continue
+        indent = len(raw) - len(raw.lstrip(" "))
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        words = tuple(stripped.split())
+        found.append(tuple(w for _, w in stack) + (words,))
+        stack.append((indent, words))
+    return sorted(found)

@@ -20,6 +20,10 @@ from the input where it can be rebuilt:
     FilePath("/run/tusk/ha")      an absolute path of plain components (the agent's own
                                   configuration, never a row)
     TimeZone("Europe/Zurich")     a name of the tz database
+    Community("65001:100")        a BGP community (RFC 1997) as ASN:value, or a
+                                  well-known one by FRR's name ("no-export")
+    Secret("s3cret")              a password a daemon keeps (BGP's TCP MD5 key): printable
+                                  ASCII of a fixed set, never shown (repr hides it)
 
 Why types and not checks: Python's ipaddress takes almost anything after a "%" as an
 IPv6 scope (`::1%"port="1")}` and a newline is an address to it), and a check that a
@@ -345,3 +349,57 @@ class TimeZone(Value):
             raise Refused(f"{shown(name)} is not in the time zone database ({zoneinfo}); "
                           "e.g. Europe/Zurich")
         self.text = name
+
+
+class Community(Value):
+    """A BGP community (RFC 1997): two 16-bit numbers "ASN:value", or one of the
+    well-known ones (RFC 1997, RFC 7999, RFC 8326) by the name FRR prints it with -
+    so 65535:65281 is "no-export" whichever way it was written."""
+
+    __slots__ = ("number",)
+    what = "a BGP community such as 65001:100"
+    WELL_KNOWN = {"graceful-shutdown": 0xFFFF0000, "accept-own": 0xFFFF0001,
+                  "blackhole": 0xFFFF029A, "no-export": 0xFFFFFF01,
+                  "no-advertise": 0xFFFFFF02, "local-AS": 0xFFFFFF03, "no-peer": 0xFFFFFF04}
+    _NUMBERS = re.compile(r"([0-9]{1,5}):([0-9]{1,5})")
+
+    def __init__(self, value):
+        text = _text(value, self.what)
+        names = {name.lower(): name for name in self.WELL_KNOWN}
+        if text.lower() in names:
+            name = names[text.lower()]
+            self.number, self.text = self.WELL_KNOWN[name], name
+            return
+        match = self._NUMBERS.fullmatch(text)
+        if not match or int(match.group(1)) > 0xFFFF or int(match.group(2)) > 0xFFFF:
+            raise Refused(f"{shown(text)} is not {self.what}: two numbers 0-65535 joined "
+                          f"by ':', or one of {', '.join(self.WELL_KNOWN)}")
+        self.number = int(match.group(1)) << 16 | int(match.group(2))
+        named = {number: name for name, number in self.WELL_KNOWN.items()}
+        self.text = named.get(self.number, f"{self.number >> 16}:{self.number & 0xFFFF}")
+
+
+class Secret(Value):
+    """A password a daemon is given and keeps (BGP's TCP MD5 key, RFC 2385: at most 80
+    bytes, the kernel's TCP_MD5SIG_MAXKEYLEN): 1 to max_length characters of letters,
+    digits and - _ . , : ; + = / @ % ^ * ~ - a set every daemon's file holds as one word,
+    without quoting. Its repr hides it; str() is the password (for the renderer only)."""
+
+    __slots__ = ()
+    what = "a password"
+    CHARACTERS = "letters, digits and - _ . , : ; + = / @ % ^ * ~"
+    _ALLOWED = re.compile(r"[A-Za-z0-9_.,:;+=/@%^*~-]+")
+
+    def __init__(self, value, max_length=80):
+        text = _text(value, self.what)
+        if not text:
+            raise Refused("must not be empty")
+        if len(text) > max_length:
+            raise Refused(f"is {len(text)} characters long; at most {max_length}")
+        if not self._ALLOWED.fullmatch(text):
+            raise Refused(f"has a character other than {self.CHARACTERS} (not shown: it is "
+                          "a password)")
+        self.text = text
+
+    def __repr__(self):
+        return "Secret(<hidden>)"

@@ -39,7 +39,7 @@ import os
 
 from tusklib.files import write_atomically
 
-from . import bpdu, facts, model
+from . import bpdu, facts, frr, model
 from .errors import Code, NetworkError
 from .networkd import route_interface
 
@@ -358,6 +358,7 @@ class IprouteBackend:
     def __init__(self, target, system_dir):
         self.target = target
         self.system_dir = system_dir
+        self.frr = frr.LabFrr(target.netns) if target.netns else None
 
     def describe(self):
         return f"iproute2 in {self.target}"
@@ -371,6 +372,12 @@ class IprouteBackend:
         """Make the target match config; the commands it ran, then what it wrote. Raises
         NetworkError(APPLY) naming the configuration's path of the step that failed."""
         lines = []
+        routing = frr.render(config)
+        if routing and self.frr is None:
+            raise NetworkError(Code.APPLY, "routing", "the lab runs FRR in a namespace only")
+        if routing:     # FRR's parser first: nothing changes when it refuses the file
+            self.frr.prepare()
+            frr.check(routing, self.frr.run, self.frr.directory)
         for path, argv in Plan(config, facts.snapshot(self.target)).build():
             result = self.target.run(argv)
             if not result.ok:
@@ -381,7 +388,10 @@ class IprouteBackend:
                 raise NetworkError(Code.APPLY, path, f"`{' '.join(argv)}` failed on "
                                    f"{self.target}: {why}")
             lines.append(" ".join(argv))
-        return lines + bpdu.load(self.target, config) + self.write_system(config.system)
+        lines += bpdu.load(self.target, config)
+        if self.frr is not None:
+            self.frr.apply(routing, lines)
+        return lines + self.write_system(config.system)
 
     def write_system(self, system):
         """The system settings into system_dir/system.json, if they changed."""

@@ -8,10 +8,13 @@
       bridges     transparent bridges: traffic links that forward at layer 2 through the
                   policy, with no address of their own (docs/NETWORK.md, bridge mode)
       routes      static IPv4/IPv6 routes (destination, gateway, metric, interface)
+      routing     dynamic routing with FRR: BGP neighbours, OSPFv2/v3 on chosen links,
+                  BFD for both (docs/NETWORK.md, routing)
 
 The same structure is the file (/etc/tusk/network.toml: [system], [[interfaces]],
-[[bonds]], [[vlans]], [[bridges]], [[routes]]), the web UI's draft (a JSON document) and what a
-backup carries; normalise.py turns any of them into this model, or reports every problem.
+[[bonds]], [[vlans]], [[bridges]], [[routes]], [routing]), the web UI's draft (a JSON
+document) and what a backup carries; normalise.py turns any of them into this model, or
+reports every problem.
 """
 import ipaddress
 from dataclasses import dataclass, field
@@ -39,6 +42,16 @@ TIMEZONE_DEFAULT = "UTC"
 SERVERS_MAX = 8          # DNS and NTP servers each
 ADDRESSES_MAX = 64       # addresses on one interface
 DESCRIPTION_MAX = 200
+ASN_MIN, ASN_MAX = 1, 2**32 - 1
+BFD_INTERVAL_DEFAULT, BFD_MULTIPLIER_DEFAULT = 300, 3   # ms; down after 3 missed: 900 ms
+BFD_INTERVAL_MIN, BFD_INTERVAL_MAX = 10, 60000          # FRR's bounds
+BFD_MULTIPLIER_MIN, BFD_MULTIPLIER_MAX = 2, 255
+OSPF_COST_MAX = 65535
+OSPF_AREA_DEFAULT = "0.0.0.0"
+NEIGHBOURS_MAX = 64
+ANNOUNCED_MAX = 256      # prefixes announced, and prefixes accepted from one neighbour
+COMMUNITIES_MAX = 16
+MD5_KEY_MAX = 80         # TCP_MD5SIG_MAXKEYLEN
 
 
 @dataclass(frozen=True)
@@ -138,6 +151,57 @@ class Route:
 
 
 @dataclass(frozen=True)
+class Neighbour:
+    """A BGP neighbour on a subnet of one of the box's routed links (single hop).
+
+    accept: the prefixes taken from it, each with every more specific one (none: nothing
+    is taken - a session that only hears the box's announcements); what the box
+    announces to it is routing.bgp.prefixes, with routing.bgp.communities set."""
+    address: str
+    remote_as: int
+    description: str = ""    # Tusk's own note: never written into FRR's file
+    password: str = field(default="", repr=False)   # TCP MD5 (RFC 2385); "" none
+    bfd: bool = True
+    accept: tuple = ()
+
+
+@dataclass(frozen=True)
+class Bgp:
+    asn: int = 0             # the box's AS; 0: no BGP
+    prefixes: tuple = ()     # announced to every neighbour of their family
+    communities: tuple = ()  # set on every announcement
+    neighbours: tuple = ()
+
+
+@dataclass(frozen=True)
+class OspfLink:
+    """OSPF on one routed link: v2 over its IPv4 addresses, v3 over IPv6 (where it has
+    addresses of that family). passive: its subnets are announced, no adjacency formed.
+    point_to_point: the link joins two routers only (no designated router: adjacent as
+    soon as both hear each other, instead of after a wait of the dead interval, 40 s)."""
+    interface: str
+    area: str = OSPF_AREA_DEFAULT     # dotted, as FRR prints it
+    cost: int = 0                     # 0: FRR's, from the link's speed
+    passive: bool = False
+    point_to_point: bool = False
+    bfd: bool = True
+
+
+@dataclass(frozen=True)
+class Routing:
+    router_id: str = ""      # IPv4 dotted; "": FRR takes the highest IPv4 address
+    bfd_interval: int = BFD_INTERVAL_DEFAULT      # ms, sent and expected
+    bfd_multiplier: int = BFD_MULTIPLIER_DEFAULT  # missed packets before a session is down
+    bgp: Bgp = field(default_factory=Bgp)
+    ospf: tuple = ()         # OspfLink
+
+    @property
+    def enabled(self):
+        """Whether FRR runs at all."""
+        return bool(self.bgp.asn or self.ospf)
+
+
+@dataclass(frozen=True)
 class NetworkConfig:
     system: System = field(default_factory=System)
     interfaces: tuple = ()
@@ -145,6 +209,7 @@ class NetworkConfig:
     vlans: tuple = ()
     bridges: tuple = ()
     routes: tuple = ()
+    routing: Routing = field(default_factory=Routing)
 
     @property
     def management(self):

@@ -328,6 +328,9 @@ class NetworkdBackend:
         naming the link (its configuration path) or the file when a step fails: the
         applier then applies the previous configuration the same way."""
         lines = []
+        if config.routing.enabled:
+            raise NetworkError(Code.APPLY, "routing", "dynamic routing is not in this "
+                               "image yet: its FRR is not installed (the lab runs it)")
         links = render_links(config)
         previous = self._previous()
         wanted, made = netdev_identities(links), netdev_identities(previous)

@@ -21,6 +21,7 @@ or every problem at once; and the model back to a document and to the file's tex
     [[bridges]]                    # name, members, stp, bpdu forward | drop, vlans
     [[routes]]                     # destination ("default" or a prefix), gateway,
                                    # metric, interface
+    [routing]                      # FRR: BGP, OSPF, BFD (routing.py)
 
 First every unknown, missing or mistyped key (SCHEMA); once every key is right, every
 bad value and every conflict (validate.py, VALUE). Problem paths are the document's:
@@ -33,7 +34,7 @@ from tusklib import tomlread
 from tusklib.problems import Integers, table_values, type_name
 from tusklib.tomlwrite import toml_value
 
-from . import model
+from . import model, routing
 from .errors import Code, NetworkError, Problem
 from .model import Bond, Bridge, NetworkConfig, Port, Route, System, Vlan
 from .validate import validate
@@ -61,7 +62,7 @@ SCHEMA = {
                 "interface": (_STR, "")}, Route),
 }
 LISTS = ("interfaces", "bonds", "vlans", "bridges", "routes")
-TOP = ("version", "system") + LISTS
+TOP = ("version", "system") + LISTS + ("routing",)
 
 
 def _table(table, schema, where, problems):
@@ -80,7 +81,7 @@ def from_document(document, present=None, zones=None):
         if key not in TOP:
             problems.append(Problem(Code.SCHEMA, key, "unknown section (known: "
                                     "[system], [[interfaces]], [[bonds]], [[vlans]], "
-                                    "[[bridges]], [[routes]])"))
+                                    "[[bridges]], [[routes]], [routing])"))
     version = document.get("version", model.VERSION)
     if version != model.VERSION or isinstance(version, bool):
         problems.append(Problem(Code.SCHEMA, "version", f"{version!r}: this release reads "
@@ -105,6 +106,8 @@ def from_document(document, present=None, zones=None):
             values = _table(entry, schema, f"{key}[{index}]", problems)
             items.append(kind(**values) if values else None)
         parts[key] = None if None in items else tuple(items)
+    if "routing" in document:
+        parts["routing"] = routing.from_document(document["routing"], problems)
     if problems or None in parts.values():
         raise NetworkError(problems)
     config = NetworkConfig(**parts)
@@ -228,7 +231,8 @@ def to_document(config):
     return {"version": model.VERSION,
             "system": item(config.system, SCHEMA["system"][0]),
             **{key: [item(obj, SCHEMA[key][0]) for obj in getattr(config, key)]
-               for key in LISTS}}
+               for key in LISTS},
+            "routing": routing.to_document(config.routing)}
 
 
 HEADER = ("# Tusk's network: the dashboard (Network) and the console menu write this file;\n"
@@ -242,4 +246,19 @@ def to_toml(config):
     for key in LISTS:
         for entry in document[key]:
             lines += ["", f"[[{key}]]"] + [f"{k} = {toml_value(v)}" for k, v in entry.items()]
+    if config.routing != model.Routing():
+        lines += _routing_toml(document["routing"])
     return "\n".join(lines) + "\n"
+
+
+def _routing_toml(table):
+    def keys(entry, skip=()):
+        return [f"{k} = {toml_value(v)}" for k, v in entry.items() if k not in skip]
+    bgp = table["bgp"]
+    lines = ["", "[routing]"] + keys(table, ("bgp", "ospf"))
+    lines += ["", "[routing.bgp]"] + keys(bgp, ("neighbours",))
+    for neighbour in bgp["neighbours"]:
+        lines += ["", "[[routing.bgp.neighbours]]"] + keys(neighbour)
+    for link in table["ospf"]:
+        lines += ["", "[[routing.ospf]]"] + keys(link)
+    return lines

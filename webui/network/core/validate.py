@@ -15,7 +15,7 @@ import ipaddress
 from tusklib import checks
 from tusklib.paths import path_mtu_warnings
 
-from . import model
+from . import model, routing
 from .errors import Code, Problem
 from .model import MANAGEMENT, ROLES, UNUSED
 
@@ -50,6 +50,7 @@ class Checker:
         for index, route in enumerate(config.routes):
             self.route(route, f"routes[{index}]")
         self.duplicate_routes()
+        self.problems += routing.problems(config, self.routed())
         if self.zones is not None:
             self.zone_interfaces()
         return self.problems
@@ -312,6 +313,12 @@ class Checker:
                                       f"({other_path})")
                             break
                     seen.append((path, link.name, iface))
+
+    def routed(self):
+        """{routed traffic link: its valid static addresses (ip_interface)}."""
+        return {name: [ipaddress.ip_interface(a) for a in self.config.link(name).addresses
+                       if not checks.address_problem(a)]
+                for name in self.config.traffic_links}
 
     # -- routes ---------------------------------------------------------------------------
 

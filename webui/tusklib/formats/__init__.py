@@ -10,6 +10,7 @@ parses every renderer's file back, by the daemon's own checker where it has one)
                   and one-line files (/etc/hostname, /etc/timezone)
     keepalived    keepalived.conf words and its one quoted command
     conntrackd    conntrackd.conf tokens, by conntrackd's own lexer rules
+    frr           frr.conf's words (vtysh has no quoting)
 
 Plain Python: no Django, no app."""
 import re

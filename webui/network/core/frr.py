@@ -1,0 +1,311 @@
+"""FRR's configuration (frr.conf) for a network configuration's routing, and FRR put into
+effect: the daemons started or stopped, the file checked by FRR's own parser (`vtysh -C`)
+before it is used, and loaded with FRR's frr-reload.py (what changed only: a session
+that stays is not reset).
+
+    render(config) -> text          pure; "" when config.routing has neither BGP nor OSPF
+    SystemFrr(runner)               the appliance: /etc/frr, the frr service (watchfrr)
+    LabFrr(netns, directory)        the lab: FRR's daemons inside the fw namespace, with
+                                    their sockets and file in a directory of the agent's
+
+The file holds only what this module writes, each value typed (tusklib/values.py) and
+written by the one quoting point of the format (tusklib/formats/frr.py). What it says:
+
+  BGP    the box's AS and router id; `no bgp default ipv4-unicast`, so a neighbour
+         carries the routes of its own address's family only; per neighbour its remote
+         AS, TCP MD5 password, BFD; what it announces: routing.bgp.prefixes of that
+         family (`network` statements - announced while the box routes them, FRR's
+         import check) through route-map TUSK-OUT-V4/-V6, which sets the communities;
+         what it takes: its accept prefixes with their more specifics, through
+         TUSK-IN-<n> (nothing when it has none). FRR refuses an eBGP session's routes
+         without a policy (ebgp-requires-policy): every session has both route-maps.
+  OSPF   per link `ip ospf area` (v2, where the link has IPv4) and `ipv6 ospf6 area`
+         (v3, IPv6), cost, passive, point-to-point, BFD; `router ospf`/`ospf6` with
+         the router id.
+  BFD    one profile, tusk, with the interval and multiplier, always written: FRR
+         prints neither when it is its default (300 ms, 3), and frr-reload.py (8.4)
+         cannot take back a profile's value that the new file leaves out. A peer is
+         down after interval x multiplier.
+"""
+import ipaddress
+import os
+import time
+
+from tusklib.files import write_atomically
+from tusklib.formats.frr import line
+from tusklib.values import Community, Integer, InterfaceName, IPAddress, IPNetwork, Secret
+
+from . import model
+from .errors import Code, NetworkError
+from .routing import ospf_area
+
+PROFILE = "tusk"
+FRR_DEFAULTS = {"transmit-interval": "300", "receive-interval": "300",
+                "detect-multiplier": "3"}   # what FRR does not print
+DAEMONS = ("zebra", "bgpd", "ospfd", "ospf6d", "bfdd", "staticd")
+CONFIG_NAME = "frr.conf"
+RELOAD = "/usr/lib/frr/frr-reload.py"
+DAEMON_DIR = "/usr/lib/frr"
+START_SECONDS = 10
+LAB_DIR = "/run/tusk-frr"
+
+
+def _asn(value):
+    return Integer(value, model.ASN_MIN, model.ASN_MAX)
+
+
+def _family(version):
+    return ("ip", "V4", 32) if version == 4 else ("ipv6", "V6", 128)
+
+
+def _prefix_list(name, prefixes, version, more_specific):
+    """`ip prefix-list name seq N permit P [le max]` lines."""
+    keyword, _, longest = _family(version)
+    lines = []
+    for seq, prefix in enumerate(prefixes, 1):
+        upto = ("le", longest) if more_specific and prefix.network.prefixlen < longest else ()
+        lines.append(line(0, f"{keyword}", "prefix-list", name, "seq", seq * 5, "permit",
+                          prefix, *upto))
+    return lines
+
+
+def _route_map(name, prefix_list, version, communities=()):
+    """A route-map passing what prefix_list permits (and setting communities on it), or
+    denying everything when there is no list."""
+    if prefix_list is None:
+        return [line(0, "route-map", name, "deny", 10), "exit"]
+    keyword = "ip" if version == 4 else "ipv6"
+    lines = [line(0, "route-map", name, "permit", 10),
+             line(1, "match", keyword, "address", "prefix-list", prefix_list)]
+    if communities:
+        lines.append(line(1, "set", "community", *communities, "additive"))
+    return lines + ["exit"]
+
+
+def render(config):
+    """frr.conf for config.routing (a network model.NetworkConfig). FormatRefused when a
+    value cannot be written - which validation refuses first."""
+    routing = config.routing
+    if not routing.enabled:
+        return ""
+    router_id = IPAddress(routing.router_id) if routing.router_id else None
+    lines = ["frr defaults traditional", "!"]
+    bgp = routing.bgp
+    if bgp.asn:
+        lines += _bgp(bgp, router_id)
+    if routing.ospf:
+        lines += _ospf(config, routing, router_id)
+    if any(n.bfd for n in bgp.neighbours) or any(link.bfd for link in routing.ospf):
+        interval = Integer(routing.bfd_interval, model.BFD_INTERVAL_MIN,
+                           model.BFD_INTERVAL_MAX)
+        lines += ["bfd", line(1, "profile", PROFILE),
+                  line(2, "transmit-interval", interval),
+                  line(2, "receive-interval", interval),
+                  line(2, "detect-multiplier", Integer(
+                      routing.bfd_multiplier, model.BFD_MULTIPLIER_MIN,
+                      model.BFD_MULTIPLIER_MAX))]
+        lines += [" exit", "exit", "!"]
+    return "\n".join(lines) + "\n"
+
+
+def _bgp(bgp, router_id):
+    lines = []
+    announced = [IPNetwork(p) for p in bgp.prefixes]
+    communities = [Community(c) for c in bgp.communities]
+    neighbours = [(IPAddress(n.address), n) for n in bgp.neighbours]
+    versions = sorted({address.version for address, _ in neighbours}
+                      | {p.version for p in announced})
+    for version in versions:
+        _, suffix, _ = _family(version)
+        mine = [p for p in announced if p.version == version]
+        lines += _prefix_list(f"TUSK-ANNOUNCE-{suffix}", mine, version, False)
+        lines += _route_map(f"TUSK-OUT-{suffix}", f"TUSK-ANNOUNCE-{suffix}" if mine else None,
+                            version, communities)
+    for number, (address, neighbour) in enumerate(neighbours, 1):
+        accept = [p for p in (IPNetwork(a) for a in neighbour.accept)
+                  if p.version == address.version]
+        lines += _prefix_list(f"TUSK-ACCEPT-{number}", accept, address.version, True)
+        lines += _route_map(f"TUSK-IN-{number}", f"TUSK-ACCEPT-{number}" if accept else None,
+                            address.version)
+    lines += [line(0, "router", "bgp", _asn(bgp.asn))]
+    if router_id:
+        lines.append(line(1, "bgp", "router-id", router_id))
+    lines.append(line(1, "no", "bgp", "default", "ipv4-unicast"))
+    for address, neighbour in neighbours:
+        lines.append(line(1, "neighbor", address, "remote-as", _asn(neighbour.remote_as)))
+        if neighbour.password:
+            lines.append(line(1, "neighbor", address, "password",
+                              Secret(neighbour.password, model.MD5_KEY_MAX)))
+        if neighbour.bfd:
+            lines += [line(1, "neighbor", address, "bfd"),
+                      line(1, "neighbor", address, "bfd", "profile", PROFILE)]
+    for version in versions:
+        keyword, suffix, _ = _family(version)
+        lines.append(line(1, "address-family", f"ipv{version}", "unicast"))
+        lines += [line(2, "network", p) for p in announced if p.version == version]
+        for number, (address, _) in enumerate(neighbours, 1):
+            if address.version == version:
+                lines += [line(2, "neighbor", address, "activate"),
+                          line(2, "neighbor", address, "route-map", f"TUSK-IN-{number}", "in"),
+                          line(2, "neighbor", address, "route-map", f"TUSK-OUT-{suffix}",
+                               "out")]
+        lines.append(line(1, "exit-address-family"))
+    return lines + ["exit", "!"]
+
+
+def _ospf(config, routing, router_id):
+    lines, versions = [], set()
+    for link in routing.ospf:
+        name = InterfaceName(link.interface)
+        area = IPAddress(ospf_area(link.area))
+        families = {ipaddress.ip_interface(a).version
+                    for a in config.link(link.interface).addresses}
+        lines.append(line(0, "interface", name))
+        for version in sorted(families):
+            versions.add(version)
+            proto = ("ip", "ospf") if version == 4 else ("ipv6", "ospf6")
+            lines.append(line(1, *proto, "area", area))
+            if link.cost:
+                lines.append(line(1, *proto, "cost", Integer(link.cost, 1, model.OSPF_COST_MAX)))
+            if link.passive:
+                lines.append(line(1, *proto, "passive"))
+            if link.point_to_point:
+                lines.append(line(1, *proto, "network", "point-to-point"))
+            if link.bfd:
+                lines += [line(1, *proto, "bfd"), line(1, *proto, "bfd", "profile", PROFILE)]
+        lines += ["exit", "!"]
+    for version in sorted(versions):
+        router = "ospf" if version == 4 else "ospf6"
+        lines.append(line(0, "router", router))
+        if router_id:
+            lines.append(line(1, router, "router-id", router_id))
+        lines += ["exit", "!"]
+    return lines
+
+
+# -- FRR put into effect ---------------------------------------------------------------------
+
+def _fail(message):
+    raise NetworkError(Code.APPLY, "routing", message)
+
+
+def _output(result):
+    return (result.stderr or result.stdout or "").strip()[-400:]
+
+
+def check(text, run, scratch):
+    """FRR's own parser on text (`vtysh -C -f`, which loads nothing); NetworkError
+    naming the line it refused. run(name, *args) -> a CompletedProcess."""
+    path = os.path.join(scratch, CONFIG_NAME + ".check")
+    write_atomically(path, text, mode=0o600)
+    try:
+        result = run("vtysh", "-C", "-f", path)
+    finally:
+        os.unlink(path)
+    if result.returncode != 0:
+        _fail(f"FRR's parser (vtysh -C) refused the routing configuration: {_output(result)}")
+
+
+class LabFrr:
+    """FRR's daemons in the lab's fw namespace: started by the first apply with routing,
+    stopped by one without. directory (root's, /run/tusk-frr/<namespace> unless given)
+    holds frr.conf; its vty/ (FRR's user's) the daemons' sockets and pid files. A pid is
+    only signalled when it is a process of that daemon's name."""
+
+    def __init__(self, netns, directory=None):
+        self.netns = netns
+        self.directory = directory or os.path.join(LAB_DIR, netns)
+        self.sockets = os.path.join(self.directory, "vty")
+
+    def run(self, name, *args):
+        import subprocess
+        argv = {"vtysh": ["vtysh", "--vty_socket", self.sockets],
+                "frr-reload": [RELOAD, "--vty_socket", self.sockets, "--rundir",
+                               self.directory, "--confdir", self.directory, "--bindir",
+                               "/usr/bin", "--log-level", "error", "--stdout"]}[name]
+        return subprocess.run(argv + list(args), capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, check=False)
+
+    def pid(self, daemon):
+        try:
+            with open(os.path.join(self.sockets, f"{daemon}.pid"), encoding="ascii") as f:
+                pid = int(f.read(16).strip())
+            with open(f"/proc/{pid}/comm", encoding="ascii") as f:
+                return pid if f.read().strip() == daemon else None
+        except (OSError, ValueError):
+            return None
+
+    def prepare(self):
+        """directory, root's, with an empty vtysh.conf (vtysh reads it)."""
+        os.makedirs(self.directory, mode=0o755, exist_ok=True)
+        write_atomically(os.path.join(self.directory, "vtysh.conf"), "", mode=0o644)
+
+    def running(self):
+        return all(self.pid(daemon) for daemon in DAEMONS)
+
+    def start(self, lines):
+        import grp
+        import pwd
+        import subprocess
+        self.prepare()
+        os.makedirs(self.sockets, mode=0o750, exist_ok=True)
+        os.chown(self.sockets, pwd.getpwnam("frr").pw_uid, grp.getgrnam("frr").gr_gid)
+        os.chmod(self.sockets, 0o750)
+        for daemon in DAEMONS:
+            if self.pid(daemon):
+                continue
+            argv = ["ip", "netns", "exec", self.netns, f"{DAEMON_DIR}/{daemon}", "-d",
+                    "-u", "frr", "-g", "frr", "-z", os.path.join(self.sockets, "zserv.api"),
+                    "--vty_socket", self.sockets, "-i",
+                    os.path.join(self.sockets, f"{daemon}.pid"), "-f", "/dev/null",
+                    "-A", "127.0.0.1"]
+            result = subprocess.run(argv, capture_output=True, text=True, check=False,
+                                    stdin=subprocess.DEVNULL)
+            if result.returncode != 0:
+                _fail(f"FRR's {daemon} did not start in {self.netns}: {_output(result)}")
+        deadline = time.monotonic() + START_SECONDS
+        while not all(os.path.exists(os.path.join(self.sockets, f"{d}.vty"))
+                      for d in DAEMONS):
+            if time.monotonic() > deadline:
+                _fail(f"FRR's daemons did not open their sockets in {START_SECONDS} s")
+            time.sleep(0.05)
+        lines.append(f"started FRR ({' '.join(DAEMONS)}) in {self.netns}")
+
+    def stop(self, lines):
+        import signal
+        pids = [p for p in (self.pid(d) for d in DAEMONS) if p]
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + START_SECONDS
+        while any(os.path.exists(f"/proc/{pid}") for pid in pids):
+            if time.monotonic() > deadline:
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                break
+            time.sleep(0.05)
+        if pids:
+            lines.append(f"stopped FRR in {self.netns}")
+
+    def apply(self, text, lines):
+        """FRR as text says: stopped when it is "", else started if need be and reloaded
+        with text (frr-reload.py: the changes only)."""
+        if not text:
+            self.stop(lines)
+            return
+        self.prepare()
+        check(text, self.run, self.directory)
+        if not self.running():
+            self.stop([])
+            self.start(lines)
+        path = os.path.join(self.directory, CONFIG_NAME)
+        write_atomically(path, text, mode=0o640)
+        result = self.run("frr-reload", "--reload", path)
+        if result.returncode != 0:
+            _fail(f"frr-reload.py failed: {_output(result)}")
+        lines.append(f"FRR reloaded in {self.netns}")
