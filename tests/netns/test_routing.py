@@ -20,7 +20,8 @@ from property.daemon_parsers import frr_commands
 
 from lab.namespaces import Topology, remove
 from network.core import frr, normalise
-from network.core.errors import NetworkError
+from network.core.applier import NetworkApplier
+from network.core.errors import Code, NetworkError
 from network.core.iproute2 import IprouteBackend
 from tusklib.target import Target
 
@@ -333,6 +334,30 @@ def test_a_configuration_frrs_parser_refuses_changes_nothing(routed, monkeypatch
     assert "vtysh -C" in str(refused.value.problems[0])
     assert "10.21.0.1/24" not in lab.ns(lab.fw, "ip", "addr").stdout
     assert vtysh(backend.frr, "show running-config") == before
+
+
+def test_a_new_session_that_is_not_up_cannot_be_confirmed_and_rolls_back(routed, tmp_path):
+    """Commit-confirm with routing: the confirmed FW, then FW with a third neighbour no
+    router answers for. Its confirm is refused, naming that neighbour only (the two
+    sessions FW already had are not held against it); the roll back takes it out of
+    FRR again."""
+    lab, backend, _, _ = routed
+    applier = NetworkApplier(str(tmp_path / "state"), netns=lab.fw)
+    applier.apply(FW, timeout=120)
+    wait_for("sessions up under the applier", lambda: ready(backend.frr))
+    applier.confirm()
+    silent = FW + '\n[[routing.bgp.neighbours]]\naddress = "10.20.0.9"\nremote_as = 65099\n'
+    applier.apply(silent, timeout=120)
+    assert "10.20.0.9" in established(backend.frr)
+    with pytest.raises(NetworkError) as refused:
+        applier.confirm()
+    assert [(p.code, p.path) for p in refused.value.problems] == \
+        [(Code.CONFIRM, "routing.bgp.neighbours[2]")]
+    assert "not Established" in refused.value.problems[0].message
+    applier.cancel()
+    assert "10.20.0.9" not in established(backend.frr)
+    assert applier.status()["pending"] is None
+    wait_for("sessions as confirmed", lambda: ready(backend.frr))
 
 
 def test_without_routing_frr_stops(routed):

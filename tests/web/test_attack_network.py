@@ -90,6 +90,30 @@ BAD_APPLY = [
     ("a bridge's BPDUs neither forwarded nor dropped", {"document": document(bridges=[
         {"name": "br0", "members": ["eth2"], "bpdu": "accept"}])},
      "bridges[0].bpdu: 'accept': one of forward, drop"),
+    # issue 39's routing: a password carrying FRR commands (vtysh has no quoting), a
+    # neighbour that is a line of its own, an AS as text, the shown password's stand-in
+    ("a BGP password carrying a command", {"document": document(
+        MGMT, {"name": "eth2", "role": "traffic", "addresses": ["10.1.0.1/24"]},
+        routing={"bgp": {"asn": 65001, "neighbours": [{
+            "address": "10.1.0.2", "remote_as": 65002,
+            "password": "x\n neighbor 10.1.0.2 shutdown"}]}})},
+     "routing.bgp.neighbours[0].password: has a character other than"),
+    ("a neighbour address carrying a line", {"document": document(
+        MGMT, {"name": "eth2", "role": "traffic", "addresses": ["10.1.0.1/24"]},
+        routing={"bgp": {"asn": 65001, "neighbours": [{
+            "address": "10.1.0.2\nrouter ospf", "remote_as": 65002}]}})},
+     "routing.bgp.neighbours[0].address: "),
+    ("an AS number as text", {"document": document(
+        routing={"bgp": {"asn": "65001\nline vty"}})},
+     "routing.bgp.asn: expected an integer"),
+    ("a password that only stands for one", {"document": document(
+        MGMT, {"name": "eth2", "role": "traffic", "addresses": ["10.1.0.1/24"]},
+        routing={"bgp": {"asn": 65001, "neighbours": [{
+            "address": "10.1.0.2", "remote_as": 65002, "password": "(hidden)"}]}})},
+     "routing.bgp.neighbours[0].password: (hidden) stands for"),
+    ("OSPF on an interface with a command in its name", {"document": document(
+        routing={"ospf": [{"interface": "eth2\n ip ospf passive"}]})},
+     "routing.ospf[0].interface: "),
     ("the document as text", {"document": "[[interfaces]]\nname = 'eth1'\n"},
      "document: must be a table"),
     ("a list of interfaces as a string", {"document": {"interfaces": "eth1"}},

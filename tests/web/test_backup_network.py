@@ -22,6 +22,8 @@ from backup.models import PendingRestore
 from jobs.models import Job, PeriodicState
 from network import agent_jobs
 from network import draft as network_drafts
+from network.core import routing
+from network.core.model import Routing
 from network.core.normalise import from_document, to_toml
 from network.models import Draft as NetworkDraft
 from network.models import NetworkState
@@ -143,6 +145,8 @@ def test_a_backup_holds_the_network_draft_and_the_confirmed_configuration(saved,
     confirmed["routes"] = confirmed["routes"][1:]
     NetworkState.objects.create(pk=1, confirmed=3,
                                 confirmed_text=to_toml(from_document(confirmed)))
+    # the confirmed configuration as the model writes it: every key, routing's too
+    confirmed["routing"] = routing.to_document(Routing())
     assert download(admin_client)["network"] == {
         "draft": NETWORK, "confirmed": {"revision": 3, "document": confirmed}}
 

@@ -61,7 +61,8 @@ def routes(router: Router, domain, confirm=True):
         found = kit.revision(domain, number)
         return {"number": found.number, "created": found.created, "user": found.user,
                 "action": found.action, "outcome": found.outcome,
-                "texts": {field: getattr(found, field) for field in domain.heavy_fields}}
+                "texts": {field: domain.show(getattr(found, field))
+                          for field in domain.heavy_fields}}
 
     @router.get("/revisions/{number}/diff", response={200: DiffOut, 404: ProblemsOut},
                 auth=READ, summary="A revision against the one before it",

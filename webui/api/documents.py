@@ -53,15 +53,16 @@ IF_MATCH = {"name": "If-Match", "in": "header", "required": True,
             "schema": {"type": "string", "pattern": r'^(W/)?"[0-9]{1,9}"$'}}
 
 
-def routes(router, name, what, draft, replace, parse, content):
+def routes(router, name, what, draft, replace, parse, content, shown=None):
     """GET and PUT of a domain's draft on router: draft() -> the Draft (.document,
     .version); replace(actor, document, version) -> the Draft saved, or the domain's
     problems / ServiceError STALE; parse(request) -> the document sent; content: the
-    request body's OpenAPI content (media type -> schema)."""
+    request body's OpenAPI content (media type -> schema); shown(document) -> the
+    document as answered (secrets hidden; a PUT of it keeps them)."""
 
     def answer(response, found):
         response["ETag"] = etag(found.version)
-        return found.document
+        return shown(found.document) if shown else found.document
 
     @router.get("", response=Document, auth=READ, operation_id=f"{name}_get",
                 summary=f"The {what} draft, its version as the ETag")

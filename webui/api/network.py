@@ -68,5 +68,5 @@ def confirm_network(request, response: HttpResponse):
 
 
 documents.routes(router, "network", "network configuration", drafts.get,
-                 services.replace_draft, _parse, CONTENT)
+                 services.replace_draft, _parse, CONTENT, shown=drafts.shown)
 commit.routes(router, DOMAIN, confirm=False)

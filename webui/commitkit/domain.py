@@ -25,6 +25,8 @@ class Domain:
     # the function giving the context every page of the domain shows (its status
     # panel's), as a dotted path: the domain's views import the declaration
     context: str = ""
+    # text -> text as a page shows a revision's diff_field (secrets hidden), dotted path
+    shown: str = ""
 
     def kind(self, decision):
         return f"{self.name}.{decision}"
@@ -34,6 +36,9 @@ class Domain:
 
     def page_context(self):
         return import_string(self.context)() if self.context else {}
+
+    def show(self, text):
+        return import_string(self.shown)(text) if self.shown and text else text
 
 
 def register(domain):

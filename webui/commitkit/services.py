@@ -93,5 +93,6 @@ def compare(domain, number):
         .order_by("-number").first()
     text = domain.diff_field
     return Comparison(found, previous, diff(
-        getattr(previous, text) if previous else "", getattr(found, text),
-        str(previous) if previous else "nothing", str(found)))
+        domain.show(getattr(previous, text)) if previous else "",
+        domain.show(getattr(found, text)), str(previous) if previous else "nothing",
+        str(found)))

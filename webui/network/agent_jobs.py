@@ -21,13 +21,13 @@ from tusklib.commit import ZONES_CHECKED
 from tusklib.target import Target
 
 from . import sync
-from .contracts import Facts
-from .core import facts
+from .contracts import Facts, RoutingStatus
+from .core import facts, frr
 from .core.applier import confirm_timeout
 from .core.errors import NetworkError
 from .core.normalise import TEXT_MAX, from_document, to_toml
 from .domain import DOMAIN
-from .draft import FACTS, merge_zones, zones_of
+from .draft import FACTS, ROUTING, merge_zones, zones_of
 
 TOKEN = re.compile(r"[A-Za-z0-9_-]{20,100}")
 TOKEN_HASH = re.compile(r"[0-9a-f]{64}")
@@ -56,6 +56,17 @@ def live_facts(config):
 @periodic(FACTS, lambda config: max(5.0, config.sample_interval * 5), contract=Facts)
 def facts_task(agent):
     return live_facts(agent.config)
+
+
+@periodic(ROUTING, lambda config: max(5.0, config.sample_interval * 5),
+          contract=RoutingStatus)
+def routing_task(agent):
+    """What FRR reports (nothing running: running False)."""
+    backend = applier_for(agent.config).backend
+    runner = getattr(backend, "frr", None)
+    found = frr.status(runner.run) if runner is not None else \
+        {"running": False, "sessions": [], "bfd": [], "ospf": []}
+    return {**found, "at": time.time()}
 
 
 @periodic("network.sync", lambda config: config.sample_interval, contract=contracts.NOTHING)

@@ -11,4 +11,4 @@ DOMAIN = register(Domain(
     state_model=NetworkState, status_url="network_status", diff_field="text",
     revision_template="network/revision.html",
     header_template="network/_history_header.html", heavy_fields=("text", "applied"),
-    context="network.views.status_context"))
+    context="network.views.status_context", shown="network.core.normalise.redacted"))

@@ -11,17 +11,23 @@ from django.db import transaction
 from box import snapshot, verify
 from jobs.models import PeriodicState
 
-from .contracts import Facts
+from .contracts import Facts, RoutingStatus
 from .core import model
 from .core.errors import Code, NetworkError
 from .core.normalise import from_document, parse, to_document
+from .core.routing import HIDDEN
 from .models import Draft, NetworkState
 
 FACTS = "network.facts"   # the agent's periodic task: ports, addresses, routes
+ROUTING = "network.routing"   # and FRR's sessions
 LINKS = ("interfaces", "bonds", "vlans", "bridges")
-SECTIONS = ("vlans", "bonds", "bridges", "routes")
+SECTIONS = ("vlans", "bonds", "bridges", "routes", "neighbours", "ospf")
+# where a section's list is in the document, when not at its top
+NESTED = {"neighbours": ("routing", "bgp", "neighbours"), "ospf": ("routing", "ospf")}
+ROUTING_KEYS = ("router_id", "bfd_interval", "bfd_multiplier")
+BGP_KEYS = ("asn", "prefixes", "communities")
 # where a link's name is referred to by other items (renames follow, deletes are checked)
-REFERENCES = (("vlans", "parent"), ("routes", "interface"))
+REFERENCES = (("vlans", "parent"), ("routes", "interface"), ("ospf", "interface"))
 
 
 class StaleDraft(Exception):
@@ -33,6 +39,13 @@ def facts():
     table), or {} before it has reported - or when the row is not of that shape."""
     found = PeriodicState.read(FACTS, Facts)
     return dataclasses.asdict(found) if found is not None else {}
+
+
+def routing_status():
+    """What the agent last read of FRR (network.routing, contracts.RoutingStatus, as its
+    table), or None before it has reported."""
+    found = PeriodicState.read(ROUTING, RoutingStatus)
+    return dataclasses.asdict(found) if found is not None else None
 
 
 def present():
@@ -135,6 +148,8 @@ def check(document):
 def save_document(document, version, user):
     """Validates and stores document if the draft is still at version. Raises
     NetworkError (every problem) or StaleDraft; saves nothing then."""
+    if isinstance(document, dict):
+        document = keep_secrets(copy.deepcopy(document), get().document)
     check(document)
     with transaction.atomic():
         Draft.objects.get_or_create(pk=1, defaults={"document": get().document})
@@ -148,6 +163,51 @@ def save_document(document, version, user):
     return draft
 
 
+def path_of(section):
+    """A section's path in the document, as problems name it: "routing.bgp.neighbours"."""
+    return ".".join(NESTED.get(section, (section,)))
+
+
+def entries(document, section, create=False):
+    """The list of section's items in document ([] when absent; made when create)."""
+    keys = NESTED.get(section, (section,))
+    where = document
+    for key in keys[:-1]:
+        if not isinstance(where.get(key), dict):
+            if not create:
+                return []
+            where[key] = {}
+        where = where[key]
+    if not isinstance(where.get(keys[-1]), list):
+        if not create:
+            return []
+        where[keys[-1]] = []
+    return where[keys[-1]]
+
+
+def shown(document):
+    """A copy of document as the pages and the API show it: each password replaced by
+    HIDDEN."""
+    document = copy.deepcopy(document)
+    for neighbour in entries(document, "neighbours"):
+        if isinstance(neighbour, dict) and neighbour.get("password"):
+            neighbour["password"] = HIDDEN
+    return document
+
+
+def keep_secrets(document, current):
+    """document with each HIDDEN password put back: the one current (the draft) holds for
+    the neighbour of the same address. One it has none for stays HIDDEN, which the check
+    refuses, naming it."""
+    held = {n.get("address"): n.get("password") for n in entries(current, "neighbours")
+            if isinstance(n, dict)}
+    for neighbour in entries(document, "neighbours"):
+        if isinstance(neighbour, dict) and neighbour.get("password") == HIDDEN and \
+                held.get(neighbour.get("address")):
+            neighbour["password"] = held[neighbour["address"]]
+    return document
+
+
 def port_index(document, name):
     return next((i for i, p in enumerate(document.get("interfaces") or [])
                  if p.get("name") == name), None)
@@ -157,12 +217,12 @@ def save_item(key, index, item, version, user):
     """key: interfaces, bonds, vlans, bridges or routes; index None appends. A renamed
     link is renamed where VLANs, routes, bonds and bridges refer to it."""
     document = copy.deepcopy(get().document)
-    entries = document.setdefault(key, [])
+    items = entries(document, key, create=True)
     if index is None:
-        entries.append(item)
+        items.append(item)
     else:
-        old_name = entries[index].get("name")
-        entries[index] = item
+        old_name = items[index].get("name")
+        items[index] = item
         if key in LINKS and old_name and item.get("name") != old_name:
             _rename(document, {old_name: item["name"]})
     return save_document(document, version, user)
@@ -174,18 +234,28 @@ def save_system(system, version, user):
     return save_document(document, version, user)
 
 
+def save_routing(values, version, user):
+    """The routing settings ([routing]'s own keys and [routing.bgp]'s, from values),
+    keeping the neighbours and OSPF links."""
+    document = copy.deepcopy(get().document)
+    routing = document.setdefault("routing", {})
+    routing.update({key: values[key] for key in ROUTING_KEYS})
+    routing.setdefault("bgp", {}).update({key: values[key] for key in BGP_KEYS})
+    return save_document(document, version, user)
+
+
 def delete_item(key, index, version, user):
     """Removes one item; refused (NetworkError) when the rest does not hold together:
     a VLAN on a deleted bond, a route through a deleted VLAN, a zone's interface."""
     document = copy.deepcopy(get().document)
-    del document[key][index]
+    del entries(document, key)[index]
     return save_document(document, version, user)
 
 
 def _rename(document, renames):
     """Where links are referred to, {old: new} at once (so that a swap works)."""
     for key, field in REFERENCES:
-        for entry in document.get(key) or []:
+        for entry in entries(document, key):
             if entry.get(field) in renames:
                 entry[field] = renames[entry[field]]
     for key in ("bonds", "bridges"):

@@ -10,6 +10,7 @@ from tusklib.problems import ProblemsFormMixin
 
 from .core import model
 from .core.applier import CONFIRM_TIMEOUT_DEFAULT, CONFIRM_TIMEOUT_MAX, CONFIRM_TIMEOUT_MIN
+from .core.routing import HIDDEN
 
 
 def _split(text):
@@ -198,8 +199,116 @@ class SystemForm(ItemForm):
         return initial
 
 
+class RoutingForm(ItemForm):
+    """[routing]'s own keys and [routing.bgp]'s; the neighbours and OSPF links are items."""
+    router_id = forms.CharField(required=False, max_length=64, label="Router id",
+                                help_text="An IPv4 address naming this box to its peers. "
+                                          "Empty: FRR takes the highest IPv4 address.")
+    asn = forms.IntegerField(initial=0, min_value=0, label="BGP AS number", help_text=(
+        f"This box's autonomous system, {model.ASN_MIN}-{model.ASN_MAX}. 0: no BGP."))
+    prefixes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                               label="Prefixes announced", help_text=(
+        "Announced to every neighbour of their family while this box has a route to "
+        "them, one per line (198.51.100.0/24)."))
+    communities = forms.CharField(required=False, label="Communities", help_text=(
+        "Set on every announcement: ASN:value (65001:100) or no-export, no-advertise, "
+        "separated by spaces."))
+    bfd_interval = forms.IntegerField(initial=model.BFD_INTERVAL_DEFAULT,
+                                      label="BFD interval (ms)", help_text=(
+        f"{model.BFD_INTERVAL_MIN}-{model.BFD_INTERVAL_MAX}: how often BFD packets go "
+        "each way."))
+    bfd_multiplier = forms.IntegerField(initial=model.BFD_MULTIPLIER_DEFAULT,
+                                        label="BFD multiplier", help_text=(
+        "Missed packets before a peer is down: with 300 ms and 3, a silent peer is down "
+        "in 900 ms and its routes go."))
+    keys = ("router_id", "asn", "prefixes", "communities", "bfd_interval", "bfd_multiplier")
+    lists = ("prefixes", "communities")
+    problem_fields = {"router_id": "router_id", "bfd_interval": "bfd_interval",
+                      "bfd_multiplier": "bfd_multiplier", "bgp.asn": "asn",
+                      "bgp.prefixes": "prefixes", "bgp.communities": "communities"}
+
+    @classmethod
+    def initial_from(cls, routing):
+        bgp = routing.get("bgp") or {}
+        return super().initial_from({**{k: routing.get(k) for k in
+                                        ("router_id", "bfd_interval", "bfd_multiplier")
+                                        if k in routing},
+                                     **{k: bgp.get(k) for k in ("asn", "prefixes",
+                                                                "communities") if k in bgp}})
+
+
+class NeighbourForm(ItemForm):
+    address = forms.CharField(max_length=64, help_text=(
+        "The peer's address, on the subnet of one of this box's routed links."))
+    remote_as = forms.IntegerField(min_value=0, label="Its AS number")
+    description = _description()
+    password = forms.CharField(required=False, max_length=200, label="TCP MD5 password",
+                               widget=forms.PasswordInput(render_value=False), help_text=(
+        "RFC 2385; the peer needs the same. Never shown again. Empty when editing: the "
+        "password stays as it is."))
+    no_password = forms.BooleanField(required=False, label="Remove the password")
+    bfd = forms.BooleanField(required=False, initial=True, label="BFD", help_text=(
+        "Sub-second detection of a peer that went silent."))
+    accept = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                             label="Prefixes accepted", help_text=(
+        "Taken from this peer with every more specific prefix, one per line (0.0.0.0/0: "
+        "everything). Empty: nothing is taken."))
+    keys = ("address", "remote_as", "description", "password", "bfd", "accept")
+    lists = ("accept",)
+    problem_fields = {key: key for key in keys}
+
+    def __init__(self, *args, had_password=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.had_password = had_password
+        if had_password:
+            self.fields["password"].help_text = "A password is set. " + \
+                self.fields["password"].help_text
+
+    def to_item(self):
+        item = super().to_item()
+        del item["password"]
+        password = self.cleaned_data["password"]
+        if self.cleaned_data["no_password"]:
+            password = ""
+        elif not password and self.had_password:
+            password = HIDDEN           # the draft's password for this address, kept
+        return {**item, "password": password}
+
+    def audited(self):
+        """to_item() as the audit log keeps it: whether a password is set, never which."""
+        item = self.to_item()
+        return {**item, "password": "(set)" if item["password"] else ""}
+
+    @classmethod
+    def initial_from(cls, item):
+        initial = super().initial_from(item)
+        initial.pop("password", None)
+        return initial
+
+
+class OspfForm(ItemForm):
+    interface = forms.ChoiceField(help_text="A routed traffic link with addresses: OSPFv2 "
+                                            "over its IPv4, OSPFv3 over its IPv6.")
+    area = forms.CharField(max_length=15, initial=model.OSPF_AREA_DEFAULT,
+                           help_text="0.0.0.0 (the backbone) or a number.")
+    cost = forms.IntegerField(initial=0, min_value=0, help_text="0: FRR's, from the link's "
+                                                                "speed.")
+    passive = forms.BooleanField(required=False, help_text=(
+        "Announce the link's subnets, form no adjacency on it."))
+    point_to_point = forms.BooleanField(required=False, label="Point-to-point", help_text=(
+        "Only two routers on the link: adjacent at once, no designated router election "
+        "(which waits 40 s)."))
+    bfd = forms.BooleanField(required=False, initial=True, label="BFD")
+    keys = ("interface", "area", "cost", "passive", "point_to_point", "bfd")
+    problem_fields = {key: key for key in keys}
+
+    def __init__(self, *args, links=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["interface"].choices = [(name, name) for name in links]
+
+
 FORMS_BY_SECTION = {"vlans": VlanForm, "bonds": BondForm, "bridges": BridgeForm,
-                    "routes": RouteForm}
+                    "routes": RouteForm, "neighbours": NeighbourForm, "ospf": OspfForm}
 
 
 class ApplyForm(forms.Form):

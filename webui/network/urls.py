@@ -11,6 +11,7 @@ urlpatterns = [
     path("interfaces/edit/", views.interface_edit, name="network_interface"),
     path("interfaces/delete/", views.interface_delete, name="network_interface_delete"),
     path("system/", views.system, name="network_system"),
+    path("routing/", views.routing, name="network_routing"),
     path("apply/", views.apply, name="network_apply"),
     path("status/", views.status, name="network_status"),
     path("status/confirm/", views.confirm, name="network_confirm_pending"),

@@ -26,8 +26,8 @@ from . import draft as drafts
 from . import services
 from .core.applier import DHCP, confirm_over
 from .core.errors import NetworkError
-from .core.normalise import to_toml
-from .forms import FORMS_BY_SECTION, ApplyForm, PortForm, SystemForm
+from .core.normalise import redacted, to_toml
+from .forms import FORMS_BY_SECTION, ApplyForm, PortForm, RoutingForm, SystemForm
 from .models import ConfirmToken, NetworkState
 from .services import sha256
 
@@ -36,7 +36,9 @@ SESSION_OVER = "network_confirm_over"   # the addresses that token's change move
 # nginx sets it to the local address the connection came in on ($server_addr), replacing
 # whatever a client sent (rootfs-overlay/usr/lib/tusk/nginx.conf)
 TITLES = {"vlans": ("VLANs", "VLAN"), "bonds": ("Bonds", "bond"),
-          "bridges": ("Bridges", "bridge"), "routes": ("Routes", "route")}
+          "bridges": ("Bridges", "bridge"), "routes": ("Routes", "route"),
+          "neighbours": ("Routing", "BGP neighbour"), "ospf": ("Routing", "OSPF link")}
+ROUTING_SECTIONS = ("neighbours", "ospf")   # listed on the Routing page
 
 
 def status_context(draft=None):
@@ -78,7 +80,8 @@ def _save(request, form, save, within, what):
     except NetworkError as error:
         form.add_problems(error, within=within)
     else:
-        audit.record(request, f"network {what}", within, item=form.to_item())
+        audit.record(request, f"network {what}", within,
+                     item=getattr(form, "audited", form.to_item)())
         messages.success(request, f"Saved {what} in the draft.")
         return True
     return None
@@ -168,7 +171,7 @@ def _section(section):
     return section
 
 
-def _form(section, data, document, initial):
+def _form(section, data, document, initial, item=None):
     # every configured port is offered, so that the core says why one cannot be used
     # (the management port in a bond) rather than the form saying "not a valid choice"
     ports = [p["name"] for p in document.get("interfaces") or []]
@@ -176,12 +179,21 @@ def _form(section, data, document, initial):
     bonds = [b["name"] for b in document.get("bonds") or []]
     vlans = [v["name"] for v in document.get("vlans") or []]
     kwargs = {"vlans": {"parents": ports + bonds}, "bonds": {"ports": ports},
-              "bridges": {"links": ports + bonds + vlans}, "routes": {"links": links}}[section]
+              "bridges": {"links": ports + bonds + vlans}, "routes": {"links": links},
+              "neighbours": {"had_password": bool((item or {}).get("password"))},
+              "ospf": {"links": links}}[section]
     return FORMS_BY_SECTION[section](data, initial=initial, **kwargs)
+
+
+def _list_url(section):
+    return reverse("network_routing") if section in ROUTING_SECTIONS else \
+        reverse("network_section", args=[section])
 
 
 def section_list(request, section):
     _section(section)
+    if section in ROUTING_SECTIONS:
+        return redirect("network_routing")
     draft = drafts.get()
     context = {**status_context(draft), "section": section, "title": TITLES[section][0],
                "noun": TITLES[section][1],
@@ -194,7 +206,7 @@ def section_list(request, section):
 def item_edit(request, section, index=None):
     _section(section)
     draft = drafts.get()
-    entries = draft.document.get(section) or []
+    entries = drafts.entries(draft.document, section)
     if index is not None and not 0 <= index < len(entries):
         raise Http404("no such item")
     cls = FORMS_BY_SECTION[section]
@@ -202,20 +214,19 @@ def item_edit(request, section, index=None):
     if index is not None:
         initial.update(cls.initial_from(entries[index]))
     form = _form(section, request.POST if request.method == "POST" else None, draft.document,
-                 initial)
+                 initial, entries[index] if index is not None else None)
     noun = TITLES[section][1]
     if request.method == "POST":
         position = len(entries) if index is None else index
         saved = _save(request, form, lambda f: drafts.save_item(
             section, index, f.to_item(), f.cleaned_data["version"], request.user),
-            f"{section}[{position}]", noun)
+            f"{drafts.path_of(section)}[{position}]", noun)
         if saved:
-            return redirect("network_section", section=section)
-    name = entries[index].get("name", entries[index].get("destination")) \
-        if index is not None else f"new {noun}"
+            return redirect(_list_url(section))
+    name = _item_name(entries[index]) if index is not None else f"new {noun}"
     return render(request, "network/item_form.html", {
         "form": form, "title": TITLES[section][0],
-        "back": reverse("network_section", args=[section]), "name": name,
+        "back": _list_url(section), "name": name,
         "bond_note": section == "bonds", "bridge_note": section == "bridges"},
         status=400 if form.errors else 200)
 
@@ -223,12 +234,39 @@ def item_edit(request, section, index=None):
 @require_POST
 def item_delete(request, section, index):
     _section(section)
-    entries = drafts.get().document.get(section) or []
+    entries = drafts.entries(drafts.get().document, section)
     if not 0 <= index < len(entries):
         raise Http404("no such item")
-    entry = entries[index]
-    _delete(request, section, index, entry.get("name") or entry.get("destination"))
-    return redirect("network_section", section=section)
+    _delete(request, section, index, _item_name(entries[index]))
+    return redirect(_list_url(section))
+
+
+def _item_name(entry):
+    for key in ("name", "destination", "address", "interface"):
+        if entry.get(key):
+            return str(entry[key])
+    return "item"
+
+
+def routing(request):
+    """BGP's and BFD's settings (a form), the BGP neighbours and OSPF links (items), and
+    what FRR reports of its sessions."""
+    draft = drafts.get()
+    document = drafts.shown(draft.document)
+    initial = {"version": draft.version,
+               **RoutingForm.initial_from(document.get("routing") or {})}
+    form = RoutingForm(request.POST if request.method == "POST" else None, initial=initial)
+    if request.method == "POST":
+        saved = _save(request, form, lambda f: drafts.save_routing(
+            f.to_item(), f.cleaned_data["version"], request.user), "routing",
+            "routing settings")
+        if saved:
+            return redirect("network_routing")
+    return render(request, "network/routing.html", {
+        **status_context(draft), "form": form,
+        "neighbours": list(enumerate(drafts.entries(document, "neighbours"))),
+        "ospf": list(enumerate(drafts.entries(document, "ospf"))),
+        "live": drafts.routing_status()}, status=400 if form.errors else 200)
 
 
 def system(request):
@@ -320,7 +358,7 @@ def apply(request):
     old_text = state.confirmed_text if state else ""
     return render(request, "network/apply.html", {
         **status_context(draft), "form": form, "problems": problems,
-        "diff": diff(old_text, to_toml(config), "confirmed network.toml",
+        "diff": diff(redacted(old_text), redacted(to_toml(config)), "confirmed network.toml",
                       f"draft version {draft.version}") if config else "",
         "summary": summary(confirmed, config) if config else [],
         "mtu_warnings": mtu_warnings(config) if config else [],

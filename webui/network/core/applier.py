@@ -37,7 +37,7 @@ from tusklib.commit import (
 from tusklib.files import write_atomically
 from tusklib.target import Target
 
-from . import model
+from . import frr, model
 from .errors import Code, NetworkError
 from .facts import addresses
 from .iproute2 import IprouteBackend
@@ -179,8 +179,21 @@ class NetworkApplier(CommitConfirm):
                 if reason:
                     raise NetworkError(Code.CONFIRM, "", reason)
             text = self.store.get(pending["revision"]).read(CONFIG_NAME)
-            write_atomically(self.config_path, text, 0o644)
+            config = parse(text, CONFIG_NAME)
+            if config.routing.bgp.neighbours:
+                down = frr.sessions_down(self.confirmed(), config, self.routing_status())
+                if down:
+                    raise NetworkError(down)
+            secret = any(n.password for n in config.routing.bgp.neighbours)
+            write_atomically(self.config_path, text, 0o600 if secret else 0o644)
         return super().confirm(user, check)
+
+    def routing_status(self):
+        """What FRR reports (frr.status()), from the backend's FRR."""
+        runner = getattr(self.backend, "frr", None)
+        if runner is None:
+            return {"running": False, "sessions": [], "bfd": [], "ospf": []}
+        return frr.status(runner.run)
 
     def management_addresses(self):
         """The management port's addresses now (DHCP's included), without prefixes."""

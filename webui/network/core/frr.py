@@ -36,7 +36,7 @@ from tusklib.formats.frr import line
 from tusklib.values import Community, Integer, InterfaceName, IPAddress, IPNetwork, Secret
 
 from . import model
-from .errors import Code, NetworkError
+from .errors import Code, NetworkError, Problem
 from .routing import ospf_area
 
 PROFILE = "tusk"
@@ -309,3 +309,77 @@ class LabFrr:
         if result.returncode != 0:
             _fail(f"frr-reload.py failed: {_output(result)}")
         lines.append(f"FRR reloaded in {self.netns}")
+
+
+# -- what FRR reports -----------------------------------------------------------------------
+
+def _json(run, command):
+    import json
+    result = run("vtysh", "-c", command)
+    if result.returncode != 0:
+        return None
+    try:
+        return json.loads(result.stdout)
+    except ValueError:
+        return None
+
+
+def status(run):
+    """FRR's sessions as the pages and /metrics show them, read with vtysh:
+    {"running", "sessions": [{address, remote_as, state, up_seconds, received, sent}],
+    "bfd": [{peer, status}], "ospf": [{neighbour, interface, state, version}]}; running
+    False (and nothing else) when FRR does not answer."""
+    neighbours = _json(run, "show bgp neighbors json")
+    if neighbours is None:
+        return {"running": False, "sessions": [], "bfd": [], "ospf": []}
+    sessions = []
+    for address, peer in sorted(neighbours.items()):
+        if not isinstance(peer, dict):
+            continue
+        families = peer.get("addressFamilyInfo") or {}
+        established = peer.get("bgpState") == "Established"
+        sessions.append({
+            "address": address, "remote_as": int(peer.get("remoteAs") or 0),
+            "state": str(peer.get("bgpState") or "?"),
+            "up_seconds": (int(peer.get("bgpTimerUpMsec") or 0) // 1000) if established else 0,
+            "received": sum(int(f.get("acceptedPrefixCounter") or 0)
+                            for f in families.values() if isinstance(f, dict)),
+            "sent": sum(int(f.get("sentPrefixCounter") or 0)
+                        for f in families.values() if isinstance(f, dict))})
+    bfd = [{"peer": str(p.get("peer")), "status": str(p.get("status"))}
+           for p in _json(run, "show bfd peers json") or [] if isinstance(p, dict)]
+    ospf = []
+    v2 = (_json(run, "show ip ospf neighbor json") or {}).get("neighbors") or {}
+    for router_id, entries in sorted(v2.items()):
+        for entry in entries if isinstance(entries, list) else []:
+            ospf.append({"neighbour": router_id, "version": 2,
+                         "interface": str(entry.get("ifaceName", "")).split(":")[0],
+                         "state": str(entry.get("state", "?")).split("/")[0]})
+    v3 = (_json(run, "show ipv6 ospf6 neighbor json") or {}).get("neighbors") or []
+    for entry in v3 if isinstance(v3, list) else []:
+        ospf.append({"neighbour": str(entry.get("neighborId")), "version": 3,
+                     "interface": str(entry.get("interfaceName", "")),
+                     "state": str(entry.get("state", "?"))})
+    return {"running": True, "sessions": sessions, "bfd": bfd, "ospf": ospf}
+
+
+def sessions_down(old, new, found):
+    """The problems that keep new (a pending network configuration) from being confirmed:
+    each BGP neighbour it adds or changes over old (the confirmed one, or None) whose
+    session is not Established in found (status()). A session that does not come up
+    before the deadline so rolls back with the rest of the change; the neighbours old
+    already had are not held against it (their peers' maintenance does not block an
+    unrelated change)."""
+    before = set(old.routing.bgp.neighbours) if old is not None else set()
+    states = {s["address"]: s["state"] for s in found.get("sessions") or []}
+    problems = []
+    for index, neighbour in enumerate(new.routing.bgp.neighbours):
+        if neighbour in before:
+            continue
+        address = str(IPAddress(neighbour.address))
+        state = states.get(address, "not running" if not found.get("running") else "absent")
+        if state != "Established":
+            problems.append(Problem(Code.CONFIRM, f"routing.bgp.neighbours[{index}]", (
+                f"the BGP session with {address} is {state}, not Established: not "
+                "confirmed - it rolls back at the deadline unless it comes up")))
+    return problems

@@ -262,3 +262,12 @@ def _routing_toml(table):
     for link in table["ospf"]:
         lines += ["", "[[routing.ospf]]"] + keys(link)
     return lines
+
+
+_PASSWORD_LINE = re.compile(r'^(password = )"[^"\n]+"$', re.MULTILINE)
+
+
+def redacted(text):
+    """network.toml's text as a page shows it (a diff, a revision): each password
+    replaced by "(hidden)"."""
+    return _PASSWORD_LINE.sub(r'\1"(hidden)"', text)

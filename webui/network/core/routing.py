@@ -40,6 +40,9 @@ from .errors import Code, Problem
 from .model import Bgp, Neighbour, OspfLink, Routing
 
 _STR, _BOOL, _INT, _LIST = str, bool, int, list
+# what the pages and the API show for a password the draft holds: a text no password can
+# be (Secret refuses parentheses); a save puts back the password it stands for
+HIDDEN = "(hidden)"
 SCHEMA = {
     "routing": {"router_id": (_STR, ""), "bfd_interval": (_INT, model.BFD_INTERVAL_DEFAULT),
                 "bfd_multiplier": (_INT, model.BFD_MULTIPLIER_DEFAULT)},
@@ -236,7 +239,10 @@ def _bgp_problems(bgp, routed, fail):  # noqa: C901 - one check per field, each 
         if not model.ASN_MIN <= neighbour.remote_as <= model.ASN_MAX:
             fail(f"{path}.remote_as", f"{neighbour.remote_as} is outside "
                  f"{model.ASN_MIN}..{model.ASN_MAX}")
-        if neighbour.password:
+        if neighbour.password == HIDDEN:
+            fail(f"{path}.password", f"{HIDDEN} stands for the password this neighbour "
+                 "had, and there is none for its address: give the password")
+        elif neighbour.password:
             reason = Secret.problem(neighbour.password, model.MD5_KEY_MAX)
             if reason:
                 fail(f"{path}.password", reason)
