@@ -400,3 +400,32 @@ def test_an_upgrade_keeps_every_scrape_token_scraping(admin_user):
     assert (row.name, row.scope, row.created_by) == ("prometheus", "metrics", admin_user)
     assert timedelta(days=364) < row.expires_at - timezone.now() <= timedelta(days=365)
     assert scrape(token).status_code == 200
+
+
+def test_routing_sessions_are_exposed_and_a_forged_row_exposes_nothing(admin_client):
+    from network import draft as network_drafts
+    token = make_token(admin_client)
+    PeriodicState.objects.update_or_create(name=network_drafts.ROUTING, defaults={"result": {
+        "running": True, "at": NOW,
+        "sessions": [{"address": "10.20.0.2", "remote_as": 65010, "state": "Established",
+                      "up_seconds": 42, "received": 3, "sent": 1},
+                     {"address": "fd00:20::2", "remote_as": 65010, "state": "Active",
+                      "up_seconds": 0, "received": 0, "sent": 0}],
+        "bfd": [{"peer": "10.20.0.2", "status": "up"}],
+        "ospf": [{"neighbour": "10.20.0.2", "version": 3, "interface": "veth-s",
+                  "state": "Full"}]}})
+    found = samples(scrape(token))
+    assert found[("tusk_routing_running", frozenset())] == 1
+    assert found[("tusk_bgp_session_up", frozenset(
+        {("neighbour", "10.20.0.2"), ("remote_as", "65010")}))] == 1
+    assert found[("tusk_bgp_session_up", frozenset(
+        {("neighbour", "fd00:20::2"), ("remote_as", "65010")}))] == 0
+    assert found[("tusk_bgp_prefixes_received", frozenset({("neighbour", "10.20.0.2")}))] == 3
+    assert found[("tusk_bfd_peer_up", frozenset({("peer", "10.20.0.2")}))] == 1
+    assert found[("tusk_ospf_neighbour_full", frozenset(
+        {("neighbour", "10.20.0.2"), ("interface", "veth-s"), ("version", "3")}))] == 1
+    PeriodicState.objects.filter(name=network_drafts.ROUTING).update(result={
+        "running": True, "at": NOW, "sessions": [{"address": 'x"} 1\nevil 1'}], "bfd": [],
+        "ospf": []})
+    found = samples(scrape(token))
+    assert not any(name.startswith(("tusk_bgp", "tusk_routing")) for name, _ in found)

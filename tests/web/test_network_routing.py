@@ -161,3 +161,24 @@ def test_the_routing_page_shows_what_frr_reports(routed):
     PeriodicState.objects.filter(name=drafts.ROUTING).update(result={"forged": "<script>"})
     page = routed.get("/network/routing/").content.decode()
     assert "The agent has not reported it yet." in page
+
+
+def test_the_health_panel_says_which_session_is_down(routed, settings):
+    from dashboard.health import run as health
+    from network.core.normalise import to_toml
+    from network.models import NetworkState
+    assert not [c for c in health() if c["name"] == "routing"]   # nothing confirmed yet
+    NetworkState.objects.update_or_create(pk=1, defaults={
+        "confirmed": 1, "confirmed_text": to_toml(drafts.check(drafts.get().document))})
+    import time
+    status = {"running": True, "at": time.time(), "bfd": [], "ospf": [],
+              "sessions": [{"address": "198.51.100.2", "remote_as": 65010,
+                            "state": "Established", "up_seconds": 9, "received": 1,
+                            "sent": 1}]}
+    PeriodicState.objects.update_or_create(name=drafts.ROUTING, defaults={"result": status})
+    [row] = [c for c in health() if c["name"] == "routing"]
+    assert row["ok"] is True and "1 of 1 BGP sessions up" in row["detail"]
+    status["sessions"][0]["state"] = "Idle"
+    PeriodicState.objects.filter(name=drafts.ROUTING).update(result=status)
+    [row] = [c for c in health() if c["name"] == "routing"]
+    assert row["ok"] is False and "198.51.100.2 Idle" in row["detail"]

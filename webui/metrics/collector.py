@@ -22,6 +22,8 @@ from flows.classes import class_names
 from flows.contracts import FlowSample
 from jobs import registry
 from jobs.models import AgentHeartbeat, Job, PeriodicState
+from network.contracts import RoutingStatus
+from network.draft import ROUTING
 from policy.models import READING_PK, CounterReading, TargetState
 from tusklib.rowvalues import number
 
@@ -151,6 +153,19 @@ _FAMILIES = [
     Family("tusk_capture_storage_used_bytes", GAUGE, "Bytes of capture files in the capture "
            "directory"),
     Family("tusk_capture_storage_quota_bytes", GAUGE, "The capture directory's quota"),
+    Family("tusk_routing_running", GAUGE, "1 if FRR answers (BGP or OSPF applied)"),
+    Family("tusk_bgp_session_up", GAUGE, "1 if the BGP session with the neighbour is "
+           "Established", ("neighbour", "remote_as")),
+    Family("tusk_bgp_session_up_seconds", GAUGE, "How long the session has been "
+           "Established", ("neighbour",)),
+    Family("tusk_bgp_prefixes_received", GAUGE, "Prefixes accepted from the neighbour (past "
+           "its accept filter)", ("neighbour",)),
+    Family("tusk_bgp_prefixes_sent", GAUGE, "Prefixes announced to the neighbour",
+           ("neighbour",)),
+    Family("tusk_bfd_peer_up", GAUGE, "1 if the BFD session with the peer is up", ("peer",)),
+    Family("tusk_ospf_neighbour_full", GAUGE, "1 if the OSPF adjacency is Full",
+           ("neighbour", "interface", "version")),
+    Family("tusk_routing_read_timestamp_seconds", GAUGE, "When the agent last read FRR"),
 ]
 FAMILIES = {family.name: family for family in _FAMILIES}
 
@@ -241,6 +256,26 @@ def _elephants(out):
         out.add("tusk_class_elephant_bytes", counted[1], [name])
 
 
+def _routing(out):
+    """What the agent's network.routing task last read of FRR (network.contracts)."""
+    found = PeriodicState.read(ROUTING, RoutingStatus)
+    if found is None:
+        return
+    out.add("tusk_routing_running", int(found.running))
+    out.add("tusk_routing_read_timestamp_seconds", found.at)
+    for session in found.sessions:
+        out.add("tusk_bgp_session_up", int(session.state == "Established"),
+                [session.address, str(session.remote_as)])
+        out.add("tusk_bgp_session_up_seconds", session.up_seconds, [session.address])
+        out.add("tusk_bgp_prefixes_received", session.received, [session.address])
+        out.add("tusk_bgp_prefixes_sent", session.sent, [session.address])
+    for peer in found.bfd:
+        out.add("tusk_bfd_peer_up", int(peer.status == "up"), [peer.peer])
+    for neighbour in found.ospf:
+        out.add("tusk_ospf_neighbour_full", int(neighbour.state == "Full"),
+                [neighbour.neighbour, neighbour.interface, str(neighbour.version)])
+
+
 def _agent(out, now):
     heartbeat = AgentHeartbeat.objects.first()
     if heartbeat is not None:
@@ -286,6 +321,7 @@ class TuskCollector:
         _statistics(out)
         _ruleset(out)
         _elephants(out)
+        _routing(out)
         _agent(out, now)
         _jobs(out, now)
         _captures(out)

@@ -11,5 +11,5 @@ class NetworkConfig(AppConfig):
     verbose_name = "Network"
 
     def ready(self):
-        from . import readers  # noqa: F401  (registers its part of the box's snapshot: not
-        #                                      before Django's apps are ready, as its models)
+        from . import health, readers  # noqa: F401  (register the health panel's routing
+        #  rows and its part of the box's snapshot: not before Django's apps are ready)
