@@ -8,7 +8,9 @@ FRR in a router namespace - with real sessions, routes and packets:
                        stub 10.50.0.1/24 fd00:50::1/64 by OSPF v2/v3
 
 fw announces 10.10.1.0/24 and fd00:10:1::/64 with community 65001:100 and accepts
-10.30.0.0/16 and fd00:30::/48 (with their more specifics) - not 10.40.0.0/24.
+10.30.0.0/16 and fd00:30::/48 (with their more specifics) - not 10.40.0.0/24. Its IPv4
+neighbour takes black-hole routes (RFC 7999): 203.0.113.1/32 always, and the hosts the
+IDS hook blocks with announce for as long as the block lasts (box/blackhole.py).
 """
 import json
 import os
@@ -18,12 +20,15 @@ import time
 import pytest
 from property.daemon_parsers import frr_commands
 
+from box import blackhole
+from flows.core import hook
 from lab.namespaces import Topology, remove
 from network.core import frr, normalise
 from network.core.applier import NetworkApplier
 from network.core.errors import Code, NetworkError
 from network.core.iproute2 import IprouteBackend
 from tusklib.target import Target
+from tusklib.values import IPNetwork
 
 PREFIX = f"rtg{os.getpid() % 100000}"
 PASSWORD = "md5-k3y.for:65010"
@@ -50,11 +55,14 @@ asn = 65001
 prefixes = ["10.10.1.0/24", "fd00:10:1::/64"]
 communities = ["65001:100"]
 
+blackholes = ["203.0.113.1/32"]
+
 [[routing.bgp.neighbours]]
 address = "10.20.0.2"
 remote_as = 65010
 password = "{PASSWORD}"
 accept = ["10.30.0.0/16"]
+blackhole = true
 
 [[routing.bgp.neighbours]]
 address = "fd00:20::2"
@@ -368,3 +376,51 @@ def test_without_routing_frr_stops(routed):
     assert "10.30.0.0/24" not in kernel_routes(lab, lab.fw)
     backend.apply(normalise.parse(FW))
     wait_for("sessions back", lambda: ready(backend.frr))
+
+
+def peer_route(peer, prefix):
+    """The peer's BGP paths to prefix (none: [])."""
+    family = "ipv6" if ":" in prefix else "ipv4"
+    return vtysh(peer, f"show bgp {family} unicast {prefix} json").get("paths") or []
+
+
+def test_black_holes_reach_the_neighbour_that_takes_them_for_as_long_as_the_block(routed):
+    """The admin's list's host is announced with BLACKHOLE and NO_EXPORT; a block of the
+    IDS hook with announce adds its host for its time, survives a network apply, and
+    goes with the block (expire(), the agent's flows.blackholes task); an IPv6 host is
+    not sent to the IPv6 neighbour, which does not take black-holes; a non-host prefix
+    is refused."""
+    lab, backend, peer, _ = routed
+    path = wait_for("the admin's black-hole at the peer",
+                    lambda: peer_route(peer, "203.0.113.1/32"))
+    assert set(path[0]["community"]["string"].split()) == {"blackhole", "no-export"}
+    target, run = Target(lab.fw), backend.frr.run
+    block = hook.request_of({"action": "block", "prefix": "203.0.113.66/32", "ttl": 4,
+                             "announce": True})
+    hook.add(target, block)
+    blackhole.announce(run, block.prefix)
+    six = IPNetwork("fd00:66::1/128")
+    blackhole.announce(run, six)
+    try:
+        wait_for("the block at the peer", lambda: peer_route(peer, "203.0.113.66/32"))
+        assert "10.40.0.0/24" not in kernel_routes(lab, lab.fw)
+        backend.apply(normalise.parse(FW))           # a network apply keeps both
+        assert {IPNetwork("203.0.113.66/32"), six} <= blackhole.announced(run)
+        time.sleep(2)
+        assert not peer_route(peer, "fd00:66::1/128")   # that session takes none
+        with pytest.raises(blackhole.BlackholeError):
+            blackhole.announce(run, IPNetwork("203.0.113.0/24"))
+        config = normalise.parse(FW)
+        listing = lambda: target.run(["nft", "-j", "list", "table", "inet",  # noqa: E731
+                                      "tusk_hook"]).stdout
+        assert blackhole.expire(run, listing(), config) == [six]   # no block holds it
+        wait_for("the block's end", lambda: not hook.entries(listing()) or all(
+            e["key"] != "203.0.113.66" for e in hook.entries(listing())), seconds=10)
+        assert blackhole.expire(run, listing(), config) == [block.prefix]
+        wait_for("withdrawn at the peer", lambda: not peer_route(peer, "203.0.113.66/32"),
+                 seconds=10)
+        assert peer_route(peer, "203.0.113.1/32")       # the admin's list stays
+    finally:
+        for prefix in (block.prefix, six):
+            if prefix in blackhole.announced(run):
+                blackhole.withdraw(run, prefix)

@@ -583,6 +583,7 @@ def routing_documents(draw):
             "password": value("password", st.one_of(st.just(""), PASSWORDS)),
             "bfd": draw(st.booleans()),
             "accept": draw(st.lists(values("accept", prefixes), max_size=3, unique=True)),
+            "blackhole": draw(st.booleans()),
             "description": draw(poisoned(st.text(max_size=20)))})
     ospf = [{"interface": value("ospf_interface", st.just("eth2")),
              "area": value("area", st.sampled_from(["0", "0.0.0.0", "10", "0.0.0.51"])),
@@ -605,6 +606,9 @@ def routing_documents(draw):
                             lambda t: f"{t[0]}:{t[1]}"),
                         st.sampled_from(["no-export", "NO-ADVERTISE", "65535:666"]))),
                         max_size=3, unique=True)),
+                    "blackholes": draw(st.lists(values("prefix", st.sampled_from(
+                        ["203.0.113.66/32", "2001:db8:66::1/128", "203.0.113.0/24"])),
+                        max_size=2, unique=True)),
                     "neighbours": neighbours},
             "ospf": ospf}}
 
@@ -624,6 +628,18 @@ def intended_frr(document):  # noqa: C901 - the file's every command, one case e
     families = sorted({a.version for a, _ in neighbours} | {p.version for p in announced})
     bfd = any(n["bfd"] for n in bgp["neighbours"]) or any(o["bfd"] for o in routing["ospf"])
     found.append((router,))
+    blackholes = any(n["blackhole"] for _, n in neighbours)
+    if blackholes:
+        found += [(("bgp", "community-list", "standard", "TUSK-BLACKHOLE", "seq", "5", "permit",
+                    "blackhole"),),
+                  (("route-map", "TUSK-BLACKHOLE", "permit", "10"),),
+                  (("route-map", "TUSK-BLACKHOLE", "permit", "10"), ("match", "tag", "666")),
+                  (("route-map", "TUSK-BLACKHOLE", "permit", "10"),
+                   ("set", "community", "blackhole"))]
+    for text in bgp["blackholes"]:
+        host = ipaddress.ip_network(text)
+        found.append((("ip" if host.version == 4 else "ipv6", "route", str(host), "blackhole",
+                       "tag", "666"),))
     if routing["router_id"]:
         found.append((router, ("bgp", "router-id", routing["router_id"])))
     found.append((router, ("no", "bgp", "default", "ipv4-unicast")))
@@ -633,23 +649,36 @@ def intended_frr(document):  # noqa: C901 - the file's every command, one case e
         for seq, prefix in enumerate(mine, 1):
             found.append(((ip, "prefix-list", f"TUSK-ANNOUNCE-{tag}", "seq", str(seq * 5),
                            "permit", str(prefix)),))
-        out = ("route-map", f"TUSK-OUT-{tag}", "permit" if mine else "deny", "10")
-        found.append((out,))
-        if mine:
-            found.append((out, ("match", ip, "address", "prefix-list",
-                                f"TUSK-ANNOUNCE-{tag}")))
-            if communities:
-                found.append((out, ("set", "community", *communities, "additive")))
+        maps = [(f"TUSK-OUT-{tag}", False)]
+        if any(n["blackhole"] for a, n in neighbours if a.version == version):
+            maps.append((f"TUSK-OUT-BH-{tag}", True))
+        for name, passes_blackholes in maps:
+            if not mine and not passes_blackholes:
+                found.append((("route-map", name, "deny", "10"),))
+            if mine:
+                out = ("route-map", name, "permit", "10")
+                found += [(out,), (out, ("match", ip, "address", "prefix-list",
+                                         f"TUSK-ANNOUNCE-{tag}"))]
+                if communities:
+                    found.append((out, ("set", "community", *communities, "additive")))
+            if passes_blackholes:
+                more = ("route-map", name, "permit", "20")
+                found += [(more,), (more, ("match", "community", "TUSK-BLACKHOLE")),
+                          (more, ("set", "community", "no-export", "additive"))]
         family = ("address-family", f"ipv{version}", "unicast")
         found.append((router, family))
         found += [(router, family, ("network", str(p))) for p in mine]
-        for number, (address, _) in enumerate(neighbours, 1):
+        if blackholes:
+            found.append((router, family, ("redistribute", "static", "route-map",
+                                           "TUSK-BLACKHOLE")))
+        for number, (address, neighbour) in enumerate(neighbours, 1):
             if address.version == version:
+                out = f"TUSK-OUT-BH-{tag}" if neighbour["blackhole"] else f"TUSK-OUT-{tag}"
                 found += [(router, family, ("neighbor", str(address), "activate")),
                           (router, family, ("neighbor", str(address), "route-map",
                                             f"TUSK-IN-{number}", "in")),
-                          (router, family, ("neighbor", str(address), "route-map",
-                                            f"TUSK-OUT-{tag}", "out"))]
+                          (router, family, ("neighbor", str(address), "route-map", out,
+                                            "out"))]
     for number, (address, neighbour) in enumerate(neighbours, 1):
         ip, longest = ("ip", 32) if address.version == 4 else ("ipv6", 128)
         accept = [p for p in map(ipaddress.ip_network, neighbour["accept"])

@@ -45,7 +45,8 @@ def test_settings_a_neighbour_and_an_ospf_link_through_the_forms(routed):
     assert routing["bgp"]["communities"] == ["65001:100", "no-export"]
     assert neighbours() == [{"address": "198.51.100.2", "remote_as": 65010,
                              "description": "upstream", "bfd": True,
-                             "accept": ["0.0.0.0/0"], "password": PASSWORD}]
+                             "accept": ["0.0.0.0/0"], "blackhole": False,
+                             "password": PASSWORD}]
     response = add(routed, "ospf", interface="eth2", area="0", cost="10", bfd="on",
                    point_to_point="on")
     assert response.status_code == 302, errors_of(response)

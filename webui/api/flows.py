@@ -157,6 +157,10 @@ class HookIn(Schema):
                      description="Seconds until it ends by itself")
     reason: str = Field("", max_length=hook.REASON_MAX,
                         description="Why: the IDS's alert, a ticket")
+    announce: bool = Field(False, description="A block of one host (/32, /128): also "
+                                              "announce it as a BGP black-hole route "
+                                              "(RFC 7999) to the neighbours that take them, "
+                                              "for as long as it lasts")
 
 
 class HookOut(Schema):
@@ -191,6 +195,8 @@ def _hook_out(entry):
 def _hook(request, response, action, body):
     match = {"prefix": body.prefix, "flow": body.flow.dict() if body.flow else None,
              "ttl": body.ttl, "reason": body.reason}
+    if body.announce:
+        match["announce"] = True
     queued, entry = services.hook(request.auth.actor(), action, match)
     return Status(202, {"job": queued_job(response, queued), "entry": _hook_out(entry)})
 

@@ -20,12 +20,15 @@ kernel has flowtables.
 """
 import json
 
-from box import snapshot
+from box import blackhole, snapshot
+from box.appliers import NetworkApplier
 from diag import agent_jobs as diag_jobs
 from diag.core import capture as diag_capture
 from diag.models import Capture
 from jobs.registry import JobFailed, handler, on_start, periodic
+from network.core.errors import NetworkError
 from policy.core import capabilities
+from tusklib import contracts
 from tusklib.target import Target, TargetError
 from tusklib.values import InterfaceName, Refused
 
@@ -36,6 +39,7 @@ from .core.sampler import Sampler
 
 SAMPLE = "flows.sample"
 HOOK = "flows.hook"
+BLACKHOLES = "flows.blackholes"
 CAPTURE, DROP = "flows.capture", "flows.drop"
 # What Live flows needs of conntrack: byte counters and start times on every entry
 # (each takes effect for entries made from then on; the appliance sets them at boot,
@@ -186,15 +190,64 @@ def _zone_devices(config):
     return sorted(found, key=str)
 
 
+def _confirmed_network(config):
+    try:
+        return NetworkApplier(config.network_state_dir, netns=config.netns or None).confirmed()
+    except NetworkError:
+        return None
+
+
+def _blackhole_frr(config, request):
+    """FRR's vtysh runner, when the confirmed network has neighbours that take black-hole
+    routes and FRR answers; JobFailed saying why not otherwise (nothing done yet)."""
+    applier = NetworkApplier(config.network_state_dir, netns=config.netns or None)
+    try:
+        confirmed = applier.confirmed()
+    except NetworkError as error:
+        raise JobFailed(f"{request}: not announced: the network configuration cannot be "
+                        f"read ({error.problems[0]}); nothing done") from None
+    if not blackhole.takers(confirmed):
+        raise JobFailed(f"{request}: not announced: no BGP neighbour takes black-hole routes "
+                        "(Network -> Routing, a neighbour's blackhole); nothing done")
+    runner = getattr(applier.backend, "frr", None)
+    if runner is None or not applier.routing_status()["running"]:
+        raise JobFailed(f"{request}: not announced: FRR is not running; nothing done")
+    return runner.run
+
+
+@periodic(BLACKHOLES, lambda config: config.sample_interval, contract=contracts.NOTHING)
+def expire_blackholes(agent):
+    """Each announced black-hole route whose block is gone (its time ran out) withdrawn."""
+    applier = NetworkApplier(agent.config.network_state_dir, netns=agent.config.netns or None)
+    runner = getattr(applier.backend, "frr", None)
+    if runner is None:
+        return None
+    listing = Target(agent.config.netns or None).run(["nft", "-j", "list", "table",
+                                                      hook.FAMILY, hook.HOOK_TABLE])
+    blackhole.expire(runner.run, listing.stdout if listing.ok else "",
+                     _confirmed_network(agent.config))
+    return None
+
+
 @handler(HOOK, "Block or bypass for the IDS hook", retry_safe=True)
 def hook_entry(run):
     request = _checked(hook.request_of, run.args)
     target = Target(run.config.netns or None)
+    frr = _blackhole_frr(run.config, request) if request.announce else None
     flowtables = capabilities.flowtable_refusals(target, []) is None
     try:
         made = hook.add(target, request, _zone_devices(run.config) if flowtables else None)
     except TargetError as error:
         raise JobFailed(f"{request}: nftables refused it: {error}") from None
+    if frr is not None:
+        try:
+            blackhole.announce(frr, request.prefix)
+        except blackhole.BlackholeError as error:
+            hook.remove(target, request)       # nothing half-done: the block goes too
+            raise JobFailed(f"{request}: not announced, so not blocked either: {error}") \
+                from None
     return {"entry": request.as_dict(), "set": request.set_name, "table_made": made,
+            "announced_to": blackhole.takers(_confirmed_network(run.config))
+            if request.announce else [],
             "note": "" if flowtables or request.action == "block" else
             "this kernel has no flowtables: the connection stays on the slow path"}

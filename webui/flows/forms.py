@@ -4,7 +4,7 @@ from django import forms
 
 from tusklib.problems import ProblemsFormMixin
 
-from .core import flowref
+from .core import flowref, hook
 from .models import FlowSettings
 
 
@@ -43,6 +43,28 @@ class FlowForm(ProblemsFormMixin, forms.Form):
         except flowref.FlowError as error:
             self.add_problems(error)
         return data
+
+
+class BlockForm(ProblemsFormMixin, forms.Form):
+    """The IDS hook's block from the Flows page: a prefix for a time, announced as a BGP
+    black-hole route (RFC 7999) when it is one host's and asked for."""
+
+    prefix = forms.CharField(max_length=64, help_text="A host (203.0.113.66/32) or a "
+                                                      "network; either end of a connection.")
+    ttl = forms.IntegerField(initial=hook.TTL[2], label="For (seconds)",
+                             help_text=f"{hook.TTL[0]}-{hook.TTL[1]}: it ends by itself.")
+    reason = forms.CharField(required=False, max_length=hook.REASON_MAX)
+    announce = forms.BooleanField(required=False, label="Announce as a black-hole route",
+                                  help_text=(
+        "One host only: also sent as a BGP black-hole route (RFC 7999) to the neighbours "
+        "that take them, so that the upstream drops its traffic too, for as long as the "
+        "block lasts."))
+    problem_fields = {"prefix": "prefix", "ttl": "ttl", "reason": "reason",
+                      "announce": "announce"}
+
+    def match(self):
+        match = {key: self.cleaned_data[key] for key in ("prefix", "ttl", "reason")}
+        return {**match, "announce": True} if self.cleaned_data["announce"] else match
 
 
 class CaptureForm(FlowForm):

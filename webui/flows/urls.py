@@ -9,5 +9,6 @@ urlpatterns = [
     path("capture/", views.capture, name="flows_capture"),
     path("diagnose/", views.diagnose, name="flows_diagnose"),
     path("drop/", views.drop, name="flows_drop"),
+    path("block/", views.block, name="flows_block"),
     path("actions/<int:pk>/", views.action, name="flows_action"),
 ]

@@ -15,7 +15,8 @@ from jobs.models import Job
 
 from . import services
 from .agent_jobs import CAPTURE, DROP
-from .forms import CaptureForm, FlowForm, SettingsForm
+from .core.hook import HookError
+from .forms import BlockForm, CaptureForm, FlowForm, SettingsForm
 from .models import FlowSettings
 
 ACTIONS_SHOWN = 10
@@ -112,6 +113,23 @@ def drop(request):
     if request.method != "POST":
         return render(request, "flows/drop.html", {"form": form, "flow": ref})
     return redirect("flows_action", services.drop(Actor.of(request), ref.as_dict()).job)
+
+
+def block(request):
+    """GET: the block form (?prefix= fills it in: the Flows table's Block... of a
+    connection's client); POST: the IDS hook's block job, checked by the agent's own
+    check first."""
+    form = BlockForm(request.POST if request.method == "POST" else None,
+                     initial={"prefix": request.GET.get("prefix", "")[:64]})
+    if request.method == "POST" and form.is_valid():
+        try:
+            queued, _ = services.hook(Actor.of(request), "block", form.match())
+        except HookError as error:
+            form.add_problems(error)
+        else:
+            return redirect(reverse("job", args=[queued.job]) + "?next=flows")
+    return render(request, "flows/block.html", {"form": form},
+                  status=400 if form.errors else 200)
 
 
 def action(request, pk):

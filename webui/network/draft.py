@@ -25,7 +25,7 @@ SECTIONS = ("vlans", "bonds", "bridges", "routes", "neighbours", "ospf")
 # where a section's list is in the document, when not at its top
 NESTED = {"neighbours": ("routing", "bgp", "neighbours"), "ospf": ("routing", "ospf")}
 ROUTING_KEYS = ("router_id", "bfd_interval", "bfd_multiplier")
-BGP_KEYS = ("asn", "prefixes", "communities")
+BGP_KEYS = ("asn", "prefixes", "communities", "blackholes")
 # where a link's name is referred to by other items (renames follow, deletes are checked)
 REFERENCES = (("vlans", "parent"), ("routes", "interface"), ("ospf", "interface"))
 

@@ -221,11 +221,18 @@ class RoutingForm(ItemForm):
                                         label="BFD multiplier", help_text=(
         "Missed packets before a peer is down: with 300 ms and 3, a silent peer is down "
         "in 900 ms and its routes go."))
-    keys = ("router_id", "asn", "prefixes", "communities", "bfd_interval", "bfd_multiplier")
-    lists = ("prefixes", "communities")
+    blackholes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
+                                 label="Black-holes", help_text=(
+        "Hosts (/32, /128) always announced as black-hole routes (RFC 7999) to the "
+        "neighbours that take them, one per line; the IDS hook's blocks add more for their "
+        "time."))
+    keys = ("router_id", "asn", "prefixes", "communities", "blackholes", "bfd_interval",
+            "bfd_multiplier")
+    lists = ("prefixes", "communities", "blackholes")
     problem_fields = {"router_id": "router_id", "bfd_interval": "bfd_interval",
                       "bfd_multiplier": "bfd_multiplier", "bgp.asn": "asn",
-                      "bgp.prefixes": "prefixes", "bgp.communities": "communities"}
+                      "bgp.prefixes": "prefixes", "bgp.communities": "communities",
+                      "bgp.blackholes": "blackholes"}
 
     @classmethod
     def initial_from(cls, routing):
@@ -234,7 +241,8 @@ class RoutingForm(ItemForm):
                                         ("router_id", "bfd_interval", "bfd_multiplier")
                                         if k in routing},
                                      **{k: bgp.get(k) for k in ("asn", "prefixes",
-                                                                "communities") if k in bgp}})
+                                                                "communities", "blackholes")
+                                        if k in bgp}})
 
 
 class NeighbourForm(ItemForm):
@@ -253,7 +261,11 @@ class NeighbourForm(ItemForm):
                              label="Prefixes accepted", help_text=(
         "Taken from this peer with every more specific prefix, one per line (0.0.0.0/0: "
         "everything). Empty: nothing is taken."))
-    keys = ("address", "remote_as", "description", "password", "bfd", "accept")
+    blackhole = forms.BooleanField(required=False, label="Takes black-hole routes",
+                                   help_text=(
+        "Sent the hosts this box blocks and announces (RFC 7999's BLACKHOLE community, with "
+        "NO_EXPORT), so that the upstream drops their traffic before it gets here."))
+    keys = ("address", "remote_as", "description", "password", "bfd", "accept", "blackhole")
     lists = ("accept",)
     problem_fields = {key: key for key in keys}
 

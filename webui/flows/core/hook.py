@@ -14,9 +14,11 @@ up: nothing needs cleaning when the caller dies. A reboot empties it.
             is promoted, and the job says so)
 
 A match is a prefix (either end of a connection) or a connection's 5-tuple (either
-direction; TCP, UDP or SCTP). Every set is bounded (SIZE entries): a full set refuses an
-add, and the job says so. Plain Python: values are typed (tusklib/values.py) and written
-through the nft format's one quoting point (tusklib/formats/nft.py)."""
+direction; TCP, UDP or SCTP). A block of one host (/32, /128) with announce is also
+announced to the BGP neighbours that take black-hole routes (box/blackhole.py). Every
+set is bounded (SIZE entries): a full set refuses an add, and the job says so. Plain
+Python: values are typed (tusklib/values.py) and written through the nft format's one
+quoting point (tusklib/formats/nft.py)."""
 import json
 from dataclasses import dataclass
 from enum import IntEnum
@@ -79,11 +81,12 @@ class Request:
     flow: Flow | None
     ttl: int
     reason: str
+    announce: bool = False    # a host's block, also announced as a BGP black-hole route
 
     def as_dict(self):
         return {"action": self.action, "prefix": str(self.prefix) if self.prefix else None,
                 "flow": self.flow.as_dict() if self.flow else None, "ttl": self.ttl,
-                "reason": self.reason}
+                "reason": self.reason, "announce": self.announce}
 
     @property
     def set_name(self):
@@ -142,8 +145,8 @@ def request_of(args):
     if not isinstance(args, dict):
         raise HookError(Code.ARGUMENTS, "", "the arguments must be a table")
     problems = [Problem(Code.ARGUMENTS, str(name)[:40], "unknown argument")
-                for name in sorted(set(args) - {"action", "prefix", "flow", "ttl", "reason"},
-                                   key=str)]
+                for name in sorted(set(args) - {"action", "prefix", "flow", "ttl", "reason",
+                                                "announce"}, key=str)]
     action = args.get("action")
     if action not in ACTIONS:
         problems.append(Problem(Code.ARGUMENTS, "action", f"must be one of {', '.join(ACTIONS)}"))
@@ -163,9 +166,19 @@ def request_of(args):
             not all(char.isprintable() for char in reason):
         problems.append(Problem(Code.VALUE, "reason", f"must be printable text of at most "
                                                       f"{REASON_MAX} characters"))
+    announce = args.get("announce", False)
+    if not isinstance(announce, bool):
+        problems.append(Problem(Code.VALUE, "announce", "must be true or false"))
+    elif announce and action != "block":
+        problems.append(Problem(Code.VALUE, "announce", "only a block is announced (as a "
+                                                        "black-hole route)"))
+    elif announce and (prefix is None or
+                       prefix.network.prefixlen != prefix.network.max_prefixlen):
+        problems.append(Problem(Code.VALUE, "announce", "only one host's block is announced: "
+                                                        "a /32 or a /128 prefix (RFC 7999)"))
     if problems:
         raise HookError(problems)
-    return Request(action, prefix, flow, ttl, reason)
+    return Request(action, prefix, flow, ttl, reason, announce is True)
 
 
 def _rules(action, version):
@@ -267,6 +280,16 @@ def add(target, request, devices=None):
     made = create(target, devices)
     target.nft_load(element(request))
     return made
+
+
+def remove(target, request):
+    """request's entry taken out of its set again (both tables for a block); an entry
+    that is not there is fine."""
+    families = (FAMILY, BRIDGE_FAMILY) if request.action == "block" else (FAMILY,)
+    key = element(request).split("{ ", 1)[1].split(" timeout", 1)[0]
+    for family in families:
+        target.run(["nft", "delete", "element", family, HOOK_TABLE, request.set_name,
+                    f"{{ {key} }}"])
 
 
 def _key(value):

@@ -17,8 +17,13 @@ written by the one quoting point of the format (tusklib/formats/frr.py). What it
          family (`network` statements - announced while the box routes them, FRR's
          import check) through route-map TUSK-OUT-V4/-V6, which sets the communities;
          what it takes: its accept prefixes with their more specifics, through
-         TUSK-IN-<n> (nothing when it has none). FRR refuses an eBGP session's routes
-         without a policy (ebgp-requires-policy): every session has both route-maps.
+         TUSK-IN-<n> (nothing when it has none). A neighbour with blackhole gets
+         TUSK-OUT-BH-V4/-V6 instead, which also pass the box's black-hole routes:
+         staticd's routes tagged BLACKHOLE_TAG (box/blackhole.py adds and withdraws
+         them at run time), redistributed with BLACKHOLE set and sent with NO_EXPORT
+         added (set on the route itself, it would keep FRR from sending it). FRR
+         refuses an eBGP session's routes without a policy (ebgp-requires-policy):
+         every session has both route-maps.
   OSPF   per link `ip ospf area` (v2, where the link has IPv4) and `ipv6 ospf6 area`
          (v3, IPv6), cost, passive, point-to-point, BFD; `router ospf`/`ospf6` with
          the router id.
@@ -29,6 +34,7 @@ written by the one quoting point of the format (tusklib/formats/frr.py). What it
 """
 import ipaddress
 import os
+import re
 import time
 
 from tusklib.files import write_atomically
@@ -47,6 +53,10 @@ CONFIG_NAME = "frr.conf"
 RELOAD = "/usr/lib/frr/frr-reload.py"
 DAEMON_DIR = "/usr/lib/frr"
 START_SECONDS = 10
+# the box's black-hole routes (box/blackhole.py): staticd's, with this tag, redistributed
+# into BGP through BLACKHOLE_MAP, which sets BLACKHOLE (RFC 7999) and NO_EXPORT
+BLACKHOLE_TAG = 666
+BLACKHOLE_MAP, BLACKHOLE_LIST = "TUSK-BLACKHOLE", "TUSK-BLACKHOLE"
 LAB_DIR = "/run/tusk-frr"
 
 
@@ -69,17 +79,25 @@ def _prefix_list(name, prefixes, version, more_specific):
     return lines
 
 
-def _route_map(name, prefix_list, version, communities=()):
+def _route_map(name, prefix_list, version, communities=(), blackholes=False):
     """A route-map passing what prefix_list permits (and setting communities on it), or
-    denying everything when there is no list."""
-    if prefix_list is None:
+    denying everything when there is no list; with blackholes, the box's black-hole
+    routes too (BLACKHOLE_LIST's community, which BLACKHOLE_MAP set)."""
+    lines = []
+    if prefix_list is None and not blackholes:
         return [line(0, "route-map", name, "deny", 10), "exit"]
-    keyword = "ip" if version == 4 else "ipv6"
-    lines = [line(0, "route-map", name, "permit", 10),
-             line(1, "match", keyword, "address", "prefix-list", prefix_list)]
-    if communities:
-        lines.append(line(1, "set", "community", *communities, "additive"))
-    return lines + ["exit"]
+    if prefix_list is not None:
+        keyword = "ip" if version == 4 else "ipv6"
+        lines += [line(0, "route-map", name, "permit", 10),
+                  line(1, "match", keyword, "address", "prefix-list", prefix_list)]
+        if communities:
+            lines.append(line(1, "set", "community", *communities, "additive"))
+        lines.append("exit")
+    if blackholes:      # NO_EXPORT set here: on the route itself FRR would send it nowhere
+        lines += [line(0, "route-map", name, "permit", 20),
+                  line(1, "match", "community", BLACKHOLE_LIST),
+                  line(1, "set", "community", Community("no-export"), "additive"), "exit"]
+    return lines
 
 
 def render(config):
@@ -115,18 +133,30 @@ def _bgp(bgp, router_id):
     neighbours = [(IPAddress(n.address), n) for n in bgp.neighbours]
     versions = sorted({address.version for address, _ in neighbours}
                       | {p.version for p in announced})
+    blackholes = any(n.blackhole for _, n in neighbours)
+    if blackholes:
+        lines += [line(0, "bgp", "community-list", "standard", BLACKHOLE_LIST, "seq", 5,
+                       "permit", Community("blackhole")),
+                  line(0, "route-map", BLACKHOLE_MAP, "permit", 10),
+                  line(1, "match", "tag", BLACKHOLE_TAG),
+                  line(1, "set", "community", Community("blackhole")), "exit"]
     for version in versions:
         _, suffix, _ = _family(version)
         mine = [p for p in announced if p.version == version]
         lines += _prefix_list(f"TUSK-ANNOUNCE-{suffix}", mine, version, False)
         lines += _route_map(f"TUSK-OUT-{suffix}", f"TUSK-ANNOUNCE-{suffix}" if mine else None,
                             version, communities)
+        if any(n.blackhole for a, n in neighbours if a.version == version):
+            lines += _route_map(f"TUSK-OUT-BH-{suffix}", f"TUSK-ANNOUNCE-{suffix}" if mine
+                                else None, version, communities, blackholes=True)
     for number, (address, neighbour) in enumerate(neighbours, 1):
         accept = [p for p in (IPNetwork(a) for a in neighbour.accept)
                   if p.version == address.version]
         lines += _prefix_list(f"TUSK-ACCEPT-{number}", accept, address.version, True)
         lines += _route_map(f"TUSK-IN-{number}", f"TUSK-ACCEPT-{number}" if accept else None,
                             address.version)
+    lines += [blackhole_line(p) for p in sorted(
+        (IPNetwork(b) for b in bgp.blackholes), key=lambda p: (p.version, p.network))]
     lines += [line(0, "router", "bgp", _asn(bgp.asn))]
     if router_id:
         lines.append(line(1, "bgp", "router-id", router_id))
@@ -143,12 +173,14 @@ def _bgp(bgp, router_id):
         keyword, suffix, _ = _family(version)
         lines.append(line(1, "address-family", f"ipv{version}", "unicast"))
         lines += [line(2, "network", p) for p in announced if p.version == version]
-        for number, (address, _) in enumerate(neighbours, 1):
+        if blackholes:
+            lines.append(line(2, "redistribute", "static", "route-map", BLACKHOLE_MAP))
+        for number, (address, neighbour) in enumerate(neighbours, 1):
             if address.version == version:
+                out = f"TUSK-OUT-BH-{suffix}" if neighbour.blackhole else f"TUSK-OUT-{suffix}"
                 lines += [line(2, "neighbor", address, "activate"),
                           line(2, "neighbor", address, "route-map", f"TUSK-IN-{number}", "in"),
-                          line(2, "neighbor", address, "route-map", f"TUSK-OUT-{suffix}",
-                               "out")]
+                          line(2, "neighbor", address, "route-map", out, "out")]
         lines.append(line(1, "exit-address-family"))
     return lines + ["exit", "!"]
 
@@ -191,6 +223,42 @@ def _fail(message):
 
 def _output(result):
     return (result.stderr or result.stdout or "").strip()[-400:]
+
+
+_BLACKHOLE_ROUTE = re.compile(rf"^(ip|ipv6) route (\S+) blackhole tag {BLACKHOLE_TAG}$")
+
+
+def blackhole_line(prefix, remove=False):
+    """staticd's line of a black-hole route (an IPNetwork), or the one taking it away."""
+    words = ("ip" if prefix.version == 4 else "ipv6", "route", prefix, "blackhole", "tag",
+             BLACKHOLE_TAG)
+    return line(0, *(("no",) + words if remove else words))
+
+
+def blackhole_routes(run):
+    """The black-hole routes FRR holds now ({IPNetwork} of hosts), from its running
+    configuration; a line that is not exactly one of box/blackhole.py's is ignored."""
+    result = run("vtysh", "-c", "show running-config")
+    if result.returncode != 0:
+        return set()
+    return blackhole_routes_in(result.stdout)
+
+
+def blackhole_routes_in(config_text):
+    """The black-hole routes an frr.conf text (or a running configuration) holds."""
+    found = set()
+    for text in config_text.splitlines():
+        match = _BLACKHOLE_ROUTE.match(text.strip())
+        if not match:
+            continue
+        try:
+            prefix = IPNetwork(match.group(2))
+        except ValueError:
+            continue
+        if prefix.network.prefixlen == prefix.network.max_prefixlen and \
+                (prefix.version == 4) == (match.group(1) == "ip"):
+            found.add(prefix)
+    return found
 
 
 def check(text, run, scratch):
@@ -303,6 +371,12 @@ class LabFrr:
         if not self.running():
             self.stop([])
             self.start(lines)
+        # the black-hole routes box/blackhole.py added at run time stay: a reload takes
+        # away whatever the file does not say
+        kept = sorted(blackhole_routes(self.run) - blackhole_routes_in(text),
+                      key=lambda p: (p.version, p.network))
+        if kept:
+            text += "".join(blackhole_line(p) + "\n" for p in kept)
         path = os.path.join(self.directory, CONFIG_NAME)
         write_atomically(path, text, mode=0o640)
         result = self.run("frr-reload", "--reload", path)

@@ -156,13 +156,16 @@ class Neighbour:
 
     accept: the prefixes taken from it, each with every more specific one (none: nothing
     is taken - a session that only hears the box's announcements); what the box
-    announces to it is routing.bgp.prefixes, with routing.bgp.communities set."""
+    announces to it is routing.bgp.prefixes, with routing.bgp.communities set, and with
+    blackhole the hosts the box blocks and announces (BLACKHOLE, RFC 7999, and
+    NO_EXPORT): an upstream that drops their traffic before it reaches the box."""
     address: str
     remote_as: int
     description: str = ""    # Tusk's own note: never written into FRR's file
     password: str = field(default="", repr=False)   # TCP MD5 (RFC 2385); "" none
     bfd: bool = True
     accept: tuple = ()
+    blackhole: bool = False  # is sent the box's RFC 7999 black-hole routes (its blocks)
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,7 @@ class Bgp:
     prefixes: tuple = ()     # announced to every neighbour of their family
     communities: tuple = ()  # set on every announcement
     neighbours: tuple = ()
+    blackholes: tuple = ()   # hosts (/32, /128) always announced as black-holes (RFC 7999)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ written back.
     asn = 65001                    # the box's AS (1-4294967295)
     prefixes = ["198.51.100.0/24"] # announced, while the box routes them
     communities = ["65001:100"]    # set on every announcement
+    blackholes = []                # hosts always announced as RFC 7999 black-holes
 
     [[routing.bgp.neighbours]]
     address = "10.20.0.2"          # on a subnet of a routed traffic link (single hop)
@@ -18,6 +19,7 @@ written back.
     password = ""                  # TCP MD5 (never shown, never logged)
     bfd = true
     accept = ["0.0.0.0/0"]         # prefixes taken from it, with their more specifics
+    blackhole = false              # sent the blocks announced as RFC 7999 black-holes
     description = ""
 
     [[routing.ospf]]               # OSPFv2 over the link's IPv4, OSPFv3 over its IPv6
@@ -46,10 +48,11 @@ HIDDEN = "(hidden)"
 SCHEMA = {
     "routing": {"router_id": (_STR, ""), "bfd_interval": (_INT, model.BFD_INTERVAL_DEFAULT),
                 "bfd_multiplier": (_INT, model.BFD_MULTIPLIER_DEFAULT)},
-    "bgp": {"asn": (_INT, 0), "prefixes": (_LIST, []), "communities": (_LIST, [])},
+    "bgp": {"asn": (_INT, 0), "prefixes": (_LIST, []), "communities": (_LIST, []),
+            "blackholes": (_LIST, [])},
     "neighbours": {"address": (_STR, None), "remote_as": (_INT, None),
                    "description": (_STR, ""), "password": (_STR, ""), "bfd": (_BOOL, True),
-                   "accept": (_LIST, [])},
+                   "accept": (_LIST, []), "blackhole": (_BOOL, False)},
     "ospf": {"interface": (_STR, None), "area": (_STR, model.OSPF_AREA_DEFAULT),
              "cost": (_INT, 0), "passive": (_BOOL, False), "point_to_point": (_BOOL, False),
              "bfd": (_BOOL, True)},
@@ -194,7 +197,7 @@ def _prefixes(values, path, fail, limit):
 
 
 def _bgp_problems(bgp, routed, fail):  # noqa: C901 - one check per field, each naming it
-    if not bgp.asn and (bgp.neighbours or bgp.prefixes or bgp.communities):
+    if not bgp.asn and (bgp.neighbours or bgp.prefixes or bgp.communities or bgp.blackholes):
         fail("routing.bgp.asn", "needed: BGP neighbours and announcements need the box's "
              "AS number")
     elif bgp.asn and not model.ASN_MIN <= bgp.asn <= model.ASN_MAX:
@@ -207,6 +210,15 @@ def _bgp_problems(bgp, routed, fail):  # noqa: C901 - one check per field, each 
         reason = Community.problem(text)
         if reason:
             fail(f"routing.bgp.communities[{number}]", reason)
+    _prefixes(bgp.blackholes, "routing.bgp.blackholes", fail, model.ANNOUNCED_MAX)
+    for number, text in enumerate(bgp.blackholes):
+        prefix = IPNetwork.problem(text) is None and IPNetwork(text)
+        if prefix and prefix.network.prefixlen != prefix.network.max_prefixlen:
+            fail(f"routing.bgp.blackholes[{number}]", f"{prefix}: a black-hole route is one "
+                 "host's, a /32 or a /128 (RFC 7999)")
+    if bgp.blackholes and not any(n.blackhole for n in bgp.neighbours):
+        fail("routing.bgp.blackholes", "no neighbour takes black-hole routes: tick "
+             "blackhole on the neighbours that should get them")
     if len(bgp.neighbours) > model.NEIGHBOURS_MAX:
         fail("routing.bgp.neighbours", f"{len(bgp.neighbours)} neighbours; at most "
              f"{model.NEIGHBOURS_MAX}")
