@@ -424,3 +424,126 @@ def test_black_holes_reach_the_neighbour_that_takes_them_for_as_long_as_the_bloc
         for prefix in (block.prefix, six):
             if prefix in blackhole.announced(run):
                 blackhole.withdraw(run, prefix)
+
+
+# -- the HA pair with dynamic routing ---------------------------------------------------------
+
+def pair_box(number, standby):
+    """fw<number>'s network: its own inside, 10.20.0.<number>/24 towards the router (one
+    segment for both boxes), BGP to the router announcing the inside, BFD on."""
+    return f"""
+[[interfaces]]
+name = "mgmt"
+role = "management"
+addresses = ["192.168.79.{number}/24"]
+
+[[interfaces]]
+name = "veth-c"
+addresses = ["10.10.1.1/24"]
+
+[[interfaces]]
+name = "veth-s"
+addresses = ["10.20.0.{number}/24"]
+
+[routing]
+router_id = "10.20.0.{number}"
+bfd_interval = 100
+standby = {"true" if standby else "false"}
+
+[routing.bgp]
+asn = 65001
+prefixes = ["10.10.1.0/24"]
+
+[[routing.bgp.neighbours]]
+address = "10.20.0.2"
+remote_as = 65010
+"""
+
+
+PAIR_ROUTER = """\
+frr defaults traditional
+router bgp 65010
+ bgp router-id 10.20.0.2
+ no bgp ebgp-requires-policy
+ neighbor 10.20.0.1 remote-as 65001
+ neighbor 10.20.0.1 bfd
+ neighbor 10.20.0.3 remote-as 65001
+ neighbor 10.20.0.3 bfd
+exit
+bfd
+ peer 10.20.0.1
+  transmit-interval 100
+  receive-interval 100
+ exit
+ peer 10.20.0.3
+  transmit-interval 100
+  receive-interval 100
+ exit
+exit
+"""
+
+
+def best_next_hop(peer):
+    """The router's best path to the pair's inside: the next hop it sends traffic to."""
+    for path in vtysh(peer, "show bgp ipv4 unicast 10.10.1.0/24 json").get("paths") or []:
+        if path.get("bestpath", {}).get("overall"):
+            return path["nexthops"][0]["ip"]
+    return None
+
+
+def test_the_standby_box_does_not_attract_traffic_until_the_primary_is_gone(tmp_path):
+    """Two boxes of an HA pair, both announcing the same inside to one router: the
+    router sends traffic to the primary (fw3; the secondary's AS path is three ASes
+    longer) - although every tie-breaker favours the secondary (fw1: its path is the
+    older, its router id the lower) - and when the primary goes silent BFD hands the
+    traffic to the secondary in under a second."""
+    prefix = f"{PREFIX[:6]}h"
+    lab = Topology()
+    names = {name: f"{prefix}-{name}" for name in ("fw1", "fw3", "rt", "sw", "m1", "m3",
+                                                   "c1", "c3")}
+    try:
+        for name in names.values():
+            lab.namespace(name)
+        lab.ns(names["sw"], "ip", "link", "add", "br0", "type", "bridge")
+        for box, number in (("fw1", 1), ("fw3", 3)):
+            lab.wire(names["sw"], f"p-{box}", names[box], "veth-s")
+            lab.wire(names[f"c{number}"], "eth0", names[box], "veth-c")
+            lab.wire(names[f"m{number}"], "eth0", names[box], "mgmt")
+            # the inside's far end up: the box routes (and so announces) it only then
+            lab.address(names[f"c{number}"], "eth0", "10.10.1.2/24")
+        lab.wire(names["sw"], "p-rt", names["rt"], "eth0")
+        for port in ("p-fw1", "p-fw3", "p-rt"):
+            lab.ns(names["sw"], "ip", "link", "set", port, "master", "br0", "up")
+        lab.ns(names["sw"], "ip", "link", "set", "br0", "up")
+        lab.address(names["rt"], "eth0", "10.20.0.2/24")
+        router = frr.LabFrr(names["rt"])
+        router.apply(PAIR_ROUTER, [])
+        boxes = {}
+        for box, number in (("fw1", 1), ("fw3", 3)):   # the secondary's path first
+            boxes[box] = IprouteBackend(Target(names[box]), str(tmp_path / box))
+            boxes[box].apply(normalise.parse(pair_box(number, standby=box == "fw1")))
+            wait_for(f"{box}'s path at the router", lambda n=number: f"10.20.0.{n}" in {
+                p["nexthops"][0]["ip"] for p in vtysh(
+                    router, "show bgp ipv4 unicast 10.10.1.0/24 json").get("paths") or []})
+        wait_for("both sessions and BFD up", lambda: all(ready_one(b.frr)
+                                                         for b in boxes.values()))
+        assert best_next_hop(router) == "10.20.0.3"
+        lab.ns(names["fw3"], "nft", "-f", "-", input=(
+            "table inet silence { chain inbound { type filter hook input priority 0; "
+            "iifname veth-s drop; }; chain outbound { type filter hook output priority 0; "
+            "oifname veth-s drop; }; }"))
+        began = time.monotonic()
+        wait_for("the secondary carries the traffic",
+                 lambda: best_next_hop(router) == "10.20.0.1", seconds=5, step=0.02)
+        took = time.monotonic() - began
+        assert took < 1.0, f"handed over after {took:.2f} s"
+    finally:
+        remove(*names.values())
+        for name in names.values():
+            shutil.rmtree(os.path.join(frr.LAB_DIR, name), ignore_errors=True)
+
+
+def ready_one(daemons):
+    sessions = established(daemons)
+    return sessions and set(sessions.values()) == {"Established"} and \
+        {p["status"] for p in vtysh(daemons, "show bfd peers json")} == {"up"}

@@ -598,6 +598,7 @@ def routing_documents(draw):
             "router_id": value("router_id", st.sampled_from(["", "10.1.0.1", "192.0.2.9"])),
             "bfd_interval": number("bfd_interval", 10, 60000),
             "bfd_multiplier": draw(st.integers(2, 255)),
+            "standby": draw(st.booleans()),
             "bgp": {"asn": number("asn", 1, 2**32 - 1),
                     "prefixes": draw(st.lists(values("prefix", prefixes), max_size=3,
                                               unique=True)),
@@ -661,6 +662,9 @@ def intended_frr(document):  # noqa: C901 - the file's every command, one case e
                                          f"TUSK-ANNOUNCE-{tag}"))]
                 if communities:
                     found.append((out, ("set", "community", *communities, "additive")))
+                if routing["standby"]:
+                    found.append((out, ("set", "as-path", "prepend",
+                                        *[str(bgp["asn"])] * 3)))
             if passes_blackholes:
                 more = ("route-map", name, "permit", "20")
                 found += [(more,), (more, ("match", "community", "TUSK-BLACKHOLE")),
@@ -709,8 +713,9 @@ def intended_frr(document):  # noqa: C901 - the file's every command, one case e
         found.append((interface,))
         for proto in (("ip", "ospf"), ("ipv6", "ospf6")):
             found.append((interface, (*proto, "area", area)))
-            if link["cost"]:
-                found.append((interface, (*proto, "cost", str(link["cost"]))))
+            cost = 65535 if routing["standby"] else link["cost"]
+            if cost:
+                found.append((interface, (*proto, "cost", str(cost))))
             if link["passive"]:
                 found.append((interface, (*proto, "passive")))
             if link["point_to_point"]:

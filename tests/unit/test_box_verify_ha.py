@@ -1,6 +1,8 @@
 """The rule between the HA pair and the network (box/verify.py): the sync link and every
 segment must be a link the network carries traffic on, checked from both sides - the
 pair's paths for HA's apply, the network's paths for a network change."""
+import dataclasses
+
 import pytest
 
 from box import verify
@@ -95,3 +97,40 @@ def test_a_network_change_that_drops_a_pairs_link_is_named_at_that_link(network)
         problems[0].message
     assert "eth1.100 (the segment of virtual[0]) is no interface" in problems[1].message
     assert problems[1].message.endswith("change the pair first (High availability)")
+
+
+ROUTED = NETWORK.replace('name = "eth1"\nrole = "traffic"',
+                         'name = "eth1"\nrole = "traffic"\naddresses = ["10.1.0.1/24"]') + """
+[routing]
+standby = STANDBY
+[routing.bgp]
+asn = 65001
+[[routing.bgp.neighbours]]
+address = "10.1.0.2"
+remote_as = 65010
+"""
+
+
+def role(name):
+    return dataclasses.replace(pair(), role=name)
+
+
+@pytest.mark.parametrize(("ha_role", "standby", "wrong"), [
+    ("primary", "false", False), ("secondary", "true", False),
+    ("primary", "true", True), ("secondary", "false", True)])
+def test_routing_is_standby_on_the_secondary_and_only_there(ha_role, standby, wrong):
+    """Issue 39: the pair's secondary announces with a longer AS path and a higher OSPF
+    cost, so that its neighbours do not send it traffic while the primary runs - held
+    from both sides; no rule while the role itself changes (draft and confirmed differ)."""
+    network = parse(ROUTED.replace("STANDBY", standby), "network.toml")
+    found = verify.pair_routing_problems(network, [(CONFIRMED, role(ha_role))])
+    assert [(p.code, p.path) for p in found] == \
+        ([(NetworkCode.HA, "routing.standby")] if wrong else [])
+    found = verify.ha_routing_problems(role(ha_role), [(PENDING, network)])
+    assert [(p.code, p.path) for p in found] == ([(HaCode.NETWORK, "ha.role")] if wrong else [])
+    if wrong:
+        assert "awaits confirmation" in found[0].message
+    changing = [(CONFIRMED, role("primary")), (PENDING, role("secondary"))]
+    assert verify.pair_routing_problems(network, changing) == []
+    assert verify.pair_routing_problems(parse(NETWORK, "n.toml"), [(CONFIRMED, role(
+        "secondary"))]) == []       # no routing: nothing to hold

@@ -18,6 +18,7 @@ missing one. Checked from both sides: HA's apply (ha_problems: the pair's paths)
 the network's (pair_link_problems: the network's paths, so a VLAN the pair uses cannot be
 deleted nor its port made unused).
 """
+from ha.core.config import SECONDARY
 from ha.core.config import Code as HaCode
 from network.core import validate
 from network.core.errors import Code as NetworkCode
@@ -129,6 +130,46 @@ def pair_link_problems(config, pairs):
                 NetworkCode.HA, path, f"this box's HA pair uses it: {reason}; change the "
                 "pair first (High availability)"))
     return list(found.values())
+
+
+def _standby_wanted(roles):
+    """Whether routing must be standby for these HA roles, or None: no pair, or a role
+    change under way (the draft's and the confirmed role differ) - no rule then."""
+    roles = set(roles)
+    if len(roles) != 1:
+        return None
+    return roles.pop() == SECONDARY
+
+
+def _standby_reason(wanted):
+    return ("this box is the HA pair's secondary: its routing must be standby (a longer AS "
+            "path, OSPF cost 65535), or its neighbours send traffic to it as to the primary"
+            if wanted else "this box is the HA pair's primary: its routing must not be "
+            "standby, or its neighbours send traffic to the secondary")
+
+
+def pair_routing_problems(config, pairs):
+    """[Problem] (the network's) of config's routing against this box's HA role (pairs: a
+    snapshot's ha part): routing.standby is the secondary's, and only its."""
+    wanted = _standby_wanted(ha.role for _, ha in pairs if ha is not None and ha.enabled)
+    if wanted is None or not config.routing.enabled or config.routing.standby == wanted:
+        return []
+    return [Problem(NetworkCode.HA, "routing.standby", _standby_reason(wanted))]
+
+
+def ha_routing_problems(ha, networks):
+    """[Problem] (HA's) of ha against the network configurations' routing: the role a
+    routing with (or without) standby needs, named at ha.role."""
+    if not ha.enabled:
+        return []
+    for which, config in networks:
+        if config.routing.enabled and config.routing.standby != (ha.role == SECONDARY):
+            reason = _standby_reason(ha.role == SECONDARY).replace(
+                "its routing must", "the network's routing (Network -> Routing) must")
+            if which == PENDING:
+                reason += " (in the network change that awaits confirmation)"
+            return [Problem(HaCode.NETWORK, "ha.role", reason + "; change it first")]
+    return []
 
 
 def bridged_zone_problems(config, policies):

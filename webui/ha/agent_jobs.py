@@ -215,7 +215,9 @@ def apply(run):
     try:
         run.progress(10, "checking the pair's configuration against this box and its network")
         config = from_document(document)
-        problems = verify.ha_problems(config, network_of(run.config))
+        networks = network_of(run.config)
+        problems = verify.ha_problems(config, networks) + \
+            verify.ha_routing_problems(config, networks)
         if problems:
             raise HaError(problems)
         text = to_toml(config)

@@ -54,7 +54,8 @@ def check(document, key=None, has_key=True):
         config = from_document(document)
     except HaError as error:
         raise HaError(problems + error.problems) from None
-    problems += verify.ha_problems(config, snapshot.read(snapshot.WEB, "network").network)
+    networks = snapshot.read(snapshot.WEB, "network").network
+    problems += verify.ha_problems(config, networks) + verify.ha_routing_problems(config, networks)
     if problems:
         raise HaError(problems)
     return config

@@ -132,7 +132,9 @@ def apply(run):
             zones = policy_zones(run.config, documents)
             run.progress(10, "checking the configuration against this machine and the policy")
             config = from_document(document, present=applier.present(), zones=zones)
-            problems = verify.pair_link_problems(config, pairs(run.config)) + \
+            pair = pairs(run.config)
+            problems = verify.pair_link_problems(config, pair) + \
+                verify.pair_routing_problems(config, pair) + \
                 verify.bridged_zone_problems(config, documents)
             if problems:
                 raise NetworkError(problems)

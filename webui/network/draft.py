@@ -24,7 +24,7 @@ LINKS = ("interfaces", "bonds", "vlans", "bridges")
 SECTIONS = ("vlans", "bonds", "bridges", "routes", "neighbours", "ospf")
 # where a section's list is in the document, when not at its top
 NESTED = {"neighbours": ("routing", "bgp", "neighbours"), "ospf": ("routing", "ospf")}
-ROUTING_KEYS = ("router_id", "bfd_interval", "bfd_multiplier")
+ROUTING_KEYS = ("router_id", "bfd_interval", "bfd_multiplier", "standby")
 BGP_KEYS = ("asn", "prefixes", "communities", "blackholes")
 # where a link's name is referred to by other items (renames follow, deletes are checked)
 REFERENCES = (("vlans", "parent"), ("routes", "interface"), ("ospf", "interface"))
@@ -138,7 +138,9 @@ def check(document):
     (box/verify.py); NetworkError with every problem."""
     documents = policies()
     config = from_document(document, present=present(), zones=policy_zones(documents))
-    problems = verify.pair_link_problems(config, snapshot.read(snapshot.WEB, "ha").ha) + \
+    pairs = snapshot.read(snapshot.WEB, "ha").ha
+    problems = verify.pair_link_problems(config, pairs) + \
+        verify.pair_routing_problems(config, pairs) + \
         verify.bridged_zone_problems(config, documents)
     if problems:
         raise NetworkError(problems)

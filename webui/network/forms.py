@@ -226,10 +226,16 @@ class RoutingForm(ItemForm):
         "Hosts (/32, /128) always announced as black-hole routes (RFC 7999) to the "
         "neighbours that take them, one per line; the IDS hook's blocks add more for their "
         "time."))
+    standby = forms.BooleanField(required=False, label="Standby (the HA pair's secondary)",
+                                 help_text=(
+        "Announce with a longer AS path and OSPF cost 65535, so that neighbours send "
+        "traffic to the primary while both run. Required on the secondary, refused on the "
+        "primary."))
     keys = ("router_id", "asn", "prefixes", "communities", "blackholes", "bfd_interval",
-            "bfd_multiplier")
+            "bfd_multiplier", "standby")
     lists = ("prefixes", "communities", "blackholes")
     problem_fields = {"router_id": "router_id", "bfd_interval": "bfd_interval",
+                      "standby": "standby",
                       "bfd_multiplier": "bfd_multiplier", "bgp.asn": "asn",
                       "bgp.prefixes": "prefixes", "bgp.communities": "communities",
                       "bgp.blackholes": "blackholes"}
@@ -238,8 +244,8 @@ class RoutingForm(ItemForm):
     def initial_from(cls, routing):
         bgp = routing.get("bgp") or {}
         return super().initial_from({**{k: routing.get(k) for k in
-                                        ("router_id", "bfd_interval", "bfd_multiplier")
-                                        if k in routing},
+                                        ("router_id", "bfd_interval", "bfd_multiplier",
+                                         "standby") if k in routing},
                                      **{k: bgp.get(k) for k in ("asn", "prefixes",
                                                                 "communities", "blackholes")
                                         if k in bgp}})

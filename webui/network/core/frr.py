@@ -24,6 +24,11 @@ written by the one quoting point of the format (tusklib/formats/frr.py). What it
          added (set on the route itself, it would keep FRR from sending it). FRR
          refuses an eBGP session's routes without a policy (ebgp-requires-policy):
          every session has both route-maps.
+  HA     routing.standby (the pair's secondary): its announcements' AS path is longer
+         by its AS three times, and its OSPF cost is 65535 on every link: while both
+         boxes run, their neighbours send traffic to the primary; when the primary
+         goes silent, BFD takes its sessions down in under a second and the
+         secondary's routes are the only ones left.
   OSPF   per link `ip ospf area` (v2, where the link has IPv4) and `ipv6 ospf6 area`
          (v3, IPv6), cost, passive, point-to-point, BFD; `router ospf`/`ospf6` with
          the router id.
@@ -79,7 +84,7 @@ def _prefix_list(name, prefixes, version, more_specific):
     return lines
 
 
-def _route_map(name, prefix_list, version, communities=(), blackholes=False):
+def _route_map(name, prefix_list, version, communities=(), blackholes=False, prepend=()):
     """A route-map passing what prefix_list permits (and setting communities on it), or
     denying everything when there is no list; with blackholes, the box's black-hole
     routes too (BLACKHOLE_LIST's community, which BLACKHOLE_MAP set)."""
@@ -92,6 +97,8 @@ def _route_map(name, prefix_list, version, communities=(), blackholes=False):
                   line(1, "match", keyword, "address", "prefix-list", prefix_list)]
         if communities:
             lines.append(line(1, "set", "community", *communities, "additive"))
+        if prepend:
+            lines.append(line(1, "set", "as-path", "prepend", *prepend))
         lines.append("exit")
     if blackholes:      # NO_EXPORT set here: on the route itself FRR would send it nowhere
         lines += [line(0, "route-map", name, "permit", 20),
@@ -110,7 +117,7 @@ def render(config):
     lines = ["frr defaults traditional", "!"]
     bgp = routing.bgp
     if bgp.asn:
-        lines += _bgp(bgp, router_id)
+        lines += _bgp(bgp, router_id, routing.standby)
     if routing.ospf:
         lines += _ospf(config, routing, router_id)
     if any(n.bfd for n in bgp.neighbours) or any(link.bfd for link in routing.ospf):
@@ -126,8 +133,9 @@ def render(config):
     return "\n".join(lines) + "\n"
 
 
-def _bgp(bgp, router_id):
+def _bgp(bgp, router_id, standby=False):
     lines = []
+    prepend = (_asn(bgp.asn),) * model.STANDBY_PREPEND if standby else ()
     announced = [IPNetwork(p) for p in bgp.prefixes]
     communities = [Community(c) for c in bgp.communities]
     neighbours = [(IPAddress(n.address), n) for n in bgp.neighbours]
@@ -145,10 +153,11 @@ def _bgp(bgp, router_id):
         mine = [p for p in announced if p.version == version]
         lines += _prefix_list(f"TUSK-ANNOUNCE-{suffix}", mine, version, False)
         lines += _route_map(f"TUSK-OUT-{suffix}", f"TUSK-ANNOUNCE-{suffix}" if mine else None,
-                            version, communities)
+                            version, communities, prepend=prepend)
         if any(n.blackhole for a, n in neighbours if a.version == version):
             lines += _route_map(f"TUSK-OUT-BH-{suffix}", f"TUSK-ANNOUNCE-{suffix}" if mine
-                                else None, version, communities, blackholes=True)
+                                else None, version, communities, blackholes=True,
+                                prepend=prepend)
     for number, (address, neighbour) in enumerate(neighbours, 1):
         accept = [p for p in (IPNetwork(a) for a in neighbour.accept)
                   if p.version == address.version]
@@ -197,8 +206,9 @@ def _ospf(config, routing, router_id):
             versions.add(version)
             proto = ("ip", "ospf") if version == 4 else ("ipv6", "ospf6")
             lines.append(line(1, *proto, "area", area))
-            if link.cost:
-                lines.append(line(1, *proto, "cost", Integer(link.cost, 1, model.OSPF_COST_MAX)))
+            cost = model.STANDBY_COST if routing.standby else link.cost
+            if cost:
+                lines.append(line(1, *proto, "cost", Integer(cost, 1, model.OSPF_COST_MAX)))
             if link.passive:
                 lines.append(line(1, *proto, "passive"))
             if link.point_to_point:

@@ -48,6 +48,8 @@ BFD_INTERVAL_MIN, BFD_INTERVAL_MAX = 10, 60000          # FRR's bounds
 BFD_MULTIPLIER_MIN, BFD_MULTIPLIER_MAX = 2, 255
 OSPF_COST_MAX = 65535
 OSPF_AREA_DEFAULT = "0.0.0.0"
+STANDBY_PREPEND = 3                  # the standby's AS path: its AS this many times more
+STANDBY_COST = 65535                 # the standby's OSPF cost on every link
 NEIGHBOURS_MAX = 64
 ANNOUNCED_MAX = 256      # prefixes announced, and prefixes accepted from one neighbour
 COMMUNITIES_MAX = 16
@@ -198,6 +200,10 @@ class Routing:
     bfd_multiplier: int = BFD_MULTIPLIER_DEFAULT  # missed packets before a session is down
     bgp: Bgp = field(default_factory=Bgp)
     ospf: tuple = ()         # OspfLink
+    # this box is the HA pair's secondary: it announces with a longer AS path
+    # (STANDBY_PREPEND times its AS) and OSPF cost STANDBY_COST, so that its neighbours
+    # send traffic to the primary while both run (box/verify.py holds it to the role)
+    standby: bool = False
 
     @property
     def enabled(self):

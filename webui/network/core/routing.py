@@ -6,6 +6,8 @@ written back.
     router_id = "192.0.2.1"        # "": FRR takes the highest IPv4 address
     bfd_interval = 300             # ms between BFD packets, each way
     bfd_multiplier = 3             # missed packets before a peer is down (900 ms)
+    standby = false                # the HA pair's secondary: a longer AS path, OSPF cost
+                                   # 65535 - its neighbours prefer the primary
 
     [routing.bgp]
     asn = 65001                    # the box's AS (1-4294967295)
@@ -47,7 +49,8 @@ _STR, _BOOL, _INT, _LIST = str, bool, int, list
 HIDDEN = "(hidden)"
 SCHEMA = {
     "routing": {"router_id": (_STR, ""), "bfd_interval": (_INT, model.BFD_INTERVAL_DEFAULT),
-                "bfd_multiplier": (_INT, model.BFD_MULTIPLIER_DEFAULT)},
+                "bfd_multiplier": (_INT, model.BFD_MULTIPLIER_DEFAULT),
+                "standby": (_BOOL, False)},
     "bgp": {"asn": (_INT, 0), "prefixes": (_LIST, []), "communities": (_LIST, []),
             "blackholes": (_LIST, [])},
     "neighbours": {"address": (_STR, None), "remote_as": (_INT, None),
@@ -75,7 +78,7 @@ def from_document(document, problems):
                                 f"[routing], got {type_name(document)}"))
         return None
     top = {k: v for k, v in document.items() if k not in ("bgp", "ospf")}
-    values = table_values(top, {**SCHEMA["routing"]}, "routing", problems, Code.SCHEMA)
+    values = table_values(top, SCHEMA["routing"], "routing", problems, Code.SCHEMA)
     bgp = _bgp(document.get("bgp", {}), problems)
     ospf = []
     for index, entry in enumerate(_array(document.get("ospf", []), "routing.ospf",
