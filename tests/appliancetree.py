@@ -34,7 +34,8 @@ sys.stdout.flush()
 time.sleep(act.get("sleep", 0))
 sys.exit(act.get("rc", 0))
 """
-HOST_COMMANDS = ("systemctl", "networkctl", "ip", "manage", "tusk-install", "tusk-boot")
+HOST_COMMANDS = ("systemctl", "networkctl", "ip", "manage", "tusk-install", "tusk-boot", "vtysh",
+                 "frr-reload")
 
 
 @dataclass

@@ -281,3 +281,62 @@ def test_networkd_not_running_gets_the_files_only(box):
     lines, commands = apply(box, BASE)
     assert "systemd-networkd is not running: it reads these files when it starts" in lines
     assert [c for c in commands if c[0] != "systemctl"] == []
+
+
+ROUTING = """
+[routing]
+router_id = "10.0.0.1"
+
+[routing.bgp]
+asn = 65001
+
+[[routing.bgp.neighbours]]
+address = "10.0.0.2"
+remote_as = 65010
+password = "k3y"
+"""
+
+
+ROUTED_BASE = BASE.replace('name = "eth1"\n', 'name = "eth1"\naddresses = ["10.0.0.1/24"]\n')
+
+
+def test_routing_starts_frr_reloads_it_and_stops_it(box):
+    """The appliance's FRR (network/core/frr.py's SystemFrr): the first apply with routing
+    checks the file with vtysh -C, writes the daemons and frr.conf (root's and FRR's
+    group's: it holds the password) and enables and starts frr.service; the next reloads
+    the running daemons with frr-reload.py (errors only in its log); one without routing
+    stops and disables it, once. A box that never had routing never touches FRR."""
+    base = ROUTED_BASE
+    lines, commands = apply(box, base)
+    assert not [c for c in commands if "frr.service" in c or c[0] in ("vtysh", "frr-reload")]
+    box.behave({"systemctl is-active": {"rc": 3}})
+    lines, commands = apply(box, base + ROUTING)
+    assert commands[0][:2] == ("vtysh", "-C")
+    assert ("systemctl", "enable", "--now", "frr.service") in commands
+    conf = box.path("/etc/frr/frr.conf")
+    assert os.stat(conf).st_mode & 0o777 == 0o640
+    assert "neighbor 10.0.0.2 password k3y" in box.read("/etc/frr/frr.conf")
+    assert "bgpd=yes" in box.read("/etc/frr/daemons")
+    assert "started FRR (frr.service) with the routing configuration" in lines
+    assert not any("k3y" in line for line in lines)
+    box.behave({"systemctl is-active": {"rc": 0}})
+    lines, commands = apply(box, base + ROUTING.replace("65010", "65011"))
+    assert ("frr-reload", "--reload", "--log-level", "error", "--stdout",
+            "/etc/frr/frr.conf") in commands
+    assert "remote-as 65011" in box.read("/etc/frr/frr.conf")
+    lines, commands = apply(box, base)
+    assert ("systemctl", "disable", "--now", "frr.service") in commands and \
+        "stopped FRR" in lines
+    lines, commands = apply(box, base)
+    assert not [c for c in commands if "frr.service" in c]
+
+
+def test_a_file_frrs_parser_refuses_changes_nothing_on_the_appliance(box):
+    base = ROUTED_BASE
+    box.behave({"vtysh -C": {"rc": 2, "stdout": "line 7: % Unknown command: neighbor"}})
+    with pytest.raises(NetworkError) as refused:
+        box.backend.apply(parse(base + ROUTING))
+    assert refused.value.problems[0].path == "routing"
+    assert "Unknown command" in str(refused.value.problems[0])
+    assert not any(name.startswith("10-tusk-") for name in box.network_files())
+    assert [c[0] for c in box.commands()] == ["vtysh"]

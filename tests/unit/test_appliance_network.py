@@ -388,8 +388,9 @@ def test_usage_errors_exit_2(box, args):
 def test_a_bad_command_table_exits_2(box):
     result = box.tusk_net("show", env=box.env() | {"TUSK_COMMANDS": '{"reboot": ["x"]}'})
     assert (result.returncode, result.stderr) == (
-        2, "tusk-net: TUSK_COMMANDS: 'reboot': unknown command (known: ip, manage, "
-           "networkctl, nft, shell, systemctl, tusk-boot, tusk-install, tusk-net)\n")
+        2, "tusk-net: TUSK_COMMANDS: 'reboot': unknown command (known: frr-reload, ip, "
+           "manage, networkctl, nft, shell, systemctl, tusk-boot, tusk-install, tusk-net, "
+           "vtysh)\n")
 
 
 def test_apply_on_a_new_box_creates_the_default_and_its_file(box):

@@ -21,6 +21,14 @@ WEBUI = os.path.dirname(BIN)
 HOST_ROOT = "/"
 
 
+def frr_reload():
+    """FRR's frr-reload.py: Debian's under /usr/lib/frr, Buildroot's in /usr/sbin."""
+    for path in ("/usr/lib/frr/frr-reload.py", "/usr/sbin/frr-reload.py"):
+        if os.path.exists(path):
+            return path
+    return "frr-reload.py"
+
+
 def defaults():
     return {
         "tusk-net": [sys.executable, f"{BIN}/tusk-net"],
@@ -31,6 +39,8 @@ def defaults():
         "networkctl": ["networkctl"],
         "ip": ["ip"],
         "nft": ["nft"],
+        "vtysh": ["vtysh"],
+        "frr-reload": [frr_reload()],
         "shell": ["/bin/sh", "-l"],
     }
 

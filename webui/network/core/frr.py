@@ -4,7 +4,8 @@ before it is used, and loaded with FRR's frr-reload.py (what changed only: a ses
 that stays is not reset).
 
     render(config) -> text          pure; "" when config.routing has neither BGP nor OSPF
-    SystemFrr(runner)               the appliance: /etc/frr, the frr service (watchfrr)
+    SystemFrr(runner)               the appliance: /etc/frr, the frr service (watchfrr);
+                                    the image's FRR (Buildroot's package, 10.x)
     LabFrr(netns, directory)        the lab: FRR's daemons inside the fw namespace, with
                                     their sockets and file in a directory of the agent's
 
@@ -42,6 +43,7 @@ import os
 import re
 import time
 
+from tusklib.commands import CommandError
 from tusklib.files import write_atomically
 from tusklib.formats.frr import line
 from tusklib.values import Community, Integer, InterfaceName, IPAddress, IPNetwork, Secret
@@ -271,6 +273,14 @@ def blackhole_routes_in(config_text):
     return found
 
 
+def with_blackholes(text, run):
+    """text with the black-hole routes box/blackhole.py added at run time (a reload takes
+    away whatever its file does not say)."""
+    kept = sorted(blackhole_routes(run) - blackhole_routes_in(text),
+                  key=lambda p: (p.version, p.network))
+    return text + "".join(blackhole_line(p) + "\n" for p in kept)
+
+
 def check(text, run, scratch):
     """FRR's own parser on text (`vtysh -C -f`, which loads nothing); NetworkError
     naming the line it refused. run(name, *args) -> a CompletedProcess."""
@@ -381,14 +391,8 @@ class LabFrr:
         if not self.running():
             self.stop([])
             self.start(lines)
-        # the black-hole routes box/blackhole.py added at run time stay: a reload takes
-        # away whatever the file does not say
-        kept = sorted(blackhole_routes(self.run) - blackhole_routes_in(text),
-                      key=lambda p: (p.version, p.network))
-        if kept:
-            text += "".join(blackhole_line(p) + "\n" for p in kept)
         path = os.path.join(self.directory, CONFIG_NAME)
-        write_atomically(path, text, mode=0o640)
+        write_atomically(path, with_blackholes(text, self.run), mode=0o640)
         result = self.run("frr-reload", "--reload", path)
         if result.returncode != 0:
             _fail(f"frr-reload.py failed: {_output(result)}")
@@ -467,3 +471,83 @@ def sessions_down(old, new, found):
                 f"the BGP session with {address} is {state}, not Established: not "
                 "confirmed - it rolls back at the deadline unless it comes up")))
     return problems
+
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read(4096)
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+class SystemFrr:
+    """The appliance's FRR: the frr service (watchfrr starts the daemons /etc/frr/daemons
+    names, then loads /etc/frr/frr.conf), enabled and started by the first apply with
+    routing, reloaded by the next ones (frr-reload.py), stopped and disabled by one
+    without. Programs and paths through runner (tusklib.commands.Runner: --root and
+    its program table)."""
+
+    UNIT = "frr.service"
+    CONFIG = "/etc/frr/frr.conf"
+    DAEMONS_FILE = "/etc/frr/daemons"
+    # the daemons Tusk's routing uses, each bound to the loopback for its vty
+    DAEMONS_TEXT = "".join(f"{d}=yes\n" for d in DAEMONS if d != "zebra") + "".join(
+        f'{d}_options="-A 127.0.0.1"\n' for d in DAEMONS) + "vtysh_enable=yes\n"
+
+    DAEMONS_OFF = "# Tusk's routing is off: frr.service is stopped and disabled\n"
+
+    def __init__(self, runner):
+        self.runner = runner
+
+    def run(self, name, *args):
+        try:
+            return self.runner.run(name, *args)
+        except CommandError as error:
+            _fail(str(error))
+
+    def _active(self):
+        try:
+            return self.runner.run("systemctl", "is-active", "--quiet", self.UNIT).returncode == 0
+        except CommandError:
+            return False
+
+    def _systemctl(self, *args):
+        result = self.run("systemctl", *args, self.UNIT)
+        if result.returncode != 0:
+            _fail(f"`systemctl {' '.join(args)} {self.UNIT}` failed: {_output(result)}")
+
+    def prepare(self):
+        os.makedirs(self.runner.path(os.path.dirname(self.CONFIG)), mode=0o750, exist_ok=True)
+
+    @property
+    def directory(self):
+        return self.runner.path(os.path.dirname(self.CONFIG))
+
+    def apply(self, text, lines):
+        """FRR as text says: "" stops and disables it; else the file, checked by FRR's
+        parser, written (root's and FRR's group's only: it may hold passwords), and the
+        service started - or the running daemons reloaded with what changed."""
+        daemons = self.runner.path(self.DAEMONS_FILE)
+        if not text:
+            if _read(daemons) == self.DAEMONS_TEXT:     # Tusk's routing ran it
+                self._systemctl("disable", "--now")
+                write_atomically(daemons, self.DAEMONS_OFF, mode=0o640)
+                lines.append("stopped FRR")
+            return
+        active = self._active()
+        self.prepare()
+        check(text, self.run, self.directory)
+        write_atomically(daemons, self.DAEMONS_TEXT, mode=0o640)
+        path = self.runner.path(self.CONFIG)
+        write_atomically(path, with_blackholes(text, self.run) if active else text,
+                         mode=0o640)
+        if not active:
+            self._systemctl("enable", "--now")
+            lines.append("started FRR (frr.service) with the routing configuration")
+            return
+        result = self.run("frr-reload", "--reload", "--log-level", "error", "--stdout",
+                          self.CONFIG)
+        if result.returncode != 0:
+            _fail(f"frr-reload.py failed: {_output(result)}")
+        lines.append("FRR reloaded")

@@ -69,7 +69,7 @@ from tusklib.files import write_atomically
 from tusklib.formats import systemd
 from tusklib.target import Target
 
-from . import bpdu, facts, model
+from . import bpdu, facts, frr, model
 from .errors import Code, NetworkError
 from .model import LACP, MANAGEMENT, UNUSED
 from .normalise import DEFAULT_PATH
@@ -296,6 +296,7 @@ class NetworkdBackend:
         root only the programs TUSK_COMMANDS names run), or a root directory ("" = /)."""
         self.runner = runner if isinstance(runner, Runner) else Runner(runner or "")
         self._target = None
+        self.frr = frr.SystemFrr(self.runner)
 
     def describe(self):
         return "systemd-networkd"
@@ -328,9 +329,10 @@ class NetworkdBackend:
         naming the link (its configuration path) or the file when a step fails: the
         applier then applies the previous configuration the same way."""
         lines = []
-        if config.routing.enabled:
-            raise NetworkError(Code.APPLY, "routing", "dynamic routing is not in this "
-                               "image yet: its FRR is not installed (the lab runs it)")
+        routing = frr.render(config)
+        if routing:     # FRR's parser first: nothing changes when it refuses the file
+            self.frr.prepare()
+            frr.check(routing, self.frr.run, self.frr.directory)
         links = render_links(config)
         previous = self._previous()
         wanted, made = netdev_identities(links), netdev_identities(previous)
@@ -361,6 +363,7 @@ class NetworkdBackend:
         self._hostname(config.system.hostname, lines)
         self._timezone(config.system.timezone, lines)
         self._bpdu(config, lines)
+        self.frr.apply(routing, lines)
         return lines or ["nothing to change: the machine is as configured"]
 
     def _previous(self):
