@@ -124,3 +124,14 @@ def test_a_secret_is_one_word_of_a_fixed_set_and_never_shown():
         with pytest.raises(Refused) as refused:
             Secret(bad)
         assert bad not in str(refused.value) or not bad
+
+
+def test_a_box_without_frr_reports_it_not_running_and_announces_nothing():
+    """The agent's network.routing and flows.blackholes tasks ask FRR every few seconds,
+    also on a box (or an image) without it: that is FRR not running, not a failing task."""
+    from network.core import frr
+    from tusklib.commands import Runner
+    missing = frr.SystemFrr(Runner("", {"vtysh": ["/nonexistent/vtysh"]}))
+    assert frr.status(missing.run) == {"running": False, "sessions": [], "bfd": [],
+                                       "ospf": []}
+    assert frr.blackhole_routes(missing.run) == set()

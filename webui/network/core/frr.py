@@ -250,10 +250,8 @@ def blackhole_line(prefix, remove=False):
 def blackhole_routes(run):
     """The black-hole routes FRR holds now ({IPNetwork} of hosts), from its running
     configuration; a line that is not exactly one of box/blackhole.py's is ignored."""
-    result = run("vtysh", "-c", "show running-config")
-    if result.returncode != 0:
-        return set()
-    return blackhole_routes_in(result.stdout)
+    result = _asked(run, "-c", "show running-config")
+    return blackhole_routes_in(result.stdout) if result is not None else set()
 
 
 def blackhole_routes_in(config_text):
@@ -401,10 +399,20 @@ class LabFrr:
 
 # -- what FRR reports -----------------------------------------------------------------------
 
+def _asked(run, *args):
+    """run("vtysh", *args), or None when vtysh cannot be run at all (no FRR installed,
+    a --root tree whose table does not name it): FRR is then simply not running."""
+    try:
+        result = run("vtysh", *args)
+    except (NetworkError, OSError):
+        return None
+    return result if result.returncode == 0 else None
+
+
 def _json(run, command):
     import json
-    result = run("vtysh", "-c", command)
-    if result.returncode != 0:
+    result = _asked(run, "-c", command)
+    if result is None:
         return None
     try:
         return json.loads(result.stdout)
