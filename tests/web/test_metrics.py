@@ -424,6 +424,17 @@ def test_routing_sessions_are_exposed_and_a_forged_row_exposes_nothing(admin_cli
     assert found[("tusk_bfd_peer_up", frozenset({("peer", "10.20.0.2")}))] == 1
     assert found[("tusk_ospf_neighbour_full", frozenset(
         {("neighbour", "10.20.0.2"), ("interface", "veth-s"), ("version", "3")}))] == 1
+    PeriodicState.objects.update_or_create(name=network_drafts.FACTS, defaults={"result": {
+        "ports": {}, "addresses": {}, "at": NOW, "routes": [
+            {"destination": "10.30.0.0/24", "gateway": "10.20.0.2", "interface": "veth-s",
+             "metric": 20, "protocol": "bgp", "family": 4},
+            {"destination": "10.31.0.0/24", "gateway": "10.20.0.2", "interface": "veth-s",
+             "metric": 20, "protocol": "bgp", "family": 4},
+            {"destination": "fd00:50::/64", "gateway": "fe80::1", "interface": "veth-s",
+             "metric": 20, "protocol": "ospf", "family": 6}]}})
+    found = samples(scrape(token))
+    assert found[("tusk_routes", frozenset({("protocol", "bgp"), ("family", "4")}))] == 2
+    assert found[("tusk_routes", frozenset({("protocol", "ospf"), ("family", "6")}))] == 1
     PeriodicState.objects.filter(name=network_drafts.ROUTING).update(result={
         "running": True, "at": NOW, "sessions": [{"address": 'x"} 1\nevil 1'}], "bfd": [],
         "ospf": []})

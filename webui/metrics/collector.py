@@ -22,8 +22,8 @@ from flows.classes import class_names
 from flows.contracts import FlowSample
 from jobs import registry
 from jobs.models import AgentHeartbeat, Job, PeriodicState
-from network.contracts import RoutingStatus
-from network.draft import ROUTING
+from network.contracts import Facts, RoutingStatus
+from network.draft import FACTS, ROUTING
 from policy.models import READING_PK, CounterReading, TargetState
 from tusklib.rowvalues import number
 
@@ -166,6 +166,9 @@ _FAMILIES = [
     Family("tusk_ospf_neighbour_full", GAUGE, "1 if the OSPF adjacency is Full",
            ("neighbour", "interface", "version")),
     Family("tusk_routing_read_timestamp_seconds", GAUGE, "When the agent last read FRR"),
+    Family("tusk_routes", GAUGE, "Routes in the kernel's main table by who put them there "
+           "(bgp, ospf, static, kernel, ...) and family, as the agent's network.facts "
+           "task last read them", ("protocol", "family")),
 ]
 FAMILIES = {family.name: family for family in _FAMILIES}
 
@@ -256,6 +259,18 @@ def _elephants(out):
         out.add("tusk_class_elephant_bytes", counted[1], [name])
 
 
+def _routes(out):
+    facts = PeriodicState.read(FACTS, Facts)
+    if facts is None:
+        return
+    counted = {}
+    for route in facts.routes:
+        key = (route.protocol or "unknown", str(route.family))
+        counted[key] = counted.get(key, 0) + 1
+    for (protocol, family), count in sorted(counted.items()):
+        out.add("tusk_routes", count, [protocol, family])
+
+
 def _routing(out):
     """What the agent's network.routing task last read of FRR (network.contracts)."""
     found = PeriodicState.read(ROUTING, RoutingStatus)
@@ -322,6 +337,7 @@ class TuskCollector:
         _ruleset(out)
         _elephants(out)
         _routing(out)
+        _routes(out)
         _agent(out, now)
         _jobs(out, now)
         _captures(out)
