@@ -215,17 +215,22 @@ def _blackhole_frr(config, request):
     return runner.run
 
 
-@periodic(BLACKHOLES, lambda config: config.sample_interval, contract=contracts.NOTHING)
+@periodic(BLACKHOLES, lambda config: max(5.0, config.sample_interval * 5),
+          contract=contracts.NOTHING)
 def expire_blackholes(agent):
-    """Each announced black-hole route whose block is gone (its time ran out) withdrawn."""
+    """Each announced black-hole route whose block is gone (its time ran out) withdrawn.
+    Asks nothing of FRR or nftables on a box whose confirmed network has no black-hole
+    neighbour (every box without routing: this runs on each of them)."""
+    config = _confirmed_network(agent.config)
+    if not blackhole.takers(config):
+        return None
     applier = NetworkApplier(agent.config.network_state_dir, netns=agent.config.netns or None)
     runner = getattr(applier.backend, "frr", None)
-    if runner is None:
+    if runner is None or not blackhole.announced(runner.run):
         return None
     listing = Target(agent.config.netns or None).run(["nft", "-j", "list", "table",
                                                       hook.FAMILY, hook.HOOK_TABLE])
-    blackhole.expire(runner.run, listing.stdout if listing.ok else "",
-                     _confirmed_network(agent.config))
+    blackhole.expire(runner.run, listing.stdout if listing.ok else "", config)
     return None
 
 

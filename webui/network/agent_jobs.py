@@ -61,11 +61,19 @@ def facts_task(agent):
 @periodic(ROUTING, lambda config: max(5.0, config.sample_interval * 5),
           contract=RoutingStatus)
 def routing_task(agent):
-    """What FRR reports (nothing running: running False)."""
-    backend = applier_for(agent.config).backend
-    runner = getattr(backend, "frr", None)
-    found = frr.status(runner.run) if runner is not None else \
-        {"running": False, "sessions": [], "bfd": [], "ospf": []}
+    """What FRR reports; on a box whose configuration (confirmed or pending) has no
+    routing, running False without asking FRR (this runs on every box, every few
+    seconds)."""
+    applier = applier_for(agent.config)
+    idle = {"running": False, "sessions": [], "bfd": [], "ospf": [], "at": time.time()}
+    try:
+        configs = [applier.confirmed(), applier.pending_config()]
+    except NetworkError:
+        configs = []
+    if not any(c is not None and c.routing.enabled for c in configs):
+        return idle
+    runner = getattr(applier.backend, "frr", None)
+    found = frr.status(runner.run) if runner is not None else idle
     return {**found, "at": time.time()}
 
 
