@@ -195,6 +195,15 @@ def ready(daemons):
         {p["status"] for p in vtysh(daemons, "show bfd peers json")} == {"up"}
 
 
+def silence(lab, ns, interface):
+    """Everything to and from ns over interface dropped, the link itself staying up: a
+    peer gone silent (table inet silence; delete it to speak again)."""
+    lab.ns(ns, "nft", "-f", "-", input=(
+        "table inet silence { chain inbound { type filter hook input priority 0; "
+        f"iifname {interface} drop; }}; chain outbound {{ type filter hook output priority "
+        f"0; oifname {interface} drop; }}; }}"))
+
+
 def kernel_routes(lab, ns, family="-4"):
     """{destination: protocol} of table main."""
     routes = json.loads(lab.ns(ns, "ip", "-j", family, "route", "show").stdout)
@@ -284,10 +293,7 @@ def test_bfd_takes_a_silent_peer_down_within_a_second(routed):
     BFD (100 ms x 3) tears the BGP session down; BGP's own hold timer (180 s) would not."""
     lab, backend, _, _ = routed
     wait_for("sessions up", lambda: ready(backend.frr))
-    lab.ns(lab.router, "nft", "-f", "-", input=(
-        "table inet silence { chain inbound { type filter hook input priority 0; "
-        "iifname eth0 drop; }; chain outbound { type filter hook output priority 0; "
-        "oifname eth0 drop; }; }"))
+    silence(lab, lab.router, "eth0")
     began = time.monotonic()
     try:
         wait_for("the IPv4 session down", lambda: established(
@@ -528,10 +534,7 @@ def test_the_standby_box_does_not_attract_traffic_until_the_primary_is_gone(tmp_
         wait_for("both sessions and BFD up", lambda: all(ready_one(b.frr)
                                                          for b in boxes.values()))
         assert best_next_hop(router) == "10.20.0.3"
-        lab.ns(names["fw3"], "nft", "-f", "-", input=(
-            "table inet silence { chain inbound { type filter hook input priority 0; "
-            "iifname veth-s drop; }; chain outbound { type filter hook output priority 0; "
-            "oifname veth-s drop; }; }"))
+        silence(lab, names["fw3"], "veth-s")
         began = time.monotonic()
         wait_for("the secondary carries the traffic",
                  lambda: best_next_hop(router) == "10.20.0.1", seconds=5, step=0.02)
