@@ -38,9 +38,14 @@ written by the one quoting point of the format (tusklib/formats/frr.py). What it
          cannot take back a profile's value that the new file leaves out. A peer is
          down after interval x multiplier.
 """
+import grp
 import ipaddress
+import json
 import os
+import pwd
 import re
+import signal
+import subprocess
 import time
 
 from tusklib.commands import CommandError
@@ -304,7 +309,6 @@ class LabFrr:
         self.sockets = os.path.join(self.directory, "vty")
 
     def run(self, name, *args):
-        import subprocess
         argv = {"vtysh": ["vtysh", "--vty_socket", self.sockets],
                 "frr-reload": [RELOAD, "--vty_socket", self.sockets, "--rundir",
                                self.directory, "--confdir", self.directory, "--bindir",
@@ -330,9 +334,6 @@ class LabFrr:
         return all(self.pid(daemon) for daemon in DAEMONS)
 
     def start(self, lines):
-        import grp
-        import pwd
-        import subprocess
         self.prepare()
         os.makedirs(self.sockets, mode=0o750, exist_ok=True)
         os.chown(self.sockets, pwd.getpwnam("frr").pw_uid, grp.getgrnam("frr").gr_gid)
@@ -358,7 +359,6 @@ class LabFrr:
         lines.append(f"started FRR ({' '.join(DAEMONS)}) in {self.netns}")
 
     def stop(self, lines):
-        import signal
         pids = [p for p in (self.pid(d) for d in DAEMONS) if p]
         for pid in pids:
             try:
@@ -380,12 +380,12 @@ class LabFrr:
 
     def apply(self, text, lines):
         """FRR as text says: stopped when it is "", else started if need be and reloaded
-        with text (frr-reload.py: the changes only)."""
+        with text (frr-reload.py: the changes only). The backend ran check() on text
+        before it changed anything."""
         if not text:
             self.stop(lines)
             return
         self.prepare()
-        check(text, self.run, self.directory)
         if not self.running():
             self.stop([])
             self.start(lines)
@@ -410,7 +410,6 @@ def _asked(run, *args):
 
 
 def _json(run, command):
-    import json
     result = _asked(run, "-c", command)
     if result is None:
         return None
@@ -533,9 +532,10 @@ class SystemFrr:
         return self.runner.path(os.path.dirname(self.CONFIG))
 
     def apply(self, text, lines):
-        """FRR as text says: "" stops and disables it; else the file, checked by FRR's
-        parser, written (root's and FRR's group's only: it may hold passwords), and the
-        service started - or the running daemons reloaded with what changed."""
+        """FRR as text says: "" stops and disables it; else the file (checked by the
+        backend with check() before anything changed) written - root's and FRR's
+        group's only: it may hold passwords - and the service started, or the running
+        daemons reloaded with what changed."""
         daemons = self.runner.path(self.DAEMONS_FILE)
         if not text:
             if _read(daemons) == self.DAEMONS_TEXT:     # Tusk's routing ran it
@@ -545,7 +545,6 @@ class SystemFrr:
             return
         active = self._active()
         self.prepare()
-        check(text, self.run, self.directory)
         write_atomically(daemons, self.DAEMONS_TEXT, mode=0o640)
         path = self.runner.path(self.CONFIG)
         write_atomically(path, with_blackholes(text, self.run) if active else text,
