@@ -29,10 +29,6 @@ class BlackholeError(Exception):
     """FRR refused a change; says which."""
 
 
-def is_host(prefix):
-    return prefix.network.prefixlen == prefix.network.max_prefixlen
-
-
 announced = frr.blackhole_routes
 
 
@@ -44,7 +40,7 @@ def _configure(run, command):
 
 
 def announce(run, prefix):
-    if not is_host(prefix):
+    if not prefix.is_host:
         raise BlackholeError(f"{prefix}: only a /32 or a /128 is announced")
     _configure(run, frr.blackhole_line(prefix))
 

@@ -224,6 +224,11 @@ class IPNetwork(Value):
     def version(self):
         return self.network.version
 
+    @property
+    def is_host(self):
+        """One address: a /32 or a /128."""
+        return self.network.prefixlen == self.network.max_prefixlen
+
 
 class HostName(Value):
     """A DNS name by RFC 1123: dot-separated labels of 1-63 letters, digits and hyphens,

@@ -172,8 +172,7 @@ def request_of(args):
     elif announce and action != "block":
         problems.append(Problem(Code.VALUE, "announce", "only a block is announced (as a "
                                                         "black-hole route)"))
-    elif announce and (prefix is None or
-                       prefix.network.prefixlen != prefix.network.max_prefixlen):
+    elif announce and (prefix is None or not prefix.is_host):
         problems.append(Problem(Code.VALUE, "announce", "only one host's block is announced: "
                                                         "a /32 or a /128 prefix (RFC 7999)"))
     if problems:

@@ -270,8 +270,7 @@ def blackhole_routes_in(config_text):
             prefix = IPNetwork(match.group(2))
         except ValueError:
             continue
-        if prefix.network.prefixlen == prefix.network.max_prefixlen and \
-                (prefix.version == 4) == (match.group(1) == "ip"):
+        if prefix.is_host and (prefix.version == 4) == (match.group(1) == "ip"):
             found.add(prefix)
     return found
 

@@ -216,7 +216,7 @@ def _bgp_problems(bgp, routed, fail):  # noqa: C901 - one check per field, each 
     _prefixes(bgp.blackholes, "routing.bgp.blackholes", fail, model.ANNOUNCED_MAX)
     for number, text in enumerate(bgp.blackholes):
         prefix = IPNetwork.problem(text) is None and IPNetwork(text)
-        if prefix and prefix.network.prefixlen != prefix.network.max_prefixlen:
+        if prefix and not prefix.is_host:
             fail(f"routing.bgp.blackholes[{number}]", f"{prefix}: a black-hole route is one "
                  "host's, a /32 or a /128 (RFC 7999)")
     if bgp.blackholes and not any(n.blackhole for n in bgp.neighbours):
