@@ -9,6 +9,7 @@ import re
 import pytest
 from tuskweb import AGENT_NETNS, errors_of, wait
 
+from accounts.models import AuditEntry
 from jobs.models import Job, PeriodicState
 from network import agent_jobs
 from network import draft as drafts
@@ -289,6 +290,34 @@ def test_review_shows_the_diff_and_what_changes(configured):
                      r'</strong> to 192\.0\.2\.1\.', page)
 
 
+def test_discarding_the_draft_brings_back_the_configuration_in_effect(configured):
+    """After a rollback the draft still holds the change that failed: Discard the draft
+    makes it the confirmed configuration again - only at the version shown, audited."""
+    confirmed = copy.deepcopy(drafts.get().document)
+    NetworkState.objects.create(pk=1, confirmed_text=to_toml(drafts.check(confirmed)))
+    response = add(configured, "vlans", **{**VLAN, "name": "eth2.7", "id": "7",
+                                          "addresses": ""})
+    assert response.status_code == 302, errors_of(response)
+    page = configured.get("/network/apply/").content.decode()
+    assert 'id="discard-draft"' in page and "link added: eth2.7 (vlan)" in page
+
+    before = snapshot()
+    response = configured.post("/network/apply/discard/", {"version": version() - 1},
+                               follow=True)
+    assert "the draft changed since it was shown" in response.content.decode()
+    assert snapshot() == before
+
+    response = configured.post("/network/apply/discard/", {"version": version()},
+                               follow=True)
+    assert "The draft is the configuration in effect again" in response.content.decode()
+    assert to_toml(drafts.check(drafts.get().document)) == to_toml(drafts.check(confirmed))
+    assert drafts.get().version == before[0] + 1
+    assert AuditEntry.objects.filter(action="network draft discarded").exists()
+    page = configured.get("/network/apply/").content.decode()
+    assert "Nothing: the draft is the confirmed configuration." in page
+    assert 'id="discard-draft"' not in page
+
+
 MTU_POLICY = """version: 1
 zones:
   - {name: inside, interfaces: [eth2]}
@@ -323,6 +352,8 @@ def test_a_viewer_sees_the_pages_but_changes_nothing(viewer_client, machine):
     page = viewer_client.get("/network/").content.decode()
     assert "eth1" in page and "Edit" not in page
     response = viewer_client.post("/network/vlans/new/", {"version": 1, **VLAN})
+    assert response.status_code == 403
+    response = viewer_client.post("/network/apply/discard/", {"version": version()})
     assert response.status_code == 403
 
 

@@ -165,6 +165,23 @@ def save_document(document, version, user):
     return draft
 
 
+def discard(version, user):
+    """The draft back to the configuration in effect (starting_document()) if it is still
+    at version: what an operator does after a rollback left the change that failed in
+    the draft. Raises StaleDraft; saves nothing then."""
+    document = starting_document()
+    with transaction.atomic():
+        Draft.objects.get_or_create(pk=1, defaults={"document": document})
+        draft = Draft.objects.select_for_update().get(pk=1)
+        if draft.version != version:
+            raise StaleDraft()
+        draft.document = document
+        draft.version += 1
+        draft.updated_by = user if user is not None and user.is_authenticated else None
+        draft.save(update_fields=["document", "version", "updated_by", "updated_at"])
+    return draft
+
+
 def path_of(section):
     """A section's path in the document, as problems name it: "routing.bgp.neighbours"."""
     return ".".join(NESTED.get(section, (section,)))

@@ -329,6 +329,10 @@ FORMS_BY_SECTION = {"vlans": VlanForm, "bonds": BondForm, "bridges": BridgeForm,
                     "routes": RouteForm, "neighbours": NeighbourForm, "ospf": OspfForm}
 
 
+class DiscardForm(forms.Form):
+    version = forms.IntegerField(widget=forms.HiddenInput)
+
+
 class ApplyForm(forms.Form):
     version = forms.IntegerField(widget=forms.HiddenInput)
     timeout = forms.IntegerField(min_value=CONFIRM_TIMEOUT_MIN, max_value=CONFIRM_TIMEOUT_MAX,

@@ -39,17 +39,29 @@ class Applied:
     token: str | None
 
 
-def replace_draft(actor, document, version):
-    """The whole draft replaced by document if it is still at version. -> the Draft;
-    NetworkError (every problem, against this box) or ServiceError STALE, nothing saved."""
+def _saved(actor, action, save):
+    """save() -> the Draft, audited as action; its StaleDraft as ServiceError STALE."""
     try:
-        draft = drafts.save_document(document, version, actor.user)
+        draft = save()
     except drafts.StaleDraft:
         raise ServiceError(Refusal.STALE, "version", "the draft changed since it was read: "
                                                      f"it is at version {drafts.get().version}"
                            ) from None
-    audit.record_for(actor, "network draft replaced", f"draft version {draft.version}")
+    audit.record_for(actor, action, f"draft version {draft.version}")
     return draft
+
+
+def replace_draft(actor, document, version):
+    """The whole draft replaced by document if it is still at version. -> the Draft;
+    NetworkError (every problem, against this box) or ServiceError STALE, nothing saved."""
+    return _saved(actor, "network draft replaced",
+                  lambda: drafts.save_document(document, version, actor.user))
+
+
+def discard_draft(actor, version):
+    """The draft at version thrown away: it becomes the configuration in effect again.
+    -> the Draft; ServiceError STALE, nothing changed."""
+    return _saved(actor, "network draft discarded", lambda: drafts.discard(version, actor.user))
 
 
 def apply_draft(actor, version, timeout):

@@ -13,6 +13,7 @@ urlpatterns = [
     path("system/", views.system, name="network_system"),
     path("routing/", views.routing, name="network_routing"),
     path("apply/", views.apply, name="network_apply"),
+    path("apply/discard/", views.discard, name="network_discard"),
     path("status/", views.status, name="network_status"),
     path("status/confirm/", views.confirm, name="network_confirm_pending"),
     path("status/cancel/", kit.cancel, {"domain": DOMAIN.name}, name="network_cancel"),

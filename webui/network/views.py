@@ -27,7 +27,7 @@ from . import services
 from .core.applier import DHCP, confirm_over
 from .core.errors import NetworkError
 from .core.normalise import redacted, to_toml
-from .forms import FORMS_BY_SECTION, ApplyForm, PortForm, RoutingForm, SystemForm
+from .forms import FORMS_BY_SECTION, ApplyForm, DiscardForm, PortForm, RoutingForm, SystemForm
 from .models import ConfirmToken, NetworkState
 from .services import sha256
 
@@ -358,12 +358,30 @@ def apply(request):
     old_text = state.confirmed_text if state else ""
     return render(request, "network/apply.html", {
         **status_context(draft), "form": form, "problems": problems,
+        "discard_form": DiscardForm(initial={"version": draft.version}),
         "diff": diff(redacted(old_text), redacted(to_toml(config)), "confirmed network.toml",
                       f"draft version {draft.version}") if config else "",
         "summary": summary(confirmed, config) if config else [],
         "mtu_warnings": mtu_warnings(config) if config else [],
         "over": [a for a in over if a != DHCP], "over_dhcp": DHCP in over},
         status=400 if (form.errors or problems) and request.method == "POST" else 200)
+
+
+@require_POST
+def discard(request):
+    """The draft thrown away, back to the configuration in effect."""
+    form = DiscardForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Nothing discarded: the form was incomplete.")
+        return redirect("network_apply")
+    try:
+        services.discard_draft(Actor.of(request), form.cleaned_data["version"])
+    except ServiceError:
+        messages.error(request, "Nothing discarded: the draft changed since it was shown; "
+                                "review it again.")
+        return redirect("network_apply")
+    messages.success(request, "The draft is the configuration in effect again.")
+    return redirect("network")
 
 
 def _host(address):
