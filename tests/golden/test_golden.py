@@ -21,6 +21,7 @@ import sys
 import pytest
 
 from ha.core import config as ha_config
+from network.core import routing
 from policy.core import choices, render_boot
 from policy.core.normalise import load_policy_file
 from policy.core.render import render
@@ -70,6 +71,10 @@ def render_case(case):
         arguments = json.loads(read(case, "input.json"))
         if "ha" in arguments:      # an HA pair's ha.toml, as a document
             arguments["ha"] = ha_config.from_document(arguments["ha"])
+        if "routing" in arguments:  # network.toml's [routing], as a document
+            problems = []
+            arguments["routing"] = routing.from_document(arguments["routing"], problems)
+            assert not problems, problems
         return BOOT_RENDER[arguments.pop("ruleset")](**arguments)
     return render(load_policy_file(path(case, "policy.yaml")))
 

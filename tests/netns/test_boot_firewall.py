@@ -274,6 +274,41 @@ def test_an_ha_pair_gets_vrrp_and_the_peers_sync_through_the_host_table(
     assert host_rules(lab) == []
 
 
+ROUTED = """version = 2
+[[interfaces]]
+name = "veth-c"
+role = "management"
+dhcp = true
+[[interfaces]]
+name = "veth-s"
+role = "traffic"
+addresses = ["10.10.2.1/24"]
+[routing.bgp]
+asn = 65001
+[[routing.bgp.neighbours]]
+address = "10.10.2.2"
+remote_as = 65010
+"""
+
+
+def test_a_bgp_neighbour_reaches_port_179_and_nobody_else_does(lab, state, tmp_path,
+                                                               listeners):
+    """network.toml's routing at boot: the neighbour (server) reaches BGP's port on fw,
+    the client side does not; without routing, nobody does."""
+    bgp = listen(lab, 179)
+    try:
+        status, _, warning = boot_firewall(lab, state, tmp_path, ROUTED)
+        assert (status, warning) == (0, "")
+        assert reaches(lab, lab.server, FW_S_V4, 179)
+        assert not reaches(lab, lab.client, FW_C_V4, 179)
+        assert open_ports(lab) == {("management", 80), ("management", 443)}
+        boot_firewall(lab, state, tmp_path, ROUTED.split("[routing.bgp]")[0])
+        assert not reaches(lab, lab.server, FW_S_V4, 179)
+    finally:
+        bgp.kill()
+        bgp.wait()
+
+
 def test_an_unusable_ha_toml_leaves_the_box_alone_and_says_so(lab, state, tmp_path, listeners):
     status, _, warning = boot_firewall(lab, state, tmp_path, VALID,
                                        HA.replace("vrid = 7", "vrid = 700"))

@@ -124,6 +124,42 @@ def test_an_ha_pairs_rules_follow_the_move_too(box):
     assert 'iifname "eth2" ip saddr 10.77.0.2 udp dport 3780 accept' in listed, listed
 
 
+ROUTING = A + """
+[routing.bgp]
+asn = 65001
+[[routing.bgp.neighbours]]
+address = "198.51.100.2"
+remote_as = 65010
+[[routing.bgp.neighbours]]
+address = "198.51.100.3"
+remote_as = 65020
+bfd = false
+[[routing.ospf]]
+interface = "eth1"
+"""
+
+
+def test_routing_is_admitted_from_its_neighbours_and_taken_back_with_it(box):
+    """A change with BGP and OSPF loads the table with BGP from the two neighbours, BFD
+    from the one that has it (TTL 255 only), OSPF and its BFD on eth1; the dashboard stays
+    on eth0. Cancelled, the table admits none of it again."""
+    box.write("/tmp/routing.toml", ROUTING)
+    result = box.tusk_net("try", box.path("/tmp/routing.toml"), "--timeout", str(TIMEOUT))
+    assert result.returncode == 0, result.stderr
+    listed = nft("list", "table", "inet", "tusk_host").stdout
+    assert admitted() == "eth0"
+    assert "ip saddr { 198.51.100.2, 198.51.100.3 } tcp dport 179 accept" in listed, listed
+    assert "ip saddr 198.51.100.2 ip ttl 255 udp dport { 3784, 3785 } accept" in listed, \
+        listed
+    assert re.search(r'iifname "eth1" meta l4proto (89|ospf|ospfigp) accept', listed), listed
+    assert 'iifname "eth1" ip ttl 255 udp dport { 3784, 3785 } accept' in listed, listed
+    result = box.tusk_net("cancel")
+    assert result.returncode == 0, result.stderr
+    listed = nft("list", "table", "inet", "tusk_host").stdout
+    assert admitted() == "eth0"
+    assert not re.search(r"dport 179|3784|l4proto (89|ospf)", listed), listed
+
+
 def test_a_cancelled_move_puts_the_table_back_on_the_old_port(box):
     try_b(box)
     assert admitted() == "eth1"

@@ -17,6 +17,7 @@ text, and nothing else."""
 import ipaddress
 import json
 import os
+import re
 import subprocess
 import tempfile
 import tomllib
@@ -745,9 +746,10 @@ def intended_frr(document):  # noqa: C901 - the file's every command, one case e
                    "routing": {"bgp": {"asn": 65001, "neighbours": [
                        {"address": "10.1.0.2", "remote_as": 65002,
                         "password": "x\n neighbor 10.1.0.2 shutdown"}]}}})
-def test_frr_conf_holds_exactly_the_routing_the_check_accepted(document):
+def test_frr_conf_holds_exactly_the_routing_the_check_accepted(document, scratch_netns):
     """FRR's own parser (`vtysh -C`) takes the file, and it holds exactly the intended
-    commands; the daemons' own readback is tests/netns/test_routing.py's."""
+    commands; the daemons' own readback is tests/netns/test_routing.py's. The host table
+    for it passes nft -c and admits exactly the neighbours and links."""
     try:
         config = network_normalise.from_document(document)
     except NetworkError:
@@ -764,6 +766,35 @@ def test_frr_conf_holds_exactly_the_routing_the_check_accepted(document):
     for neighbour in document["routing"]["bgp"]["neighbours"]:
         neighbour["description"] = ""      # Tusk's note only: the file is the same without
     assert frr.render(network_normalise.from_document(document)) == text
+    host_table = render_boot.host("eth1", None, config.routing)
+    checked = subprocess.run(["ip", "netns", "exec", scratch_netns, "nft", "-c", "-f", "-"],
+                             input=host_table, capture_output=True, text=True)
+    assert checked.returncode == 0, (checked.stderr, host_table)
+    assert [line.strip() for line in host_table.splitlines()
+            if re.search(r'"tusk: (BGP|BFD|OSPF)', line)] == intended_host_routing(document)
+
+
+def intended_host_routing(document):
+    """The host table's routing rules for what the document means, from it alone."""
+    routing, lines = document["routing"], []
+    neighbours = routing["bgp"]["neighbours"]
+    for family, ttl, six in (("ip", "ip ttl", False), ("ip6", "ip6 hoplimit", True)):
+        mine = [n for n in neighbours if (":" in n["address"]) == six]
+        if mine:
+            lines.append(f"{family} saddr {{ {', '.join(n['address'] for n in mine)} }} "
+                         'tcp dport 179 accept comment "tusk: BGP from the neighbours"')
+        if any(n["bfd"] for n in mine):
+            lines.append(f"{family} saddr {{ {', '.join(n['address'] for n in mine if n['bfd'])}"
+                         f" }} {ttl} 255 udp dport {{ 3784, 3785 }} accept comment "
+                         '"tusk: BFD from the BGP neighbours"')
+    active = [link for link in routing["ospf"] if not link["passive"]]
+    if active:
+        lines.append('iifname { "eth2" } meta l4proto 89 accept comment "tusk: OSPF on its '
+                     'links"')
+    if any(link["bfd"] for link in active):
+        lines += [f'iifname {{ "eth2" }} {ttl} 255 udp dport {{ 3784, 3785 }} accept comment '
+                  '"tusk: BFD of the OSPF neighbours"' for ttl in ("ip ttl", "ip6 hoplimit")]
+    return lines
 
 
 # -- TOML that Tusk writes for itself (network.toml, ha.toml) ---------------------------------

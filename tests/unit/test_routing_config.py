@@ -135,27 +135,3 @@ def test_a_box_without_frr_reports_it_not_running_and_announces_nothing():
     assert frr.status(missing.run) == {"running": False, "sessions": [], "bfd": [],
                                        "ospf": []}
     assert frr.blackhole_routes(missing.run) == set()
-
-
-def test_the_appliance_refuses_routing_until_its_host_table_admits_it(tmp_path):
-    """On the appliance table inet tusk_host admits no BGP, BFD or OSPF yet: a change with
-    routing is refused before anything is applied, naming routing (the lab runs it)."""
-    from appliancetree import Appliance, Nic
-
-    from box.appliers import NetworkApplier
-    from tusklib.commands import Runner
-    box = Appliance(tmp_path / "root", Nic("eth1"), Nic("eth2"), Nic("eth3"))
-    applier = NetworkApplier(str(tmp_path / "state"), runner=Runner(box.root, box.table))
-    text = LINKS + """
-[routing.bgp]
-asn = 65001
-[[routing.bgp.neighbours]]
-address = "10.1.0.2"
-remote_as = 65010
-"""
-    with pytest.raises(NetworkError) as refused:
-        applier.apply(text, user="t")
-    assert [(p.path, "host table" in p.message) for p in refused.value.problems] == \
-        [("routing", True)]
-    assert applier.store.pending() is None and applier.store.ids() == []
-    assert applier.check(LINKS)

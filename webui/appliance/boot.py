@@ -201,15 +201,16 @@ def load(applier, table, ruleset):
     return True
 
 
-def load_host_table(applier, mgmt, ha=None):
-    """table inet tusk_host for mgmt (an interface or None) and an HA pair's ha (its
-    HaConfig, or None); refused, for no interface and no pair; refused again, the
-    lockdown table. Returns (whether the kernel refused a table, what the console must
-    say: '' when management answers where network.toml says)."""
+def load_host_table(applier, mgmt, ha=None, routes=None):
+    """table inet tusk_host for mgmt (an interface or None), an HA pair's ha (its
+    HaConfig, or None) and network.toml's routing (routes, or None); refused, for no
+    interface, no pair and no routing; refused again, the lockdown table. Returns
+    (whether the kernel refused a table, what the console must say: '' when management
+    answers where network.toml says)."""
     unset = "" if mgmt else ("the dashboard answers on no interface: network.toml has no "
                              "valid management interface (option 1 assigns one; reboot to "
                              "apply)")
-    if load(applier, HOST, render_boot.host(mgmt, ha)):
+    if load(applier, HOST, render_boot.host(mgmt, ha, routes)):
         return False, unset
     if mgmt:
         log("trying again with the dashboard on no interface (the console only)")
@@ -248,6 +249,16 @@ def load_forward_ruleset(applier):
     return False, True
 
 
+def routing(path=f"{ETC}/network.toml"):
+    """network.toml's [routing] when FRR runs (the host table admits its neighbours), or
+    None - also when network.toml cannot be used (management() logs why)."""
+    try:
+        config = network.load(path).routing
+    except network.NetworkError:
+        return None
+    return config if config.enabled else None
+
+
 def load_firewall(target, network_path, state_dir, warning_path, ha_path=None):
     """The boot step on target (Target(netns) in the tests): forwarding off, the host
     table, the forward ruleset, then forwarding on - only if a forward ruleset is
@@ -261,7 +272,8 @@ def load_firewall(target, network_path, state_dir, warning_path, ha_path=None):
     ha, unusable = ha_config.enabled(ha_path) if ha_path else (None, None)
     if unusable:
         log(f"the HA pair's configuration cannot be used, this box runs alone: {unusable}")
-    host_refused, warning = load_host_table(applier, mgmt and mgmt.name, ha)
+    host_refused, warning = load_host_table(applier, mgmt and mgmt.name, ha,
+                                            routing(network_path))
     if unusable:
         warning = "; ".join(filter(None, [warning, "ha.toml cannot be used: this box runs "
                                           "alone (journalctl -u tusk-firewall)"]))

@@ -21,28 +21,15 @@ NETWORK_PATH = network_normalise.DEFAULT_PATH
 class NetworkApplier(network_applier.NetworkApplier):
     follows = ("hosttable",)   # dependents.followers("network"): a test holds them equal
 
-    def check(self, text, zones=None):
-        """The network core's check; on the appliance (not in a namespace) routing is
-        refused: table inet tusk_host does not admit BGP, BFD and OSPF yet, so no session
-        could come up (a change would only roll back by itself). The lab, which has no
-        host table, runs it."""
-        config = super().check(text, zones)
-        if self.netns is None and config.routing.enabled:
-            raise NetworkError(NetworkCode.VALUE, "routing", "not on the appliance yet: "
-                               "its host table (table inet tusk_host) does not admit BGP, "
-                               "BFD and OSPF from the neighbours, so no session could come "
-                               "up; the make run lab runs routing")
-        return config
-
     def follow(self, config, lines):
-        """The host table admits the dashboard on config's management port, if the
-        loaded one admits another; NetworkError(APPLY) when it is refused (nothing
-        changed)."""
+        """The host table admits the dashboard on config's management port and routing
+        from config's neighbours and OSPF links; NetworkError(APPLY) when it is refused
+        (nothing changed)."""
         if self.runner is None:
             return
         port = config.management.name if config.management else ""
         try:
-            loaded = hosttable.follow(self.runner, management=port)
+            loaded = hosttable.follow(self.runner, management=port, routing=config.routing)
         except hosttable.HostTableError as error:
             raise NetworkError(NetworkCode.APPLY, "", "table inet tusk_host could not follow "
                                f"the management port to {port or '(none)'}: {error}") \

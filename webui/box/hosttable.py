@@ -1,9 +1,10 @@
 """Table inet tusk_host, what may reach the firewall itself, built in one place. It follows
 two domains (dependents.py): the network configuration's management port, where the
-dashboard answers, and the HA pair's VRRP segments and sync link. Boot loads it first
-(appliance/boot.py); afterwards every change of either domain - applied, confirmed back
-by a rollback, a cancel or the watchdog - loads it again here, with the other domain's
-part as it is: the management port the loaded table admits, the pair of ha.toml.
+dashboard answers, and its routing (BGP, BFD and OSPF from the neighbours), and the HA
+pair's VRRP segments and sync link. Boot loads it first (appliance/boot.py); afterwards
+every change of either domain - applied, confirmed back by a rollback, a cancel or the
+watchdog - loads it again here, with the other domain's part as it is: the management
+port the loaded table admits and network.toml's routing, the pair of ha.toml.
 
 It is rendered by policy/core/render_boot.host and loaded as boot loads it: nft -c, then
 one nft -f, under the policy applier's lock. nft runs from the command table
@@ -15,6 +16,8 @@ import re
 import subprocess
 
 from ha.core import config as ha_config
+from network.core import normalise as network_normalise
+from network.core.errors import NetworkError
 from policy.core import render_boot
 from policy.core.applier import Applier
 from policy.core.errors import PolicyError
@@ -58,25 +61,36 @@ class HostTable(Target):
         return found.group(1) if found else ""
 
 
-def follow(runner, management=LOADED, ha=LOADED):
-    """Loads the host table for management (a port name, "" for none) and ha (an HA pair's
-    HaConfig, or None), each LOADED for what is in effect. Returns the port the table
-    admitted before, or None when no host table is loaded (and none is loaded now); a
-    table that already admits management, with the pair as it is, is not loaded again.
-    HostTableError when it is refused."""
+def routing_in_effect(runner):
+    """network.toml's routing, or None when it has none or cannot be read (then the
+    network's own check has said why, and no FRR runs)."""
+    try:
+        routing = network_normalise.load(runner.path(network_normalise.DEFAULT_PATH)).routing
+    except NetworkError:
+        return None
+    return routing if routing.enabled else None
+
+
+def follow(runner, management=LOADED, ha=LOADED, routing=LOADED):
+    """Loads the host table for management (a port name, "" for none), ha (an HA pair's
+    HaConfig, or None) and routing (network.toml's Routing, or None), each LOADED for
+    what is in effect. Returns the port the table admitted before, or None when no host
+    table is loaded (and none is loaded now). HostTableError when it is refused."""
     table = HostTable(runner)
     loaded = table.management()
     if loaded is None:
         return None
     port = loaded if management is LOADED else management
-    if ha is LOADED and port == loaded:
-        return loaded   # nothing would change
     if ha is LOADED:
         ha, _ = ha_config.enabled(runner.path(ha_config.DEFAULT_PATH))
+    if routing is LOADED:
+        routing = routing_in_effect(runner)
+    elif routing is not None and not routing.enabled:
+        routing = None
     applier = Applier(runner.path(POLICY_STATE_DIR))
     applier.target = table   # its nft, as boot's is the system's
     try:
-        applier.check_and_load(render_boot.host(port or None, ha))
+        applier.check_and_load(render_boot.host(port or None, ha, routing))
     except PolicyError as error:
         raise HostTableError(error.problems[0].message) from None
     return loaded

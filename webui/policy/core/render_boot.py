@@ -4,11 +4,13 @@ module emits the management interface's rule lines. Golden cases: tests/golden/b
 
 failsafe()        table inet tusk, forward: drop - what runs while no confirmed policy
                   is loaded (at boot, and after the first apply on a new box rolls back)
-host(management, ha)
+host(management, ha, routing)
                   table inet tusk_host - what may reach the firewall itself: the
                   management ports on the management interface only; with none (None),
                   on none; with ha (an HA pair's ha.core.config.HaConfig), VRRP on its
-                  segments and conntrackd's sync from the peer on the sync link
+                  segments and conntrackd's sync from the peer on the sync link; with
+                  routing (network.core.model.Routing), BGP and BFD from the BGP
+                  neighbours' addresses, OSPF and its BFD on the OSPF links
 lockdown()        table inet tusk_lockdown - all input but loopback dropped: what
                   stands in when the kernel refuses the host table
 """
@@ -18,7 +20,15 @@ from tusklib.formats import nft
 # The management interface answers on HTTPS, and HTTP, which redirects. No SSH: no SSH
 # server ships (the console and the dashboard are the ways in, and one daemon fewer is
 # one fewer to keep safe), so port 22 stays closed.
-from tusklib.names import HA_PEER_PORT, HA_SYNC_PORT, MGMT_TCP_PORTS, VRRP
+from tusklib.names import (
+    BFD_PORTS,
+    BGP_PORT,
+    HA_PEER_PORT,
+    HA_SYNC_PORT,
+    MGMT_TCP_PORTS,
+    OSPF,
+    VRRP,
+)
 
 from .render import skeleton
 
@@ -31,10 +41,11 @@ def failsafe():
     return _FAILSAFE
 
 
-def host(management, ha=None):
+def host(management, ha=None, routing=None):
     """management: the management interface (checked by tusk-net's rules), or None. ha:
-    an enabled pair's checked configuration, or None. Names and addresses go through
-    nft's one quoting point (tusklib/formats/nft.py) as typed values."""
+    an enabled pair's checked configuration, or None. routing: network.toml's checked
+    [routing], or None. Names and addresses go through nft's one quoting point
+    (tusklib/formats/nft.py) as typed values."""
     lines = []
     if management:
         where = f"iifname {nft.interface(values.InterfaceName(management))}"
@@ -55,7 +66,47 @@ def host(management, ha=None):
                   f'iifname {sync} {family} saddr {peer} tcp dport '
                   f'{HA_PEER_PORT} accept comment '
                   '"tusk: HA: status and configuration from the peer"']
+    if routing is not None:
+        lines += _routing(routing)
     return _HOST.replace("@management@\n", "".join(f"\t\t{line}\n" for line in lines))
+
+
+def _set(items):
+    return f"{{ {', '.join(items)} }}"
+
+
+def _routing(routing):
+    """BGP (TCP to port 179) from each neighbour's address; single-hop BFD from those
+    with BFD, and on the OSPF links with BFD, only with TTL 255 (RFC 5881's check, which
+    keeps off any sender more than one hop away); OSPF on the links that form
+    adjacencies (a passive link sends and hears none)."""
+    lines = []
+    bfd_ports = _set(str(port) for port in BFD_PORTS)
+    neighbours = [(values.IPAddress(n.address), n.bfd) for n in routing.bgp.neighbours] \
+        if routing.bgp.asn else []
+    for family, ttl, version in (("ip", "ip ttl", 4), ("ip6", "ip6 hoplimit", 6)):
+        peers = [(nft.address(ip), bfd) for ip, bfd in neighbours if ip.version == version]
+        if peers:
+            lines.append(f"{family} saddr {_set(p for p, _ in peers)} tcp dport {BGP_PORT} "
+                         'accept comment "tusk: BGP from the neighbours"')
+        watched = [p for p, bfd in peers if bfd]
+        if watched:
+            lines.append(f"{family} saddr {_set(watched)} {ttl} 255 udp dport {bfd_ports} "
+                         'accept comment "tusk: BFD from the BGP neighbours"')
+    links = [values.InterfaceName(link.interface) for link in routing.ospf
+             if not link.passive]
+    if links:
+        lines.append(f"iifname {_set(nft.interface(i) for i in links)} meta l4proto {OSPF} "
+                     'accept comment "tusk: OSPF on its links"')
+    watched = [values.InterfaceName(link.interface) for link in routing.ospf
+               if not link.passive and link.bfd]
+    if watched:
+        where = f"iifname {_set(nft.interface(i) for i in watched)}"
+        lines += [f"{where} ip ttl 255 udp dport {bfd_ports} accept "
+                  'comment "tusk: BFD of the OSPF neighbours"',
+                  f"{where} ip6 hoplimit 255 udp dport {bfd_ports} accept "
+                  'comment "tusk: BFD of the OSPF neighbours"']
+    return lines
 
 
 def lockdown():
