@@ -320,11 +320,11 @@ class Flow:
     than `timeout` seconds (a failover takes VRRP's detection and TCP's next
     retransmission)."""
 
-    def __init__(self, pair, port, chunk_bytes=512, pause=0.02, timeout=5):
+    def __init__(self, pair, port, chunk_bytes=512, pause=0.02, timeout=5, server=SERVER):
         with netns(pair.names["server"]):
-            self.listener = socket.create_server((SERVER, port))
+            self.listener = socket.create_server((server, port))
         with netns(pair.names["client"]):
-            self.sock = socket.create_connection((SERVER, port), timeout=timeout)
+            self.sock = socket.create_connection((server, port), timeout=timeout)
         self.conn, _ = self.listener.accept()
         self.client_port = self.sock.getsockname()[1]
         self.repeat = max(1, chunk_bytes // 8)

@@ -35,6 +35,8 @@ from network.core import bpdu, frr, networkd
 from network.core import normalise as network_normalise
 from network.core.errors import NetworkError
 from policy.core import render_boot
+from tusklib import values
+from tusklib.formats import FormatRefused
 from tusklib.tomlwrite import toml_value
 
 NASTY_PIECES = ["\n", "\r", "\r\n", '"', "'", "\\", "%", "#", ";", "{", "}", "\x00",
@@ -506,6 +508,57 @@ def test_keepalived_and_conntrackd_files_hold_exactly_the_pair_the_check_accepte
                              input=host_table, capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr
     assert host_table.count(f"saddr {peer} ") == 2
+
+
+@st.composite
+def cluster_syncs(draw):
+    """(sync interface, sync address, the box's other addresses), one of them poisoned
+    at most."""
+    bad = draw(st.sets(st.sampled_from(["interface", "address", "local"]), max_size=1))
+
+    def value(field, valid):
+        return draw(poisoned(valid) if field in bad else valid)
+    return (value("interface", st.one_of(st.sampled_from(["sync0", "ens6", "bond1.7"]),
+                                         IFNAMES)),
+            value("address", st.one_of(st.sampled_from(["192.168.255.1/24", "10.9.9.3/29"]),
+                                       CIDR4, CIDR6)),
+            draw(st.lists(poisoned(st.one_of(CIDR4, CIDR6)) if "local" in bad
+                          else st.one_of(CIDR4, CIDR6), max_size=3)))
+
+
+@EXAMPLES
+@given(sync=cluster_syncs())
+def test_a_cluster_boxs_conntrackd_conf_holds_exactly_what_it_was_given(sync):
+    """A cluster's conntrackd.conf (docs/SCALE.md): refused, or conntrackd's own parser
+    takes it and it holds exactly NOTRACK over the multicast group on the sync link, the
+    box's addresses ignored."""
+    interface, address, local = sync
+    try:
+        text = ha_render.conntrackd_cluster_conf(interface, address, "/run/tusk/ha", local)
+    except (ha_render.RenderRefused, FormatRefused):
+        event("refused")
+        return
+    event("rendered")
+    sync = ipaddress.ip_interface(address)
+    assert sync.version == 4 and values.InterfaceName(interface).text == interface
+    tree = blocks(text, "#")
+    assert find(tree, ("Sync",), ("Mode", "NOTRACK")) == [
+        (("DisableExternalCache", "on"), None), (("StartupResync", "on"), None)]
+    assert find(tree, ("Sync",), ("Multicast",)) == [
+        (("IPv4_address", ha_render.CLUSTER_GROUP), None), (("Group", "3780"), None),
+        (("IPv4_interface", str(sync.ip)), None), (("Interface", interface), None),
+        (("SndSocketBuffer", "1249280"), None), (("RcvSocketBuffer", "1249280"), None),
+        (("Checksum", "on"), None)]
+    ignored = {str(sync.ip), "127.0.0.1", "::1"} | {
+        str(ipaddress.ip_interface(a).ip) for a in local}
+    found = find(tree, ("General",), ("Filter", "From", "Kernelspace"), ("Address", "Ignore"))
+    assert sorted(heads for heads, _ in found) == sorted(
+        (f"IPv{ipaddress.ip_address(a).version}_address", a) for a in ignored)
+    conf = os.path.join(tempfile.mkdtemp(dir=SCRATCH), "conntrackd.conf")
+    with open(conf, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    result = subprocess.run(["conntrackd", "-C", conf, "-s"], capture_output=True, text=True)
+    assert "parsing config file" not in result.stdout + result.stderr, result.stderr
 
 
 def _check_with_the_daemons(keepalived_text, conntrackd_text, document, netns):

@@ -23,6 +23,9 @@ NOTIFY = "/usr/lib/tusk/ha-notify"     # rootfs-overlay: conntrackd's part of a 
 STATE_DIR = "/run/tusk/ha"             # the notify's record of the role; conntrackd's socket
 SYNC_PORT = HA_SYNC_PORT   # the host table admits it from the peer
 SYNC_GROUP = "tusk"
+# a cluster's conntrackd multicast group (administratively scoped, RFC 2365); its UDP
+# port is SYNC_PORT
+CLUSTER_GROUP = "239.255.37.80"
 PROTOCOLS = ("TCP", "UDP", "SCTP", "ICMP", "IPv6-ICMP")
 FILES = ("keepalived.conf", "conntrackd.conf")
 
@@ -104,44 +107,23 @@ def keepalived_conf(config: HaConfig, state_dir=STATE_DIR, notify=NOTIFY, router
     return "\n".join(lines) + "\n"
 
 
-def conntrackd_conf(config: HaConfig, state_dir=STATE_DIR, local_addresses=()):
-    """local_addresses: the box's other own addresses (management, traffic ports), also
-    ignored; the sync and virtual addresses are always. Every value goes through
-    conntrackd's one quoting point (tusklib/formats/conntrackd.py), which runs its
-    lexer's rules on it."""
-    sync = _typed(values.IPInterface, config.sync_address)
-    peer = _typed(values.IPAddress, config.peer_address)
-    family = sync.version
-    ignored = {values.IPAddress("127.0.0.1"), values.IPAddress("::1"),
-               values.IPAddress(sync.ip)}
-    ignored.update(values.IPAddress(_typed(values.IPInterface, a).ip)
-                   for segment in config.virtual for a in segment.addresses)
-    ignored.update(values.IPAddress(_typed(values.IPInterface, a).ip) for a in local_addresses)
-    ordered = sorted(ignored, key=lambda ip: (ip.version, int(ip.ip)))
+# the end of the Sync section, after its transport's addresses: the transport's buffers
+# and checksum, and no TCP window tracking of the synced entries
+_SYNC_END = ("\t\tSndSocketBuffer 1249280", "\t\tRcvSocketBuffer 1249280", "\t\tChecksum on",
+             "\t}", "\tOptions {", "\t\tTCPWindowTracking no", "\t}", "}", "")
+
+
+def _ignored(*addresses):
+    """conntrackd's Address Ignore list: the loopbacks and addresses, ordered."""
+    ignored = {values.IPAddress("127.0.0.1"), values.IPAddress("::1"), *addresses}
+    return sorted(ignored, key=lambda ip: (ip.version, int(ip.ip)))
+
+
+def _general(state_dir, ignored):
+    """conntrackd.conf's General section: its socket and lock in state_dir, reliable
+    netlink events, the protocols synced, the addresses ignored."""
     state = values.FilePath(state_dir)
-    sync_interface = _typed(values.InterfaceName, config.sync_interface)
-    lines = [HEADER,
-             "Sync {",
-             "\tMode FTFW {",
-             "\t\tDisableExternalCache on",
-             "\t\tStartupResync on",
-             "\t\tResendQueueSize 131072",
-             "\t\tACKWindowSize 300",
-             "\t}",
-             "\tUDP {",
-             f"\t\tIPv{family}_address {conntrackd.address(values.IPAddress(sync.ip))}",
-             f"\t\tIPv{family}_Destination_Address {conntrackd.address(peer)}",
-             f"\t\tPort {conntrackd.number(SYNC_PORT)}",
-             f"\t\tInterface {conntrackd.name(sync_interface)}",
-             "\t\tSndSocketBuffer 1249280",
-             "\t\tRcvSocketBuffer 1249280",
-             "\t\tChecksum on",
-             "\t}",
-             "\tOptions {",
-             "\t\tTCPWindowTracking no",
-             "\t}",
-             "}", "",
-             "General {",
+    lines = ["General {",
              "\tHashSize 32768",
              "\tHashLimit 262144",
              "\tLogFile off",
@@ -157,9 +139,71 @@ def conntrackd_conf(config: HaConfig, state_dir=STATE_DIR, local_addresses=()):
              "\t\tProtocol Accept {"]
     lines += [f"\t\t\t{protocol}" for protocol in PROTOCOLS]
     lines += ["\t\t}", "\t\tAddress Ignore {"]
-    lines += [f"\t\t\tIPv{ip.version}_address {conntrackd.address(ip)}" for ip in ordered]
+    lines += [f"\t\t\tIPv{ip.version}_address {conntrackd.address(ip)}" for ip in ignored]
     lines += ["\t\t}", "\t}", "}"]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def conntrackd_conf(config: HaConfig, state_dir=STATE_DIR, local_addresses=()):
+    """local_addresses: the box's other own addresses (management, traffic ports), also
+    ignored; the sync and virtual addresses are always. Every value goes through
+    conntrackd's one quoting point (tusklib/formats/conntrackd.py), which runs its
+    lexer's rules on it."""
+    sync = _typed(values.IPInterface, config.sync_address)
+    peer = _typed(values.IPAddress, config.peer_address)
+    family = sync.version
+    ignored = _ignored(values.IPAddress(sync.ip), *(
+        values.IPAddress(_typed(values.IPInterface, a).ip)
+        for a in [*(a for segment in config.virtual for a in segment.addresses),
+                  *local_addresses]))
+    sync_interface = _typed(values.InterfaceName, config.sync_interface)
+    lines = [HEADER,
+             "Sync {",
+             "\tMode FTFW {",
+             "\t\tDisableExternalCache on",
+             "\t\tStartupResync on",
+             "\t\tResendQueueSize 131072",
+             "\t\tACKWindowSize 300",
+             "\t}",
+             "\tUDP {",
+             f"\t\tIPv{family}_address {conntrackd.address(values.IPAddress(sync.ip))}",
+             f"\t\tIPv{family}_Destination_Address {conntrackd.address(peer)}",
+             f"\t\tPort {conntrackd.number(SYNC_PORT)}",
+             f"\t\tInterface {conntrackd.name(sync_interface)}",
+             *_SYNC_END]
+    return "\n".join(lines + _general(state_dir, ignored)) + "\n"
+
+
+def conntrackd_cluster_conf(sync_interface, sync_address, state_dir=STATE_DIR,
+                            local_addresses=(), group=CLUSTER_GROUP):
+    """conntrackd for one box of a cluster sharing the load (docs/SCALE.md): every box
+    sends its connections' events once to a multicast group on the sync link (IPv4),
+    and puts every other box's straight into its kernel table. NOTRACK, not FTFW:
+    FTFW's receiver keeps one sequence for all senders and drops a message numbered
+    before the last it took - with two or more senders interleaving, most of them
+    (conntrack-tools' src/sync-ftfw.c); NOTRACK takes each message whatever its number.
+    A lost message is not resent: the connection's next state change, or a box's
+    StartupResync, carries it again."""
+    sync = _typed(values.IPInterface, sync_address)
+    if sync.version != 4:
+        raise RenderRefused(f"{sync_address}: a cluster's sync link is IPv4 (conntrackd's "
+                            "multicast group is)")
+    multicast = _typed(values.IPAddress, group)
+    ignored = _ignored(values.IPAddress(sync.ip), *(
+        values.IPAddress(_typed(values.IPInterface, a).ip) for a in local_addresses))
+    lines = [HEADER,
+             "Sync {",
+             "\tMode NOTRACK {",
+             "\t\tDisableExternalCache on",
+             "\t\tStartupResync on",
+             "\t}",
+             "\tMulticast {",
+             f"\t\tIPv4_address {conntrackd.address(multicast)}",
+             f"\t\tGroup {conntrackd.number(SYNC_PORT)}",
+             f"\t\tIPv4_interface {conntrackd.address(values.IPAddress(sync.ip))}",
+             f"\t\tInterface {conntrackd.name(_typed(values.InterfaceName, sync_interface))}",
+             *_SYNC_END]
+    return "\n".join(lines + _general(state_dir, ignored)) + "\n"
 
 
 def write_files(config, state_dir=STATE_DIR, local_addresses=(), notify=NOTIFY):

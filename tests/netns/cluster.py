@@ -1,0 +1,222 @@
+"""Several firewalls sharing the load (issue 39, item 4; docs/SCALE.md) in network
+namespaces: three boxes between an upstream and a downstream router, each box a Tusk
+network configuration put into effect by the lab's backend (its addresses, static routes
+and FRR: BGP with BFD to both routers, announcing the same prefixes at equal cost), and
+conntrackd with the cluster's configuration (ha/core/render.conntrackd_cluster_conf):
+every box's connections multicast on the sync link into every other box's table.
+
+    client 10.1.0.10 -- up (AS 65100) --+-- fw1 --+-- down (AS 65200) -- server 10.2.0.10
+                                        +-- fw2 --+
+                                        +-- fw3 --+
+                        fw1, fw2, fw3 on the sync link (a bridge): 192.168.255.0/24
+
+The routers are FRR with `maximum-paths 3` and the kernel's symmetric multipath hash
+(fib_multipath_hash_policy=1: the 5-tuple, its ends ordered before hashing), so both
+directions of a connection pick the same box: box i is the i-th next hop on both sides
+(10.8.i.2 upstream, 10.9.i.2 downstream - the same order of addresses). Each box forwards
+only connections in its table (RULESET, nf_conntrack_tcp_loose=0): a connection moved to
+another box goes on only if conntrackd put it there."""
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from hapair import RULESET, kill_tree
+
+from ha.core import render
+from lab.namespaces import Topology, remove
+from network.core import frr, normalise
+from network.core.iproute2 import IprouteBackend
+from tusklib.target import Target
+
+BOXES = 3
+CLIENT, SERVER = "10.1.0.10", "10.2.0.10"
+BFD_MS = 100                      # both sides: a silent box is out after 3 x 100 ms
+
+
+def box_network(i):
+    """Box i's network.toml: its two routed links, the sync link, static routes to both
+    sides, and BGP announcing both sides' prefixes to both routers."""
+    return f"""
+[[interfaces]]
+name = "mgmt"
+role = "management"
+addresses = ["192.168.77.{i}/24"]
+
+[[interfaces]]
+name = "up0"
+addresses = ["10.8.{i}.2/24"]
+
+[[interfaces]]
+name = "down0"
+addresses = ["10.9.{i}.2/24"]
+
+[[interfaces]]
+name = "sync0"
+addresses = ["192.168.255.{i}/24"]
+
+[[routes]]
+destination = "10.1.0.0/24"
+gateway = "10.8.{i}.1"
+
+[[routes]]
+destination = "10.2.0.0/24"
+gateway = "10.9.{i}.1"
+
+[routing]
+router_id = "10.9.{i}.2"
+bfd_interval = {BFD_MS}
+
+[routing.bgp]
+asn = 65001
+prefixes = ["10.1.0.0/24", "10.2.0.0/24"]
+
+[[routing.bgp.neighbours]]
+address = "10.8.{i}.1"
+remote_as = 65100
+
+[[routing.bgp.neighbours]]
+address = "10.9.{i}.1"
+remote_as = 65200
+"""
+
+
+def router(asn, router_id, link):
+    """A router's frr.conf: a BGP session with BFD to each box, up to three equal paths."""
+    boxes = [f"10.{link}.{i}.2" for i in range(1, BOXES + 1)]
+    lines = ["frr defaults traditional", f"router bgp {asn}", f" bgp router-id {router_id}",
+             " no bgp ebgp-requires-policy"]
+    for box in boxes:
+        lines += [f" neighbor {box} remote-as 65001", f" neighbor {box} bfd"]
+    lines += [" address-family ipv4 unicast", f"  maximum-paths {BOXES}",
+              " exit-address-family", "exit", "bfd"]
+    for box in boxes:
+        lines += [f" peer {box}", f"  transmit-interval {BFD_MS}",
+                  f"  receive-interval {BFD_MS}", " exit"]
+    return "\n".join(lines + ["exit"]) + "\n"
+
+
+class Cluster(Topology):
+    def __init__(self, prefix, directory):
+        super().__init__()
+        self.prefix = prefix
+        self.dir = Path(directory)
+        self.client, self.server = f"{prefix}-client", f"{prefix}-server"
+        self.up_router, self.down_router = f"{prefix}-up", f"{prefix}-down"
+        self.sync = f"{prefix}-sync"
+        self.boxes = [f"{prefix}-fw{i}" for i in range(1, BOXES + 1)]
+        self.names = [self.client, self.server, self.up_router, self.down_router,
+                      self.sync, *self.boxes]
+        self.backends, self.conntrackd, self.routers = {}, {}, {}
+
+    def up(self):
+        for name in self.names:
+            self.namespace(name)
+        self.ns(self.sync, "ip", "link", "add", "br0", "type", "bridge", "mcast_snooping",
+                "0")
+        self.ns(self.sync, "ip", "link", "set", "br0", "up")
+        self.wire(self.client, "eth0", self.up_router, "eth0")
+        self.wire(self.server, "eth0", self.down_router, "eth0")
+        self.address(self.client, "eth0", f"{CLIENT}/24")
+        self.route(self.client, "default", "10.1.0.1")
+        self.address(self.server, "eth0", f"{SERVER}/24")
+        self.route(self.server, "default", "10.2.0.1")
+        self.address(self.up_router, "eth0", "10.1.0.1/24")
+        self.address(self.down_router, "eth0", "10.2.0.1/24")
+        for i, box in enumerate(self.boxes, 1):
+            self.wire(self.up_router, f"u{i}", box, "up0")
+            self.wire(self.down_router, f"d{i}", box, "down0")
+            self.wire(self.sync, f"s{i}", box, "sync0")
+            self.ns(self.sync, "ip", "link", "set", f"s{i}", "master", "br0", "up")
+            self.address(self.up_router, f"u{i}", f"10.8.{i}.1/24")
+            self.address(self.down_router, f"d{i}", f"10.9.{i}.1/24")
+            # a management port wired to nothing (the host kernel may lack dummy)
+            self.ns(box, "ip", "link", "add", "mgmt", "type", "veth", "peer", "name",
+                    "mgmt-end")
+            self.ns(box, "ip", "link", "set", "mgmt-end", "up")
+        for name in (self.up_router, self.down_router):
+            self.forward(name)
+            self.ns(name, "sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1")
+        for i, box in enumerate(self.boxes, 1):
+            self.forward(box)
+            self.ns(box, "sysctl", "-qw", "net.netfilter.nf_conntrack_tcp_loose=0")
+            self.ns(box, "nft", "-f", "-", input=RULESET)
+            backend = IprouteBackend(Target(box), str(self.dir / f"fw{i}"))
+            backend.apply(normalise.parse(box_network(i)))
+            self.backends[box] = backend
+            self.start_conntrackd(i)     # on the sync link's address, once it has it
+        for name, asn, link in ((self.up_router, 65100, 8), (self.down_router, 65200, 9)):
+            daemons = frr.LabFrr(name)
+            daemons.apply(router(asn, "10.1.0.1" if link == 8 else "10.2.0.1", link), [])
+            self.routers[name] = daemons
+        return self
+
+    def start_conntrackd(self, i):
+        run = self.dir / f"fw{i}" / "ha"
+        run.mkdir(parents=True, exist_ok=True)
+        (run / "conntrackd.lock").unlink(missing_ok=True)
+        conf = run / "conntrackd.conf"
+        conf.write_text(render.conntrackd_cluster_conf(
+            "sync0", f"192.168.255.{i}/24", state_dir=run,
+            local_addresses=[f"10.8.{i}.2/24", f"10.9.{i}.2/24", f"192.168.77.{i}/24"]))
+        self.conntrackd[i] = self.popen(self.boxes[i - 1], "conntrackd", "-C", str(conf),
+                                        stdout=subprocess.DEVNULL,
+                                        stderr=open(run / "conntrackd.log", "a"))
+
+    def conntrackd_stats(self, i):
+        run = self.dir / f"fw{i}" / "ha"
+        return self.ns(self.boxes[i - 1], "conntrackd", "-C", str(run / "conntrackd.conf"),
+                       "-s", check=False).stdout
+
+    def paths(self, router, prefix):
+        """The next hops the router's kernel has for prefix."""
+        routes = json.loads(self.ns(router, "ip", "-j", "route", "show", prefix).stdout)
+        if not routes:
+            return []
+        route = routes[0]
+        return sorted(hop["gateway"] for hop in route.get("nexthops", [route])
+                      if "gateway" in hop)
+
+    def ready(self):
+        """Each router has all three boxes as equal paths to the other side."""
+        return (len(self.paths(self.up_router, "10.2.0.0/24")) == BOXES and
+                len(self.paths(self.down_router, "10.1.0.0/24")) == BOXES)
+
+    def forwarded_bytes(self):
+        """{box number: bytes its up0 has received so far}."""
+        found = {}
+        for i, box in enumerate(self.boxes, 1):
+            link = json.loads(self.ns(box, "ip", "-j", "-s", "link", "show", "up0").stdout)
+            found[i] = link[0]["stats64"]["rx"]["bytes"]
+        return found
+
+    def carrier(self, seconds=1.0):
+        """The box whose up0 received the most over the next `seconds`."""
+        before = self.forwarded_bytes()
+        time.sleep(seconds)
+        after = self.forwarded_bytes()
+        return max(after, key=lambda i: after[i] - before[i])
+
+    def entries(self, i, port):
+        out = self.ns(self.boxes[i - 1], "conntrack", "-L", "-p", "tcp", "--dport", str(port),
+                      check=False).stdout
+        return [line for line in out.splitlines() if f"dport={port}" in line]
+
+    def fail(self, i):
+        """Box i hangs: every packet into, out of and through it is dropped from now on
+        (its links stay up, as behind a switch); its BGP and BFD go silent with it."""
+        self.ns(self.boxes[i - 1], "nft", "-f", "-", input=(
+            "table inet dead {\n"
+            " chain i { type filter hook prerouting priority -500; policy drop; }\n"
+            " chain o { type filter hook output priority -500; policy drop; }\n}\n"))
+
+    def down(self):
+        for process in self.conntrackd.values():
+            if process.poll() is None:
+                kill_tree(process)
+        remove(*self.names)      # FRR's daemons with them
+        self.added.clear()
+        for name in self.names:
+            shutil.rmtree(os.path.join(frr.LAB_DIR, name), ignore_errors=True)
