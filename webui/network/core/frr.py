@@ -38,6 +38,7 @@ written by the one quoting point of the format (tusklib/formats/frr.py). What it
          cannot take back a profile's value that the new file leaves out. A peer is
          down after interval x multiplier.
 """
+import functools
 import grp
 import ipaddress
 import json
@@ -296,6 +297,16 @@ def check(text, run, scratch):
         _fail(f"FRR's parser (vtysh -C) refused the routing configuration: {_output(result)}")
 
 
+@functools.cache
+def _reads_a_file(daemon):
+    """Whether the daemon takes a file of its own (-f): then it is given an empty one, so
+    that it never reads one lying in /etc/frr - what it runs comes from frr.conf through
+    frr-reload.py. FRR 10's staticd has no -f (it reads none)."""
+    result = subprocess.run([f"{DAEMON_DIR}/{daemon}", "--help"], capture_output=True,
+                            text=True, check=False, stdin=subprocess.DEVNULL)
+    return "--config_file" in result.stdout + result.stderr
+
+
 class LabFrr:
     """FRR's daemons in the lab's fw namespace: started by the first apply with routing,
     stopped by one without. directory (root's, /run/tusk-frr/<namespace> unless given)
@@ -343,12 +354,19 @@ class LabFrr:
             argv = ["ip", "netns", "exec", self.netns, f"{DAEMON_DIR}/{daemon}", "-d",
                     "-u", "frr", "-g", "frr", "-z", os.path.join(self.sockets, "zserv.api"),
                     "--vty_socket", self.sockets, "-i",
-                    os.path.join(self.sockets, f"{daemon}.pid"), "-f", "/dev/null",
+                    os.path.join(self.sockets, f"{daemon}.pid"),
+                    *(["-f", "/dev/null"] if _reads_a_file(daemon) else []),
                     "-A", "127.0.0.1"]
-            result = subprocess.run(argv, capture_output=True, text=True, check=False,
-                                    stdin=subprocess.DEVNULL)
-            if result.returncode != 0:
-                _fail(f"FRR's {daemon} did not start in {self.netns}: {_output(result)}")
+            # the daemon's output to a file of its own, not a pipe: FRR 10's daemons keep
+            # the descriptors they were started with, and a pipe would never reach its end
+            log = os.path.join(self.directory, f"{daemon}.log")
+            with open(log, "w+", encoding="utf-8") as output:
+                code = subprocess.run(argv, stdout=output, stderr=subprocess.STDOUT,
+                                      check=False, stdin=subprocess.DEVNULL).returncode
+                if code != 0:
+                    output.seek(0)
+                    _fail(f"FRR's {daemon} did not start in {self.netns}: "
+                          f"{output.read().strip()[-400:]}")
         deadline = time.monotonic() + START_SECONDS
         while not all(os.path.exists(os.path.join(self.sockets, f"{d}.vty"))
                       for d in DAEMONS):
