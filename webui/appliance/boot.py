@@ -164,19 +164,27 @@ def lay_out():
 
 # -- firewall ----------------------------------------------------------------------------
 
-def management(path=f"{ETC}/network.toml"):
-    """network.toml's [management] (checked by tusk-net's own rules), or None: then the
-    reason is logged and the dashboard answers on no interface (the console only) until
-    the console menu assigns one."""
+def network_config(path=f"{ETC}/network.toml"):
+    """network.toml checked by tusk-net's own rules, or None: then the reason is logged
+    and the dashboard answers on no interface (the console only) until the console menu
+    assigns one."""
     try:
-        mgmt = network.load(path).management
+        return network.load(path)
     except network.NetworkError as error:
         log(f"no management interface: {error.problems[0]} (console menu, option 1)")
         return None
-    if mgmt is None:
+
+
+def management(path=f"{ETC}/network.toml", config=None):
+    """The [management] port of network.toml (or of config, already read), or None,
+    logged."""
+    config = config or network_config(path)
+    if config is None:
+        return None
+    if config.management is None:
         log("no management interface: no port has the role management (console menu, "
             "option 1)")
-    return mgmt
+    return config.management
 
 
 def set_forwarding(target, on):
@@ -249,16 +257,6 @@ def load_forward_ruleset(applier):
     return False, True
 
 
-def routing(path=f"{ETC}/network.toml"):
-    """network.toml's [routing] when FRR runs (the host table admits its neighbours), or
-    None - also when network.toml cannot be used (management() logs why)."""
-    try:
-        config = network.load(path).routing
-    except network.NetworkError:
-        return None
-    return config if config.enabled else None
-
-
 def load_firewall(target, network_path, state_dir, warning_path, ha_path=None):
     """The boot step on target (Target(netns) in the tests): forwarding off, the host
     table, the forward ruleset, then forwarding on - only if a forward ruleset is
@@ -268,12 +266,13 @@ def load_firewall(target, network_path, state_dir, warning_path, ha_path=None):
     all is as configured. Returns the exit status: 1 when the kernel refused anything."""
     set_forwarding(target, False)
     applier = Applier(state_dir, target.netns)
-    mgmt = management(network_path)
+    config = network_config(network_path)   # read once: its management port and routing
+    mgmt = management(config=config) if config else None
     ha, unusable = ha_config.enabled(ha_path) if ha_path else (None, None)
     if unusable:
         log(f"the HA pair's configuration cannot be used, this box runs alone: {unusable}")
     host_refused, warning = load_host_table(applier, mgmt and mgmt.name, ha,
-                                            routing(network_path))
+                                            config.routing if config else None)
     if unusable:
         warning = "; ".join(filter(None, [warning, "ha.toml cannot be used: this box runs "
                                           "alone (journalctl -u tusk-firewall)"]))

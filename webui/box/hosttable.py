@@ -62,13 +62,12 @@ class HostTable(Target):
 
 
 def routing_in_effect(runner):
-    """network.toml's routing, or None when it has none or cannot be read (then the
-    network's own check has said why, and no FRR runs)."""
+    """network.toml's routing, or None when it cannot be read (then the network's own
+    check has said why, and no FRR runs)."""
     try:
-        routing = network_normalise.load(runner.path(network_normalise.DEFAULT_PATH)).routing
+        return network_normalise.load(runner.path(network_normalise.DEFAULT_PATH)).routing
     except NetworkError:
         return None
-    return routing if routing.enabled else None
 
 
 def follow(runner, management=LOADED, ha=LOADED, routing=LOADED):
@@ -85,8 +84,6 @@ def follow(runner, management=LOADED, ha=LOADED, routing=LOADED):
         ha, _ = ha_config.enabled(runner.path(ha_config.DEFAULT_PATH))
     if routing is LOADED:
         routing = routing_in_effect(runner)
-    elif routing is not None and not routing.enabled:
-        routing = None
     applier = Applier(runner.path(POLICY_STATE_DIR))
     applier.target = table   # its nft, as boot's is the system's
     try:

@@ -67,7 +67,7 @@ def host(management, ha=None, routing=None):
                   f'{HA_PEER_PORT} accept comment '
                   '"tusk: HA: status and configuration from the peer"']
     if routing is not None:
-        lines += _routing(routing)
+        lines += _routing(routing)     # one that is off (no AS, no OSPF link) adds none
     return _HOST.replace("@management@\n", "".join(f"\t\t{line}\n" for line in lines))
 
 
