@@ -1,9 +1,12 @@
 """Several firewalls sharing the load (issue 39, item 4; docs/SCALE.md) in network
 namespaces: three boxes between an upstream and a downstream router, each box a Tusk
 network configuration put into effect by the lab's backend (its addresses, static routes
-and FRR: BGP with BFD to both routers, announcing the same prefixes at equal cost), and
-conntrackd with the cluster's configuration (ha/core/render.conntrackd_cluster_conf):
-every box's connections multicast on the sync link into every other box's table.
+and FRR: BGP with BFD to both routers, announcing the same prefixes at equal cost), its
+ha.toml a cluster's (mode = "cluster") applied and confirmed by the HA applier
+(conntrackd alone, every box's connections multicast on the sync link into every other
+box's table), and the appliance's host table (render_boot.host, with the box's
+management port, cluster and routing): BGP, BFD and the sync reach each box only
+because that table admits them.
 
     client 10.1.0.10 -- up (AS 65100) --+-- fw1 --+-- down (AS 65200) -- server 10.2.0.10
                                         +-- fw2 --+
@@ -19,16 +22,18 @@ another box goes on only if conntrackd put it there."""
 import json
 import os
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
-from hapair import RULESET, kill_tree
+from hapair import RULESET
 
-from ha.core import render
+from ha.core import config as ha_config
+from ha.core.applier import HaApplier
+from ha.core.config import HaError
 from lab.namespaces import Topology, remove
 from network.core import frr, normalise
 from network.core.iproute2 import IprouteBackend
+from policy.core import render_boot
 from tusklib.target import Target
 
 BOXES = 3
@@ -36,7 +41,7 @@ CLIENT, SERVER = "10.1.0.10", "10.2.0.10"
 BFD_MS = 100                      # both sides: a silent box is out after 3 x 100 ms
 
 
-def box_network(i):
+def box_network(i, bfd_ms=BFD_MS):
     """Box i's network.toml: its two routed links, the sync link, static routes to both
     sides, and BGP announcing both sides' prefixes to both routers."""
     return f"""
@@ -67,7 +72,7 @@ gateway = "10.9.{i}.1"
 
 [routing]
 router_id = "10.9.{i}.2"
-bfd_interval = {BFD_MS}
+bfd_interval = {bfd_ms}
 
 [routing.bgp]
 asn = 65001
@@ -83,7 +88,17 @@ remote_as = 65200
 """
 
 
-def router(asn, router_id, link):
+def box_ha(i):
+    """Box i's ha.toml: one of a cluster, on the sync link."""
+    return f"""[ha]
+enabled = true
+mode = "cluster"
+sync_interface = "sync0"
+sync_address = "192.168.255.{i}/24"
+"""
+
+
+def router(asn, router_id, link, bfd_ms=BFD_MS):
     """A router's frr.conf: a BGP session with BFD to each box, up to three equal paths."""
     boxes = [f"10.{link}.{i}.2" for i in range(1, BOXES + 1)]
     lines = ["frr defaults traditional", f"router bgp {asn}", f" bgp router-id {router_id}",
@@ -93,14 +108,23 @@ def router(asn, router_id, link):
     lines += [" address-family ipv4 unicast", f"  maximum-paths {BOXES}",
               " exit-address-family", "exit", "bfd"]
     for box in boxes:
-        lines += [f" peer {box}", f"  transmit-interval {BFD_MS}",
-                  f"  receive-interval {BFD_MS}", " exit"]
+        lines += [f" peer {box}", f"  transmit-interval {bfd_ms}",
+                  f"  receive-interval {bfd_ms}", " exit"]
     return "\n".join(lines + ["exit"]) + "\n"
 
 
+def forward_only_known(cluster, i):
+    """The boxes' forwarding rules by default: only connections in the table."""
+    cluster.ns(cluster.boxes[i - 1], "nft", "-f", "-", input=RULESET)
+
+
 class Cluster(Topology):
-    def __init__(self, prefix, directory):
+    """firewall(cluster, i): loads box i's forwarding rules (forward_only_known, or a Tusk
+    policy in the VM tier); bfd_ms: BFD's interval on both sides of every session."""
+
+    def __init__(self, prefix, directory, firewall=forward_only_known, bfd_ms=BFD_MS):
         super().__init__()
+        self.firewall, self.bfd_ms = firewall, bfd_ms
         self.prefix = prefix
         self.dir = Path(directory)
         self.client, self.server = f"{prefix}-client", f"{prefix}-server"
@@ -109,7 +133,7 @@ class Cluster(Topology):
         self.boxes = [f"{prefix}-fw{i}" for i in range(1, BOXES + 1)]
         self.names = [self.client, self.server, self.up_router, self.down_router,
                       self.sync, *self.boxes]
-        self.backends, self.conntrackd, self.routers = {}, {}, {}
+        self.backends, self.appliers, self.routers = {}, {}, {}
 
     def up(self):
         for name in self.names:
@@ -142,33 +166,29 @@ class Cluster(Topology):
         for i, box in enumerate(self.boxes, 1):
             self.forward(box)
             self.ns(box, "sysctl", "-qw", "net.netfilter.nf_conntrack_tcp_loose=0")
-            self.ns(box, "nft", "-f", "-", input=RULESET)
+            self.firewall(self, i)
             backend = IprouteBackend(Target(box), str(self.dir / f"fw{i}"))
-            backend.apply(normalise.parse(box_network(i)))
+            network = normalise.parse(box_network(i, self.bfd_ms))
+            backend.apply(network)
             self.backends[box] = backend
-            self.start_conntrackd(i)     # on the sync link's address, once it has it
+            ha = ha_config.parse(box_ha(i))
+            self.ns(box, "nft", "-f", "-", input=render_boot.host("mgmt", ha, network.routing))
+            # on the sync link's address, once it has it
+            applier = self.appliers[i] = HaApplier(str(self.dir / f"fw{i}" / "ha"), netns=box)
+            applier.apply(box_ha(i), user="lab", timeout=3600)
+            applier.confirm(user="lab")
         for name, asn, link in ((self.up_router, 65100, 8), (self.down_router, 65200, 9)):
             daemons = frr.LabFrr(name)
-            daemons.apply(router(asn, "10.1.0.1" if link == 8 else "10.2.0.1", link), [])
+            daemons.apply(router(asn, "10.1.0.1" if link == 8 else "10.2.0.1", link,
+                                 self.bfd_ms), [])
             self.routers[name] = daemons
         return self
 
-    def start_conntrackd(self, i):
-        run = self.dir / f"fw{i}" / "ha"
-        run.mkdir(parents=True, exist_ok=True)
-        (run / "conntrackd.lock").unlink(missing_ok=True)
-        conf = run / "conntrackd.conf"
-        conf.write_text(render.conntrackd_cluster_conf(
-            "sync0", f"192.168.255.{i}/24", state_dir=run,
-            local_addresses=[f"10.8.{i}.2/24", f"10.9.{i}.2/24", f"192.168.77.{i}/24"]))
-        self.conntrackd[i] = self.popen(self.boxes[i - 1], "conntrackd", "-C", str(conf),
-                                        stdout=subprocess.DEVNULL,
-                                        stderr=open(run / "conntrackd.log", "a"))
-
     def conntrackd_stats(self, i):
-        run = self.dir / f"fw{i}" / "ha"
-        return self.ns(self.boxes[i - 1], "conntrackd", "-C", str(run / "conntrackd.conf"),
-                       "-s", check=False).stdout
+        applier = self.appliers[i]
+        return self.ns(self.boxes[i - 1], "conntrackd", "-C",
+                       os.path.join(applier.run_dir, "conntrackd.conf"), "-s",
+                       check=False).stdout
 
     def paths(self, router, prefix):
         """The next hops the router's kernel has for prefix."""
@@ -213,9 +233,14 @@ class Cluster(Topology):
             " chain o { type filter hook output priority -500; policy drop; }\n}\n"))
 
     def down(self):
-        for process in self.conntrackd.values():
-            if process.poll() is None:
-                kill_tree(process)
+        for applier in self.appliers.values():
+            if applier.store.pending():     # its watchdog would wait out the hour
+                try:
+                    applier.cancel()
+                except HaError:             # the daemons are stopped below either way
+                    pass
+            applier.daemons.stop()
+        self.appliers.clear()
         remove(*self.names)      # FRR's daemons with them
         self.added.clear()
         for name in self.names:

@@ -534,7 +534,10 @@ def test_a_cluster_boxs_conntrackd_conf_holds_exactly_what_it_was_given(sync):
     box's addresses ignored."""
     interface, address, local = sync
     try:
-        text = ha_render.conntrackd_cluster_conf(interface, address, "/run/tusk/ha", local)
+        text = ha_render.conntrackd_cluster_conf(ha_config.HaConfig(
+            enabled=True, role=None, vrid=0, advert_ms=0, preempt=False,
+            sync_interface=interface, sync_address=address, peer_address=None, virtual=(),
+            mode=ha_config.CLUSTER), "/run/tusk/ha", local)
     except (ha_render.RenderRefused, FormatRefused):
         event("refused")
         return

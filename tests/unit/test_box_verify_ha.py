@@ -134,3 +134,32 @@ def test_routing_is_standby_on_the_secondary_and_only_there(ha_role, standby, wr
     assert verify.pair_routing_problems(network, changing) == []
     assert verify.pair_routing_problems(parse(NETWORK, "n.toml"), [(CONFIRMED, role(
         "secondary"))]) == []       # no routing: nothing to hold
+
+
+def cluster(sync="eth1.100"):
+    return ha_from_document({"ha": {"enabled": True, "mode": "cluster",
+                                    "sync_interface": sync, "sync_address": "10.9.9.1/24"}})
+
+
+@pytest.mark.parametrize(("routing", "wrong_at"), [
+    ("false", None), ("true", "routing.standby"), (None, "routing")])
+def test_a_clusters_box_routes_dynamically_and_never_standby(routing, wrong_at):
+    """Issue 39 (docs/SCALE.md): the routers spread connections over a cluster's boxes and
+    drop a failed one only by what each box announces - a box without BGP or OSPF would
+    get nothing (or keep getting traffic when it fails), a standby one would be a spare.
+    Held from both sides: the network's change is refused at routing, HA's at ha.mode."""
+    network = parse(NETWORK if routing is None else ROUTED.replace("STANDBY", routing),
+                    "network.toml")
+    found = verify.pair_routing_problems(network, [(CONFIRMED, cluster())])
+    assert [(p.code, p.path) for p in found] == \
+        ([(NetworkCode.HA, wrong_at)] if wrong_at else [])
+    found = verify.ha_routing_problems(cluster(), [(PENDING, network)])
+    assert [(p.code, p.path) for p in found] == \
+        ([(HaCode.NETWORK, "ha.mode")] if wrong_at else [])
+    if wrong_at:
+        assert "awaits confirmation" in found[0].message
+        assert ("BGP" if wrong_at == "routing" else "spare") in found[0].message
+    # the cluster's sync link is held like the pair's: a traffic link, not the management
+    assert verify.ha_problems(cluster(), [(CONFIRMED, network)]) == []
+    assert [p.path for p in verify.ha_problems(cluster("eth0"), [(CONFIRMED, network)])] == \
+        ["ha.sync_interface"]

@@ -177,7 +177,7 @@ def test_the_text_the_page_writes_parses_back_to_the_same_model():
     assert config.parse(text) == model
     assert config.to_document(model) == GOOD
     assert config.to_toml(config.parse(text)) == text
-    assert text.startswith("# Tusk's high-availability pair")
+    assert text.startswith("# Tusk's high availability")
 
 
 def test_interfaces_the_box_lacks_are_named():
@@ -226,3 +226,73 @@ def render_toml(document):
     for segment in document["virtual"]:
         lines += ["[[virtual]]"] + [f"{key} = {value(v)}" for key, v in segment.items()]
     return "\n".join(lines) + "\n"
+
+
+CLUSTER = {"ha": {"enabled": True, "mode": "cluster", "sync_interface": "sync0",
+                  "sync_address": "192.168.255.3/24"}, "virtual": []}
+
+
+def test_a_clusters_box_has_only_its_sync_link():
+    """Issue 39, docs/SCALE.md: a box of a cluster sharing the load - no role, no VRRP, no
+    peer, no virtual addresses - round-trips through ha.toml's text."""
+    model = config.from_document(CLUSTER)
+    assert model.cluster and model.role is None and model.peer_address is None
+    assert model.virtual == () and model.sync_ip == "192.168.255.3"
+    text = config.to_toml(model)
+    assert 'mode = "cluster"' in text and "role" not in text and "[[virtual]]" not in text
+    assert config.parse(text) == model and config.to_document(model) == CLUSTER
+    assert not config.from_document(GOOD).cluster          # a pair without a mode
+
+
+@pytest.mark.parametrize(("key", "value", "why"), [
+    ("role", "primary", "none is primary"), ("vrid", 51, "no VRRP"),
+    ("advert_ms", 100, "BFD"), ("preempt", False, "no addresses"),
+    ("peer_address", "192.168.255.2", "no one peer")])
+def test_a_clusters_box_refuses_the_pairs_keys_each_saying_why(key, value, why):
+    document = copy.deepcopy(CLUSTER)
+    document["ha"][key] = value
+    found = problems(document)
+    assert list(found) == [(f"ha.{key}", Code.SCHEMA)]
+    assert why in found[(f"ha.{key}", Code.SCHEMA)] and 'mode = "pair"' in \
+        found[(f"ha.{key}", Code.SCHEMA)]
+
+
+def test_a_cluster_refuses_virtual_addresses_an_ipv6_sync_link_and_unknown_modes():
+    document = copy.deepcopy(CLUSTER)
+    document["virtual"] = copy.deepcopy(GOOD["virtual"])
+    assert list(problems(document)) == [("virtual", Code.SCHEMA)]
+    document = copy.deepcopy(CLUSTER)
+    document["ha"]["sync_address"] = "fd00::3/64"
+    found = problems(document)
+    assert list(found) == [("ha.sync_address", Code.VALUE)] and \
+        "IPv4" in found[("ha.sync_address", Code.VALUE)]
+    document["ha"].pop("sync_address")
+    assert list(problems(document)) == [("ha.sync_address", Code.SCHEMA)]
+    for mode, code in (("cloud", Code.VALUE), (3, Code.SCHEMA)):
+        document = copy.deepcopy(CLUSTER)
+        document["ha"]["mode"] = mode
+        assert ("ha.mode", code) in problems(document)
+    document = copy.deepcopy(GOOD)
+    document["ha"]["mode"] = "pair"          # said out loud: the same pair
+    assert config.from_document(document) == config.from_document(GOOD)
+
+
+def test_the_boot_writes_only_conntrackds_file_for_a_clusters_box(tmp_path):
+    """tusk-boot ha: a cluster's box runs conntrackd alone (tusk-keepalived's condition,
+    its keepalived.conf, is not met), multicasting on the sync link; strict TCP tracking."""
+    import os
+
+    from appliance import boot
+    ha, network, run, loose = (tmp_path / "ha.toml", tmp_path / "network.toml",
+                               tmp_path / "run", tmp_path / "tcp_loose")
+    network.write_text('version = 2\n[[interfaces]]\nname = "ens3"\nrole = "management"\n'
+                       'addresses = ["10.9.0.5/24"]\n')
+    loose.write_text("1\n")
+    run.mkdir()
+    (run / "keepalived.conf").write_text("")        # a pair's, before the box joined
+    ha.write_text(config.to_toml(config.from_document(CLUSTER)))
+    assert boot.write_ha(ha, network, run, loose) == 0
+    assert sorted(os.listdir(run)) == ["conntrackd.conf"]
+    text = (run / "conntrackd.conf").read_text()
+    assert "Mode NOTRACK" in text and "IPv4_address 239.255.37.80" in text
+    assert "IPv4_address 10.9.0.5" in text and loose.read_text() == "0\n"

@@ -107,6 +107,59 @@ def test_each_problem_lands_next_to_its_field_and_nothing_is_queued(admin_client
     assert not Job.objects.exists()
 
 
+CLUSTER_FORM = {"enabled": "on", "mode": "cluster", "sync_interface": "sync0",
+                "sync_address": "192.168.255.3/24", "timeout": 120,
+                # the pair's fields as the form's initial values leave them: not the
+                # cluster's, so not in its document
+                "role": "primary", "vrid": 51, "advert_ms": 1000}
+
+
+def test_a_clusters_box_is_applied_from_the_form_without_a_pair_key(admin_client):
+    """Issue 39 (docs/SCALE.md): the form's mode choice; a cluster's document holds only
+    its keys, and a box that never had a pair key needs none (no peer channel)."""
+    response = admin_client.post("/ha/", CLUSTER_FORM)
+    assert response.status_code == 302, errors_of(response)
+    job = Job.objects.get()
+    assert job.kind == "ha.apply" and "key" not in job.args
+    assert job.args["document"] == {"ha": {"enabled": True, "mode": "cluster",
+                                           "sync_interface": "sync0",
+                                           "sync_address": "192.168.255.3/24"},
+                                    "virtual": []}
+
+
+def test_a_clusters_problems_land_next_to_their_fields(admin_client):
+    errors = errors_of(admin_client.post("/ha/", {**CLUSTER_FORM,
+                                                  "virtual": "seg0 198.51.100.1/24"}))
+    assert any("not in a cluster" in e for e in errors["virtual"]), errors
+    errors = errors_of(admin_client.post("/ha/", {**CLUSTER_FORM,
+                                                  "sync_address": "fd00::3/64"}))
+    assert "IPv4" in errors["sync_address"][0]
+    errors = errors_of(admin_client.post("/ha/", {**CLUSTER_FORM, "mode": "herd"}))
+    assert "mode" in errors
+    assert not Job.objects.exists()
+
+
+def test_a_clusters_box_shows_no_role_or_peer_and_its_health_is_its_sync(admin_client):
+    in_pair(confirmed_text='[ha]\nmode = "cluster"')
+    stats = {"entries": 40, "injected": 27}
+    PeriodicState.objects.update_or_create(name="ha.status", defaults={"result": ha_status(
+        role=None, cluster=True, running={"keepalived": False, "conntrackd": True},
+        stats=stats)})
+    page = admin_client.get("/ha/").content.decode()
+    assert role_on_page(admin_client) == "one of a cluster sharing the load"
+    assert "not used: a cluster runs no VRRP" in page and 'id="ha-failover"' not in page
+    assert 'id="ha-backup-banner"' not in admin_client.get("/policy/").content.decode()
+    found = health(admin_client)
+    assert {name: found[name][0] for name in found if name.startswith("HA")} == \
+        {"HA": "ok", "HA sync": "ok"}, found
+    assert "27 put into this kernel from the other boxes" in found["HA sync"][1]
+    PeriodicState.objects.filter(name="ha.status").update(result=ha_status(
+        role=None, cluster=True, running={"keepalived": False, "conntrackd": False},
+        stats=None))
+    found = health(admin_client)
+    assert found["HA"][0] == "bad" and "conntrackd stopped" in found["HA"][1]
+
+
 def test_a_viewer_sees_the_state_and_cannot_apply_or_fail_over(viewer_client):
     in_pair()
     PeriodicState.objects.create(name="ha.status", result=ha_status(running={}))

@@ -320,8 +320,11 @@ def write_ha(ha_path, network_path, state_dir=HA_RUN, tcp_loose=TCP_LOOSE):
     ha_render.write_files(ha, state_dir, [a for link in links for a in link.addresses])
     with open(tcp_loose, "w", encoding="ascii") as handle:
         handle.write("0\n")
-    log(f"HA pair: this box is the {ha.role}; keepalived and conntrackd configured in "
-        f"{state_dir}")
+    if ha.cluster:
+        log(f"HA cluster: this box shares the load; conntrackd configured in {state_dir}")
+    else:
+        log(f"HA pair: this box is the {ha.role}; keepalived and conntrackd configured in "
+            f"{state_dir}")
     return 0
 
 

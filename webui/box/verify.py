@@ -16,7 +16,9 @@ be a link the network carries traffic on (a traffic port outside a bond, a bond 
 VLAN) - not the management port, not an unused port whose link stays down, nor a
 missing one. Checked from both sides: HA's apply (ha_problems: the pair's paths) and
 the network's (pair_link_problems: the network's paths, so a VLAN the pair uses cannot be
-deleted nor its port made unused).
+deleted nor its port made unused). A cluster's box (docs/SCALE.md) routes: BGP or
+OSPF, never standby - checked from both sides too (ha_routing_problems,
+pair_routing_problems).
 """
 from ha.core.config import SECONDARY
 from ha.core.config import Code as HaCode
@@ -148,10 +150,31 @@ def _standby_reason(wanted):
             "standby, or its neighbours send traffic to the secondary")
 
 
+def _cluster_routing_trouble(routing):
+    """Why routing (network.toml's) cannot carry a cluster's box, or None: the routers
+    find each box, spread connections over them and drop a failed one through dynamic
+    routing (docs/SCALE.md), and a standby box would be a spare, not a share."""
+    if not routing.enabled:
+        return ("routing", "this box is one of a cluster sharing the load: the routers "
+                "spread connections over its boxes, and leave a failed one, only by what "
+                "each box announces - configure BGP (or OSPF) with BFD on Network -> "
+                "Routing")
+    if routing.standby:
+        return ("routing.standby", "this box is one of a cluster sharing the load: a "
+                "standby box's longer AS path (or OSPF cost) makes it a spare that carries "
+                "nothing while the others are up")
+    return None
+
+
 def pair_routing_problems(config, pairs):
     """[Problem] (the network's) of config's routing against this box's HA role (pairs: a
-    snapshot's ha part): routing.standby is the secondary's, and only its."""
-    wanted = _standby_wanted(ha.role for _, ha in pairs if ha is not None and ha.enabled)
+    snapshot's ha part): routing.standby is the secondary's, and only its; a cluster's
+    box routes dynamically, never standby."""
+    enabled = [ha for _, ha in pairs if ha is not None and ha.enabled]
+    if any(ha.cluster for ha in enabled):
+        trouble = _cluster_routing_trouble(config.routing)
+        return [Problem(NetworkCode.HA, *trouble)] if trouble else []
+    wanted = _standby_wanted(ha.role for ha in enabled)
     if wanted is None or not config.routing.enabled or config.routing.standby == wanted:
         return []
     return [Problem(NetworkCode.HA, "routing.standby", _standby_reason(wanted))]
@@ -159,8 +182,19 @@ def pair_routing_problems(config, pairs):
 
 def ha_routing_problems(ha, networks):
     """[Problem] (HA's) of ha against the network configurations' routing: the role a
-    routing with (or without) standby needs, named at ha.role."""
+    routing with (or without) standby needs, named at ha.role; a cluster's routing (BGP
+    or OSPF, not standby), named at ha.mode."""
     if not ha.enabled:
+        return []
+    if ha.cluster:
+        for which, config in networks:
+            trouble = _cluster_routing_trouble(config.routing)
+            if trouble:
+                reason = trouble[1].replace("this box is one of a cluster sharing the load",
+                                            "a cluster shares the load") + "; change it first"
+                if which == PENDING:
+                    reason += " (in the network change that awaits confirmation)"
+                return [Problem(HaCode.NETWORK, "ha.mode", reason)]
         return []
     for which, config in networks:
         if config.routing.enabled and config.routing.standby != (ha.role == SECONDARY):

@@ -72,7 +72,7 @@ def answer(config, applier, method, path, request):
     if method != "POST" or path not in (configsync.POLICY_PATH, configsync.TUNING_PATH):
         return 404, {"error": f"{method} {path}: no such request"}
     ha = pair_of(applier)
-    if ha is None:
+    if ha is None or ha.cluster:
         return 409, {"error": "this box is not part of a pair"}
     if path == configsync.POLICY_PATH:
         return configsync.take_policy(config, applier.role(), ha.peer_address, request)
@@ -164,6 +164,9 @@ def snapshot(config):
     key = applier.key()
     found["has_key"] = key is not None
     ha = pair_of(applier)
+    found["cluster"] = ha is not None and ha.cluster
+    if found["cluster"]:        # no peer: every box multicasts to all the others
+        ha = None
     found["listener_error"] = serve_peer(config, applier, ha)
     found["peer"] = peer_status(applier, ha) if ha is not None else None
     found["peer_address"] = ha.peer_address if ha is not None else None
@@ -225,7 +228,7 @@ def apply(run):
             reason = peers.key_problem(key)
             if reason:
                 raise JobFailed(f"key: {reason}")
-        elif applier.key() is None:
+        elif applier.key() is None and not config.cluster:
             raise JobFailed("key: this box has no pair key yet: give the one both boxes "
                             "share")
         run.progress(30, f"starting {applier.daemons.describe()}")

@@ -41,3 +41,4 @@ class HaStatus:
     config_sync: SyncState | None
     tuning_sync: SyncState | None
     at: float
+    cluster: bool = False                # one box of a cluster: no role, no peer

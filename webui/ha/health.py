@@ -1,5 +1,5 @@
-"""The HA pair's rows of the dashboard's health panel (dashboard/health.py), registered
-in HaConfig.ready()."""
+"""The HA pair's (or cluster's) rows of the dashboard's health panel (dashboard/health.py),
+registered in HaConfig.ready()."""
 import time
 
 from dashboard.health import AGENT_STALE, check, register
@@ -24,6 +24,8 @@ def pair_checks():
     if age > AGENT_STALE * 2:
         return [check("HA", False, f"the agent has not reported the pair's state for "
                       f"{age:.0f} s")]
+    if state.cluster:
+        return cluster_checks(state)
     role = state.role
     stopped = [name for name in ("keepalived", "conntrackd") if not state.running.get(name)]
     checks = [check("HA", role in HA_ROLES and not stopped,
@@ -48,15 +50,28 @@ def pair_checks():
         if sync is not None:
             checks.append(check(name, {"in sync": True, "refused": False}.get(sync.state),
                                 f"{sync.state}: {sync.detail}"))
-    stats = state.stats
-    if stats is None:
-        checks.append(check("HA sync", False, "conntrackd does not answer"))
-    else:
-        trouble = stats.get("inject_failures", 0) + stats.get("send_errors", 0)
-        checks.append(check("HA sync", not peer.error and not trouble,
-                            f"{stats.get('entries', 0)} connections in the sync cache; "
-                            f"{stats.get('injected', 0)} put into this kernel from the peer "
-                            f"({stats.get('inject_failures', 0)} failed); "
-                            f"{stats.get('lost', 0)} messages lost, "
-                            f"{stats.get('send_errors', 0)} send errors"))
+    checks.append(sync_check(state.stats, "the peer", peer.error))
     return checks
+
+
+def sync_check(stats, source, trouble=None):
+    """conntrackd's sync health as one row (stats None: it does not answer)."""
+    if stats is None:
+        return check("HA sync", False, "conntrackd does not answer")
+    failed = stats.get("inject_failures", 0) + stats.get("send_errors", 0)
+    return check("HA sync", not trouble and not failed,
+                 f"{stats.get('entries', 0)} connections in the sync cache; "
+                 f"{stats.get('injected', 0)} put into this kernel from {source} "
+                 f"({stats.get('inject_failures', 0)} failed); "
+                 f"{stats.get('lost', 0)} messages lost, "
+                 f"{stats.get('send_errors', 0)} send errors")
+
+
+def cluster_checks(state):
+    """A cluster's box (docs/SCALE.md): no role and no peer - conntrackd running and
+    its multicast sync healthy are what keep its connections alive on the others."""
+    running = bool(state.running.get("conntrackd"))
+    return [check("HA", running, "this box is one of a cluster sharing the load; "
+                  + ("conntrackd running" if running else "conntrackd stopped: its "
+                     "connections would not go on through another box")),
+            sync_check(state.stats, "the other boxes")]

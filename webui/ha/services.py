@@ -10,7 +10,7 @@ from tusklib.problems import Problem, Refusal, ServiceError
 
 from .agent_jobs import STATUS
 from .contracts import HaStatus
-from .core.config import Code, HaError, from_document, parse, to_document
+from .core.config import CLUSTER, Code, HaError, from_document, parse, to_document
 from .core.peer import key_problem
 from .domain import DOMAIN
 from .models import HaState
@@ -39,15 +39,21 @@ def status():
     return PeriodicState.read(STATUS, HaStatus)
 
 
+def _cluster(document):
+    """Whether document asks for a cluster's box: no peer channel, so no pair key."""
+    ha = document.get("ha") if isinstance(document, dict) else None
+    return isinstance(ha, dict) and ha.get("mode") == CLUSTER
+
+
 def check(document, key=None, has_key=True):
     """document (ha.toml's structure) checked whole - by ha/core/config.py, and its
     links against the box's network configuration (box/verify.py) - with the pair key
-    to install (None: keep this box's; there must be one then). -> the config; HaError
+    to install (None: keep this box's; a pair's box must have one then). -> the config; HaError
     with every problem. The HA form and the API both check with this."""
     problems = []
     if key is not None and key_problem(key):
         problems.append(Problem(Code.VALUE, "key", key_problem(key)))
-    elif key is None and not has_key:
+    elif key is None and not has_key and not _cluster(document):
         problems.append(Problem(Code.VALUE, "key", "this box has no pair key yet: give the "
                                                    "one both boxes share"))
     try:
@@ -67,7 +73,9 @@ def apply(actor, document, timeout, key=None):
     args = {"document": document, "timeout": timeout}
     if key:
         args["key"] = key
-    return kit.queue(DOMAIN, actor, "apply", document["ha"]["role"], args=args)
+    ha = document["ha"]
+    return kit.queue(DOMAIN, actor, "apply", CLUSTER if _cluster(document) else ha["role"],
+                     args=args)
 
 
 def fail_over(actor, role):

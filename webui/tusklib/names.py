@@ -73,6 +73,9 @@ MGMT_TCP_PORTS = (80, 443)
 VRRP = 112            # IP protocol number (keepalived's advertisements)
 HA_SYNC_PORT = 3780   # conntrackd's UDP (ha/core/render.py)
 HA_PEER_PORT = 3781   # the peer's agent: status and configuration (ha/core/peer.py)
+# a cluster's conntrackd multicast group (administratively scoped, RFC 2365), on UDP
+# HA_SYNC_PORT (docs/SCALE.md)
+CLUSTER_GROUP = "239.255.37.80"
 # and routing's, from its neighbours (network/core/frr.py): BGP's TCP, single-hop BFD's
 # control and echo (RFC 5881: sent with TTL 255, a packet with less is refused), OSPF's
 # IP protocol (v2 and v3 alike)

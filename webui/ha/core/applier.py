@@ -89,6 +89,9 @@ class SystemdDaemons:
     def restart(self, config):
         if config is None:
             self._systemctl("stop", *UNITS)
+        elif config.cluster:        # no keepalived.conf: its unit's condition holds it off
+            self._systemctl("stop", UNITS[1])
+            self._systemctl("restart", UNITS[0])
         else:
             # conntrackd first: keepalived's notify drives it
             self._systemctl("restart", *UNITS)
@@ -187,7 +190,8 @@ class NetnsDaemons:
             raise HaError(Code.APPLY, "", f"conntrackd: {len(pids)} processes run "
                           f"{' '.join(argv)} after it started")
         write_atomically(os.path.join(self.run_dir, "conntrackd.pid"), f"{pids[0]}\n")
-        self.start_keepalived()
+        if not config.cluster:
+            self.start_keepalived()
 
     def restart_keepalived(self):
         self._stop("keepalived.pid")
@@ -315,7 +319,11 @@ class HaApplier(CommitConfirm):
         if config is not None:
             self.daemons.restart(config)
         lines.append(f"{'restarted' if config else 'stopped'}: {self.daemons.describe()}")
-        if config is not None:
+        if config is not None and config.cluster:
+            lines.append(f"this box is one of a cluster: conntrackd multicasts its "
+                         f"connections to the other boxes on {config.sync_interface} "
+                         f"({render.CLUSTER_GROUP}), keepalived stopped")
+        elif config is not None:
             lines.append(f"this box is the {config.role} (VRRP priority {config.priority}), "
                          f"the peer {config.peer_address} on {config.sync_interface}")
         return lines
@@ -380,6 +388,11 @@ class HaApplier(CommitConfirm):
             config = self.pending_or_confirmed()
             if config is None or not config.enabled:
                 raise HaError(Code.ROLE, "", "this box is not part of a pair")
+            if config.cluster:
+                raise HaError(Code.ROLE, "ha.mode", "this box is one of a cluster: it holds "
+                              "no addresses to hand over. To take it out of service, stop "
+                              "its routing (Network -> Routing): the routers move its "
+                              "connections to the other boxes")
             role = self.role()
             if role != "MASTER":
                 raise HaError(Code.ROLE, "", f"this box is {role or 'not reporting a role'}: "

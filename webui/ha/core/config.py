@@ -1,5 +1,5 @@
 """The high-availability document (/etc/tusk/ha.toml, the HA page's draft) -> the model,
-or every problem at once (docs/HA.md).
+or every problem at once (docs/HA.md, docs/SCALE.md). A pair (mode "pair", the default):
 
     [ha]
     enabled = true
@@ -14,6 +14,16 @@ or every problem at once (docs/HA.md).
     [[virtual]]               # each segment's addresses the pair holds; the master has them
     interface = "ens4.100"
     addresses = ["198.51.100.1/24", "2001:db8:100::1/64"]
+
+A box of a cluster sharing the load (docs/SCALE.md): no roles, no virtual addresses -
+the routers spread connections over every box - only the sync link, on which every box
+multicasts its connections to the others:
+
+    [ha]
+    enabled = true
+    mode = "cluster"
+    sync_interface = "ens6"
+    sync_address = "192.168.255.1/24"   # IPv4: conntrackd's multicast group is
 
 First every unknown, missing or mistyped key (SCHEMA); once every key is right, every bad
 value and every conflict (VALUE). Problem paths are the document's: virtual[1].addresses[0].
@@ -33,6 +43,8 @@ from tusklib.tomlwrite import toml_value
 DEFAULT_PATH = "/etc/tusk/ha.toml"
 TEXT_MAX = 1 << 16
 PRIMARY, SECONDARY = "primary", "secondary"
+PAIR, CLUSTER = "pair", "cluster"
+MODES = (PAIR, CLUSTER)
 PRIORITY = {PRIMARY: 200, SECONDARY: 100}
 ADVERT_MS_MIN, ADVERT_MS_MAX = 10, 40950      # VRRPv3: 12 bits of centiseconds
 VIRTUAL_MAX = 32                               # segments with virtual addresses
@@ -70,18 +82,24 @@ class Virtual:
 
 @dataclass(frozen=True)
 class HaConfig:
-    """A box's half of the pair. Its peer has the same document with role, sync_address
-    and peer_address swapped."""
+    """A box's half of the pair: its peer has the same document with role, sync_address
+    and peer_address swapped. Or (mode "cluster") one box of a cluster: role and
+    peer_address None, no virtual addresses, vrid, advert_ms and preempt unused."""
 
     enabled: bool
-    role: str
+    role: str | None
     vrid: int
     advert_ms: int
     preempt: bool
     sync_interface: str
     sync_address: str
-    peer_address: str
+    peer_address: str | None
     virtual: tuple
+    mode: str = PAIR
+
+    @property
+    def cluster(self):
+        return self.mode == CLUSTER
 
     @property
     def priority(self):
@@ -99,7 +117,48 @@ class HaConfig:
 HA_KEYS = {"enabled": (bool, None), "role": (str, None), "vrid": (int, None),
            "advert_ms": (int, 1000), "preempt": (bool, False), "sync_interface": (str, None),
            "sync_address": (str, None), "peer_address": (str, None)}
+# a cluster's [ha]; the pair's other keys are refused there, each saying why
+CLUSTER_KEYS = {"enabled": (bool, None), "mode": (str, None), "sync_interface": (str, None),
+                "sync_address": (str, None)}
+PAIR_ONLY = {"role": "every box of a cluster carries traffic: none is primary or secondary",
+             "vrid": "a cluster runs no VRRP: the routers spread connections over its boxes",
+             "advert_ms": "a cluster runs no VRRP: BFD between the routers and each box "
+                          "finds a failed box",
+             "preempt": "a cluster has no addresses to take back: every box carries traffic",
+             "peer_address": "every box of a cluster multicasts to all the others on the "
+                             "sync link: there is no one peer"}
 VIRTUAL_KEYS = {"interface": (str, None), "addresses": (list, None)}
+
+
+def _mode(ha, problems):
+    """The mode [ha] asks for ("pair" without one), or None when it is no mode."""
+    mode = ha.get("mode", PAIR)
+    if mode in MODES:
+        return mode
+    problems.append(Problem(Code.SCHEMA if not isinstance(mode, str) else Code.VALUE,
+                            "ha.mode", f"{mode!r:.40}: must be pair (two boxes, one holding "
+                            "the addresses) or cluster (several boxes sharing the load)"))
+    return None
+
+
+def _cluster_values(ha, entries, problems):
+    """A cluster's [ha] values, or None; the pair's keys and [[virtual]] refused."""
+    for key in ha:
+        if key in PAIR_ONLY:
+            problems.append(Problem(Code.SCHEMA, f"ha.{key}", f"not in a cluster: "
+                                    f"{PAIR_ONLY[key]} (remove it, or mode = \"pair\")"))
+    if entries:
+        problems.append(Problem(Code.SCHEMA, "virtual", "not in a cluster: the routers "
+                                "spread connections over every box's own addresses, so no "
+                                "box holds virtual ones (remove them, or mode = \"pair\")"))
+    found = table_values({k: v for k, v in ha.items() if k not in PAIR_ONLY}, CLUSTER_KEYS,
+                         "ha", problems, Code.SCHEMA)
+    if found is None:
+        return None
+    return {**found, "role": None, "vrid": 0, "advert_ms": 0, "preempt": False,
+            "peer_address": None}
+
+
 def from_document(document):
     """The model of a document (a dict as the TOML file parses), checked whole; raises
     HaError with every problem."""
@@ -112,12 +171,19 @@ def from_document(document):
                                     "unknown section (known: [ha], [[virtual]])"))
     ha = document.get("ha")
     values = None
+    entries = document.get("virtual", [])
+    mode = None
     if not isinstance(ha, dict):
         problems.append(Problem(Code.SCHEMA, "ha", "missing: the [ha] table is required"
                                 if ha is None else "must be a table, written [ha]"))
     else:
-        values = table_values(ha, HA_KEYS, "ha", problems, Code.SCHEMA)
-    entries = document.get("virtual", [])
+        mode = _mode(ha, problems)
+        if mode == CLUSTER:
+            values = _cluster_values(ha, entries, problems)
+            entries = []
+        elif mode == PAIR:
+            values = table_values({k: v for k, v in ha.items() if k != "mode"}, HA_KEYS,
+                                  "ha", problems, Code.SCHEMA)
     virtual = []
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         problems.append(Problem(Code.SCHEMA, "virtual", "must be an array of tables, each "
@@ -129,7 +195,8 @@ def from_document(document):
             virtual.append(Virtual(**found) if found else None)
     if problems:
         raise HaError(problems)
-    config = HaConfig(**{key: values[key] for key in HA_KEYS}, virtual=tuple(virtual))
+    config = HaConfig(**{key: values[key] for key in HA_KEYS}, virtual=tuple(virtual),
+                      mode=mode)
     problems = validate(config)
     if problems:
         raise HaError(problems)
@@ -137,14 +204,17 @@ def from_document(document):
 
 
 def to_document(config):
-    """The model -> the document from_document takes (and ha.toml holds)."""
+    """The model -> the document from_document takes (and ha.toml holds). A pair's has no
+    mode: it is the default, and a release before clusters reads it."""
+    if config.cluster:
+        return {"ha": {key: getattr(config, key) for key in CLUSTER_KEYS}, "virtual": []}
     return {"ha": {key: getattr(config, key) for key in HA_KEYS},
             "virtual": [{"interface": v.interface, "addresses": list(v.addresses)}
                         for v in config.virtual]}
 
 
-HEADER = ("# Tusk's high-availability pair: the dashboard (High availability) writes this\n"
-          "# file; docs/HA.md describes every key.\n")
+HEADER = ("# Tusk's high availability (a pair, or a cluster): the dashboard (High\n"
+          "# availability) writes this file; docs/HA.md describes every key.\n")
 
 
 def to_toml(config):
@@ -230,6 +300,9 @@ def validate(config):  # noqa: C901 - one check per field, each naming it
     def bad(path, message):
         problems.append(Problem(Code.VALUE, path, message))
 
+    if config.cluster:
+        _sync_link_problems(config, bad)
+        return problems
     if config.role not in PRIORITY:
         bad("ha.role", f"{config.role!r}: must be primary or secondary")
     if not 1 <= config.vrid <= 255:
@@ -237,17 +310,7 @@ def validate(config):  # noqa: C901 - one check per field, each naming it
     if not ADVERT_MS_MIN <= config.advert_ms <= ADVERT_MS_MAX or config.advert_ms % 10:
         bad("ha.advert_ms", f"{config.advert_ms}: VRRPv3 advertises every 10 to 40950 ms, "
                             "in steps of 10")
-    reason = interface_problem(config.sync_interface) or format_problem(
-        (conntrackd.name, values.InterfaceName(config.sync_interface)))
-    if reason:
-        bad("ha.sync_interface", reason)
-    own = None
-    reason = address_problem(config.sync_address) or format_problem(
-        (conntrackd.address, values.IPAddress(values.IPInterface(config.sync_address).ip)))
-    if reason:
-        bad("ha.sync_address", reason)
-    else:
-        own = ipaddress.ip_interface(config.sync_address)
+    own = next(iter(_sync_link_problems(config, bad)), None)
     reason = ip_problem(config.peer_address, "the peer's address") or format_problem(
         (conntrackd.address, values.IPAddress(config.peer_address)))
     if reason:
@@ -302,3 +365,24 @@ def validate(config):  # noqa: C901 - one check per field, each naming it
             else:
                 seen_addresses[ip] = path
     return problems
+
+
+def _sync_link_problems(config, bad):
+    """The sync link's interface and this box's address on it (bad(path, why) for each
+    problem) -> [the address as an ip_interface] when it is one, else []."""
+    reason = interface_problem(config.sync_interface) or format_problem(
+        (conntrackd.name, values.InterfaceName(config.sync_interface)))
+    if reason:
+        bad("ha.sync_interface", reason)
+    reason = address_problem(config.sync_address) or format_problem(
+        (conntrackd.address, values.IPAddress(values.IPInterface(config.sync_address).ip)))
+    if reason:
+        bad("ha.sync_address", reason)
+        return []
+    own = ipaddress.ip_interface(config.sync_address)
+    if config.cluster and own.version != 4:
+        bad("ha.sync_address", f"{config.sync_address} is IPv6: a cluster's boxes multicast "
+                               "their connections to an IPv4 group on the sync link "
+                               "(conntrackd's multicast is IPv4 only)")
+        return []
+    return [own]

@@ -14,7 +14,7 @@ import os
 from tusklib import values
 from tusklib.files import write_atomically
 from tusklib.formats import conntrackd, keepalived
-from tusklib.names import HA_SYNC_PORT
+from tusklib.names import CLUSTER_GROUP, HA_SYNC_PORT
 
 from .config import PRIORITY, HaConfig
 
@@ -23,9 +23,6 @@ NOTIFY = "/usr/lib/tusk/ha-notify"     # rootfs-overlay: conntrackd's part of a 
 STATE_DIR = "/run/tusk/ha"             # the notify's record of the role; conntrackd's socket
 SYNC_PORT = HA_SYNC_PORT   # the host table admits it from the peer
 SYNC_GROUP = "tusk"
-# a cluster's conntrackd multicast group (administratively scoped, RFC 2365); its UDP
-# port is SYNC_PORT
-CLUSTER_GROUP = "239.255.37.80"
 PROTOCOLS = ("TCP", "UDP", "SCTP", "ICMP", "IPv6-ICMP")
 FILES = ("keepalived.conf", "conntrackd.conf")
 
@@ -174,8 +171,8 @@ def conntrackd_conf(config: HaConfig, state_dir=STATE_DIR, local_addresses=()):
     return "\n".join(lines + _general(state_dir, ignored)) + "\n"
 
 
-def conntrackd_cluster_conf(sync_interface, sync_address, state_dir=STATE_DIR,
-                            local_addresses=(), group=CLUSTER_GROUP):
+def conntrackd_cluster_conf(config: HaConfig, state_dir=STATE_DIR, local_addresses=(),
+                            group=CLUSTER_GROUP):
     """conntrackd for one box of a cluster sharing the load (docs/SCALE.md): every box
     sends its connections' events once to a multicast group on the sync link (IPv4),
     and puts every other box's straight into its kernel table. NOTRACK, not FTFW:
@@ -184,11 +181,12 @@ def conntrackd_cluster_conf(sync_interface, sync_address, state_dir=STATE_DIR,
     (conntrack-tools' src/sync-ftfw.c); NOTRACK takes each message whatever its number.
     A lost message is not resent: the connection's next state change, or a box's
     StartupResync, carries it again."""
-    sync = _typed(values.IPInterface, sync_address)
+    sync = _typed(values.IPInterface, config.sync_address)
     if sync.version != 4:
-        raise RenderRefused(f"{sync_address}: a cluster's sync link is IPv4 (conntrackd's "
+        raise RenderRefused(f"{config.sync_address}: a cluster's sync link is IPv4 (conntrackd's "
                             "multicast group is)")
     multicast = _typed(values.IPAddress, group)
+    interface = _typed(values.InterfaceName, config.sync_interface)
     ignored = _ignored(values.IPAddress(sync.ip), *(
         values.IPAddress(_typed(values.IPInterface, a).ip) for a in local_addresses))
     lines = [HEADER,
@@ -201,20 +199,25 @@ def conntrackd_cluster_conf(sync_interface, sync_address, state_dir=STATE_DIR,
              f"\t\tIPv4_address {conntrackd.address(multicast)}",
              f"\t\tGroup {conntrackd.number(SYNC_PORT)}",
              f"\t\tIPv4_interface {conntrackd.address(values.IPAddress(sync.ip))}",
-             f"\t\tInterface {conntrackd.name(_typed(values.InterfaceName, sync_interface))}",
+             f"\t\tInterface {conntrackd.name(interface)}",
              *_SYNC_END]
     return "\n".join(lines + _general(state_dir, ignored)) + "\n"
 
 
 def write_files(config, state_dir=STATE_DIR, local_addresses=(), notify=NOTIFY):
     """Both daemons' files for config into state_dir, where they (their units on the
-    appliance) find them; config None: none, and the role record goes too. A killed
+    appliance) find them; config None: none, and the role record goes too; a cluster's
+    box: conntrackd's only (no keepalived: the units' conditions keep it off). A killed
     conntrackd's lock goes either way: it would refuse to start again."""
     os.makedirs(state_dir, mode=0o755, exist_ok=True)
     for name in (*FILES, "conntrackd.lock", *(() if config else ("state",))):
         if os.path.lexists(os.path.join(state_dir, name)):
             os.unlink(os.path.join(state_dir, name))
     if config is None:
+        return
+    if config.cluster:
+        write_atomically(os.path.join(state_dir, "conntrackd.conf"),
+                         conntrackd_cluster_conf(config, state_dir, local_addresses), 0o600)
         return
     write_atomically(os.path.join(state_dir, "keepalived.conf"),
                      keepalived_conf(config, state_dir, notify=notify), 0o600)

@@ -8,7 +8,8 @@ host(management, ha, routing)
                   table inet tusk_host - what may reach the firewall itself: the
                   management ports on the management interface only; with none (None),
                   on none; with ha (an HA pair's ha.core.config.HaConfig), VRRP on its
-                  segments and conntrackd's sync from the peer on the sync link; with
+                  segments and conntrackd's sync from the peer on the sync link (a
+                  cluster's box: the multicast sync from the sync link's subnet); with
                   routing (network.core.model.Routing), BGP and BFD from the BGP
                   neighbours' addresses, OSPF and its BFD on the OSPF links
 lockdown()        table inet tusk_lockdown - all input but loopback dropped: what
@@ -23,6 +24,7 @@ from tusklib.formats import nft
 from tusklib.names import (
     BFD_PORTS,
     BGP_PORT,
+    CLUSTER_GROUP,
     HA_PEER_PORT,
     HA_SYNC_PORT,
     MGMT_TCP_PORTS,
@@ -53,7 +55,15 @@ def host(management, ha=None, routing=None):
         lines = [f'{where} tcp dport {{ {ports} }} accept comment "tusk: management"',
                  f'{where} udp sport 67 udp dport 68 accept comment "tusk: DHCP replies"',
                  f'{where} udp sport 547 udp dport 546 accept comment "tusk: DHCPv6 replies"']
-    if ha is not None:
+    if ha is not None and ha.cluster:
+        sync = nft.interface(values.InterfaceName(ha.sync_interface))
+        subnet = nft.prefix(values.IPNetwork(
+            str(values.IPInterface(ha.sync_address).interface.network)))
+        group = nft.address(values.IPAddress(CLUSTER_GROUP))
+        lines.append(f"iifname {sync} ip saddr {subnet} ip daddr {group} udp dport "
+                     f'{HA_SYNC_PORT} accept comment "tusk: HA: connection state from the '
+                     'cluster\'s other boxes"')
+    elif ha is not None:
         segments = ", ".join(nft.interface(values.InterfaceName(segment.interface))
                              for segment in ha.virtual)
         family = "ip" if ha.family == 4 else "ip6"
