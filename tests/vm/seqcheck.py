@@ -119,7 +119,8 @@ class Segment:
         """What identifies one transmission on both sides: the firewall changes none of it.
         IPv6 has no IP ID: a segment with data is told apart by the first bytes of it
         that the capture kept (random in the scenarios' flows) - its retransmission by
-        its timestamp. Order within equal keys does the rest (pure ACKs)."""
+        its timestamp. Within equal keys (RSTs, IPv6 pure ACKs) pairs() tells segments
+        apart by their numbers."""
         ident = self.ipid
         if ident is None and self.length:
             ident = self.payload[:IDENT_BYTES]
@@ -241,10 +242,21 @@ def flows(inside, outside):
     return found
 
 
-def pairs(flow):
+def pairs(flow, offsets=None):
     """[(inside, outside)] for every transmission seen on both sides, in inside order;
-    a duplicate made behind the firewall pairs with the same inside segment again.
-    Also the inside segments that never appeared outside (dropped after capture)."""
+    a duplicate made behind the firewall pairs with the same segment again. Also the
+    client's inside segments that never appeared outside (dropped after capture).
+
+    Segments of one key are told apart by their numbers: each segment as fw forwarded
+    it pairs with one that its sender sent with the same seq, ack and SACK blocks once
+    shifted by the offsets ((R_o, R_r); the handshake's by default). What is left of
+    the key pairs in order: each forwarded segment left carries numbers that no sent
+    one of its key does, and check() reports it. Order alone is no pairing for equal
+    keys (RSTs: IP ID 0, no payload): one dropped or duplicated between the captures
+    (by netem behind fw) would shift every later pair by a segment. Neither can tell
+    a segment forwarded with a sibling's numbers from a sibling duplicated while it
+    was dropped: each is a correct translation of a segment sent."""
+    r_o, r_r = flow.offsets() if offsets is None else offsets
     outside = defaultdict(list)
     for segment in flow.outside:
         outside[segment.key()].append(segment)
@@ -253,30 +265,55 @@ def pairs(flow):
         inside[segment.key()].append(segment)
     matched, missing = [], []
     for key, ins in inside.items():
-        outs = outside.get(key, [])
-        if key[4] is None:          # IPv6 pure ACKs: neither IP ID nor payload
-            ins, outs = _by_ack(ins), _by_ack(outs)
-        for index, segment in enumerate(ins):
-            if index < len(outs):
-                matched.append((segment, outs[index]))
-            else:
-                missing.append(segment)
-        # copies made behind the firewall (netem duplicate) pair with the same segment
-        matched.extend((ins[-1], extra) for extra in outs[len(ins):])
+        ins = [(_numbers(s), s) for s in ins]
+        outs = [(_inside_numbers(flow, s, r_o, r_r), s) for s in outside.get(key, [])]
+        from_client = flow.from_client(ins[0][1])
+        sent, forwarded = (ins, outs) if from_client else (outs, ins)
+        found, unsent, left = _by_numbers(sent, forwarded)
+        found.extend(zip(unsent, left))       # numbers no segment sent has: reported
+        if sent:
+            found.extend((sent[-1][1], extra) for extra in left[len(unsent):])
+        else:                                  # the server's, seen inside only
+            missing.extend(left)
+        if from_client:                        # the client's, lost behind fw
+            missing.extend(unsent[len(left):])
+        matched.extend(pair if from_client else pair[::-1] for pair in found)
     matched.sort(key=lambda pair: pair[0].ts)
     return matched, missing
 
 
-def _by_ack(segments):
-    """Segments of one key - IPv6 pure ACKs with the same timestamp, window and flags -
-    in the order of their acks and then of their SACK blocks (from the ack, and
-    long), which a constant offset keeps. The captures on the two sides can see such
-    ACKs in different orders: an endpoint sends them from both CPUs."""
-    if not segments:
-        return segments
-    ref = (segments[0].ack - (1 << 30)) % MOD
-    return sorted(segments, key=lambda s: ((s.ack - ref) % MOD, [
-        ((a - s.ack) % MOD, (b - a) % MOD) for a, b in s.sack]))
+def _numbers(segment):
+    """What check() compares of an inside segment: seq, ack (0 without ACK), SACK."""
+    return segment.seq, segment.ack if segment.has_ack else 0, tuple(segment.sack)
+
+
+def _inside_numbers(flow, outside, r_o, r_r):
+    """_numbers of an outside segment as its inside counterpart must carry them."""
+    seq_shift, ack_shift = (-r_o, r_r) if flow.from_client(outside) else (r_r, -r_o)
+    return (_shifted(outside.seq, seq_shift),
+            _shifted(outside.ack, ack_shift) if outside.has_ack else 0,
+            tuple((_shifted(a, ack_shift), _shifted(b, ack_shift)) for a, b in outside.sack))
+
+
+def _by_numbers(sent, forwarded):
+    """Of one key's segments as sent and as forwarded ([(numbers, segment)] each, in
+    capture order): [(sent, forwarded)] of those with the same numbers, the sent
+    segments left and the forwarded ones left. Copies the sender sent pair in turn;
+    further copies forwarded (netem's duplicates) with the last of them."""
+    senders = defaultdict(list)
+    for numbers, segment in sent:
+        senders[numbers].append(segment)
+    used = defaultdict(int)
+    found, left = [], []
+    for numbers, segment in forwarded:
+        same = senders.get(numbers)
+        if same:
+            found.append((same[min(used[numbers], len(same) - 1)], segment))
+            used[numbers] += 1
+        else:
+            left.append(segment)
+    paired = {id(pair[0]) for pair in found}
+    return found, [s for _, s in sent if id(s) not in paired], left
 
 
 @dataclass
@@ -327,7 +364,7 @@ def check(flow, r_o, r_r, checksums=True):
     """Compares every pair of the flow; returns a Report. checksums=False where the
     endpoints leave checksums to an offload (the captured ones are partial sums)."""
     report = Report()
-    matched, missing = pairs(flow)
+    matched, missing = pairs(flow, (r_o, r_r))
     report.unpaired = len(missing)
     for inside, outside in matched:
         report.pairs += 1
