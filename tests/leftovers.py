@@ -16,7 +16,7 @@ from lab.ports import running_labs  # noqa: E402
 
 TEST_CLUSTERS = re.compile(r"^tusk-(test|e2e.*)$")
 TEST_NETNS = re.compile(
-    r"^(tt\d+|rtg\d+|sc\d+|tusk-(agent|scratch|chromium|prop|tune)-\d+|e2e\w*)(-|$)")
+    r"^(tt\d+|rtg\d+|sc\d+|cs\d+|tusk-(agent|scratch|chromium|prop|tune)-\d+|e2e\w*)(-|$)")
 TEST_PLACES = ("/tmp/pytest-of-", "/var/tmp/tusk-test", "/var/tmp/tusk-lab/e2e",
                "/var/tmp/tusk-edge-", "/run/tusk-nginx-e2e", "/run/tusk-e2e",
                "/run/tusk-frr/rtg", "/run/tusk-frr/sc")

@@ -98,14 +98,20 @@ sync_address = "192.168.255.{i}/24"
 """
 
 
-def router(asn, router_id, link, bfd_ms=BFD_MS):
-    """A router's frr.conf: a BGP session with BFD to each box, up to three equal paths."""
-    boxes = [f"10.{link}.{i}.2" for i in range(1, BOXES + 1)]
-    lines = ["frr defaults traditional", f"router bgp {asn}", f" bgp router-id {router_id}",
+def router(asn, router_id, link, bfd_ms=BFD_MS, count=BOXES):
+    """A router's frr.conf: a BGP session with BFD to each box, as many equal paths."""
+    boxes = [f"10.{link}.{i}.2" for i in range(1, count + 1)]
+    # Both routers must list the boxes in one order, box i i-th, whichever session came
+    # up first (docs/SCALE.md). zebra keeps a route's next hops ordered by address, but
+    # hands the kernel a nexthop group it made for the first set it saw, in that set's
+    # order, and reuses it for the same set in another order: routes without kernel
+    # nexthop groups get zebra's order
+    lines = ["frr defaults traditional", "no zebra nexthop kernel enable",
+             f"router bgp {asn}", f" bgp router-id {router_id}",
              " no bgp ebgp-requires-policy"]
     for box in boxes:
         lines += [f" neighbor {box} remote-as 65001", f" neighbor {box} bfd"]
-    lines += [" address-family ipv4 unicast", f"  maximum-paths {BOXES}",
+    lines += [" address-family ipv4 unicast", f"  maximum-paths {count}",
               " exit-address-family", "exit", "bfd"]
     for box in boxes:
         lines += [f" peer {box}", f"  transmit-interval {bfd_ms}",
@@ -120,17 +126,19 @@ def forward_only_known(cluster, i):
 
 class Cluster(Topology):
     """firewall(cluster, i): loads box i's forwarding rules (forward_only_known, or a Tusk
-    policy in the VM tier); bfd_ms: BFD's interval on both sides of every session."""
+    policy in the VM tier); bfd_ms: BFD's interval on both sides of every session;
+    boxes: how many; sync False: no ha.toml, no conntrackd (boxes that share nothing)."""
 
-    def __init__(self, prefix, directory, firewall=forward_only_known, bfd_ms=BFD_MS):
+    def __init__(self, prefix, directory, firewall=forward_only_known, bfd_ms=BFD_MS,
+                 boxes=BOXES, sync=True):
         super().__init__()
-        self.firewall, self.bfd_ms = firewall, bfd_ms
+        self.firewall, self.bfd_ms, self.count, self.sync = firewall, bfd_ms, boxes, sync
         self.prefix = prefix
         self.dir = Path(directory)
         self.client, self.server = f"{prefix}-client", f"{prefix}-server"
         self.up_router, self.down_router = f"{prefix}-up", f"{prefix}-down"
         self.sync = f"{prefix}-sync"
-        self.boxes = [f"{prefix}-fw{i}" for i in range(1, BOXES + 1)]
+        self.boxes = [f"{prefix}-fw{i}" for i in range(1, boxes + 1)]
         self.names = [self.client, self.server, self.up_router, self.down_router,
                       self.sync, *self.boxes]
         self.backends, self.appliers, self.routers = {}, {}, {}
@@ -171,8 +179,10 @@ class Cluster(Topology):
             network = normalise.parse(box_network(i, self.bfd_ms))
             backend.apply(network)
             self.backends[box] = backend
-            ha = ha_config.parse(box_ha(i))
+            ha = ha_config.parse(box_ha(i)) if self.sync else None
             self.ns(box, "nft", "-f", "-", input=render_boot.host("mgmt", ha, network.routing))
+            if ha is None:
+                continue
             # on the sync link's address, once it has it
             applier = self.appliers[i] = HaApplier(str(self.dir / f"fw{i}" / "ha"), netns=box)
             applier.apply(box_ha(i), user="lab", timeout=3600)
@@ -180,7 +190,7 @@ class Cluster(Topology):
         for name, asn, link in ((self.up_router, 65100, 8), (self.down_router, 65200, 9)):
             daemons = frr.LabFrr(name)
             daemons.apply(router(asn, "10.1.0.1" if link == 8 else "10.2.0.1", link,
-                                 self.bfd_ms), [])
+                                 self.bfd_ms, self.count), [])
             self.routers[name] = daemons
         return self
 
@@ -200,9 +210,9 @@ class Cluster(Topology):
                       if "gateway" in hop)
 
     def ready(self):
-        """Each router has all three boxes as equal paths to the other side."""
-        return (len(self.paths(self.up_router, "10.2.0.0/24")) == BOXES and
-                len(self.paths(self.down_router, "10.1.0.0/24")) == BOXES)
+        """Each router has every box as an equal path to the other side."""
+        return (len(self.paths(self.up_router, "10.2.0.0/24")) == self.count and
+                len(self.paths(self.down_router, "10.1.0.0/24")) == self.count)
 
     def forwarded_bytes(self):
         """{box number: bytes its up0 has received so far}."""

@@ -193,12 +193,7 @@ def test_the_boot_writes_both_daemons_files_only_for_an_enabled_pair(tmp_path):
     import stat
 
     from appliance import boot
-    ha, network, run, loose = (tmp_path / "ha.toml", tmp_path / "network.toml",
-                               tmp_path / "run", tmp_path / "tcp_loose")
-    network.write_text('version = 2\n[[interfaces]]\nname = "ens3"\nrole = "management"\n'
-                       'addresses = ["10.9.0.5/24"]\n')
-    loose.write_text("1\n")
-    run.mkdir()
+    ha, network, run, loose = boot_files(tmp_path)
     (run / "conntrackd.lock").write_text("")                 # a killed conntrackd's
     ha.write_text(render_toml(GOOD))
     assert boot.write_ha(ha, network, run, loose) == 0
@@ -215,6 +210,18 @@ def test_the_boot_writes_both_daemons_files_only_for_an_enabled_pair(tmp_path):
         assert os.listdir(run) == [] and loose.read_text() == "1\n"
     ha.unlink()
     assert boot.write_ha(ha, network, run, loose) == 0 and os.listdir(run) == []
+
+
+def boot_files(tmp_path):
+    """tusk-boot ha's files in tmp_path: ha.toml (to write), a network.toml with the
+    management address 10.9.0.5, the run directory, nf_conntrack_tcp_loose at 1."""
+    ha, network, run, loose = (tmp_path / "ha.toml", tmp_path / "network.toml",
+                               tmp_path / "run", tmp_path / "tcp_loose")
+    network.write_text('version = 2\n[[interfaces]]\nname = "ens3"\nrole = "management"\n'
+                       'addresses = ["10.9.0.5/24"]\n')
+    loose.write_text("1\n")
+    run.mkdir()
+    return ha, network, run, loose
 
 
 def render_toml(document):
@@ -283,12 +290,7 @@ def test_the_boot_writes_only_conntrackds_file_for_a_clusters_box(tmp_path):
     import os
 
     from appliance import boot
-    ha, network, run, loose = (tmp_path / "ha.toml", tmp_path / "network.toml",
-                               tmp_path / "run", tmp_path / "tcp_loose")
-    network.write_text('version = 2\n[[interfaces]]\nname = "ens3"\nrole = "management"\n'
-                       'addresses = ["10.9.0.5/24"]\n')
-    loose.write_text("1\n")
-    run.mkdir()
+    ha, network, run, loose = boot_files(tmp_path)
     (run / "keepalived.conf").write_text("")        # a pair's, before the box joined
     ha.write_text(config.to_toml(config.from_document(CLUSTER)))
     assert boot.write_ha(ha, network, run, loose) == 0
