@@ -303,7 +303,8 @@ ROUTED_BASE = BASE.replace('name = "eth1"\n', 'name = "eth1"\naddresses = ["10.0
 def test_routing_starts_frr_reloads_it_and_stops_it(box):
     """The appliance's FRR (network/core/frr.py's SystemFrr): the first apply with routing
     checks the file with vtysh -C, writes the daemons and frr.conf (root's and FRR's
-    group's: it holds the password) and enables and starts frr.service; the next reloads
+    group's: it holds the password) and enables and starts frr.service (no daemon-reload:
+    PID 1 does not feed the hardware watchdog during one); the next reloads
     the running daemons with frr-reload.py (errors only in its log); one without routing
     stops and disables it, once. A box that never had routing never touches FRR."""
     base = ROUTED_BASE
@@ -312,7 +313,7 @@ def test_routing_starts_frr_reloads_it_and_stops_it(box):
     box.behave({"systemctl is-active": {"rc": 3}})
     lines, commands = apply(box, base + ROUTING)
     assert commands[0][:2] == ("vtysh", "-C")
-    assert ("systemctl", "enable", "--now", "frr.service") in commands
+    assert ("systemctl", "enable", "--now", "--no-reload", "frr.service") in commands
     conf = box.path("/etc/frr/frr.conf")
     assert os.stat(conf).st_mode & 0o777 == 0o640
     assert "neighbor 10.0.0.2 password k3y" in box.read("/etc/frr/frr.conf")
@@ -325,7 +326,7 @@ def test_routing_starts_frr_reloads_it_and_stops_it(box):
             "/etc/frr/frr.conf") in commands
     assert "remote-as 65011" in box.read("/etc/frr/frr.conf")
     lines, commands = apply(box, base)
-    assert ("systemctl", "disable", "--now", "frr.service") in commands and \
+    assert ("systemctl", "disable", "--now", "--no-reload", "frr.service") in commands and \
         "stopped FRR" in lines
     lines, commands = apply(box, base)
     assert not [c for c in commands if "frr.service" in c]

@@ -510,7 +510,15 @@ class SystemFrr:
     names, then loads /etc/frr/frr.conf), enabled and started by the first apply with
     routing, reloaded by the next ones (frr-reload.py), stopped and disabled by one
     without. Programs and paths through runner (tusklib.commands.Runner: --root and
-    its program table)."""
+    its program table).
+
+    Enabled and disabled with --no-reload: systemctl's implicit daemon-reload makes PID 1
+    re-run every generator and load every unit again, and PID 1 feeds the hardware
+    watchdog (RuntimeWatchdogSec=60s) only from its main loop, never during a reload.
+    Under QEMU on a busy host each of these reloads took 41-45 s of a watchdog's 60, and
+    one reset the box in make test. All a reload would add here is multi-user.target's
+    new want, which only the next boot needs and reads anyway: the unit itself is
+    started and stopped by name."""
 
     UNIT = "frr.service"
     CONFIG = "/etc/frr/frr.conf"
@@ -556,7 +564,7 @@ class SystemFrr:
         daemons = self.runner.path(self.DAEMONS_FILE)
         if not text:
             if _read(daemons) == self.DAEMONS_TEXT:     # Tusk's routing ran it
-                self._systemctl("disable", "--now")
+                self._systemctl("disable", "--now", "--no-reload")
                 write_atomically(daemons, self.DAEMONS_OFF, mode=0o640)
                 lines.append("stopped FRR")
             return
@@ -567,7 +575,7 @@ class SystemFrr:
         write_atomically(path, with_blackholes(text, self.run) if active else text,
                          mode=0o640)
         if not active:
-            self._systemctl("enable", "--now")
+            self._systemctl("enable", "--now", "--no-reload")
             lines.append("started FRR (frr.service) with the routing configuration")
             return
         result = self.run("frr-reload", "--reload", "--log-level", "error", "--stdout",
