@@ -5,11 +5,14 @@ operator would: over the serial console (the console menu) and HTTPS (the web UI
 """
 import codecs
 import http.cookiejar
+import json
 import re
+import shlex
 import shutil
 import socket
 import ssl
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -101,12 +104,59 @@ class Appliance:
             argv += ["-virtfs", f"local,path={share},mount_tag=share,security_model=none,"
                      "readonly=on"]
         argv += ["-device", "i6300esb", "-action", "watchdog=reset"]
+        # How a boot ended, when QEMU exits unasked (a reset under -no-reboot looks like a
+        # power-off): QEMU's own events - WATCHDOG (the i6300esb fired), RESET, SHUTDOWN
+        # and its reason - with the host's time, in appliance-<name>-qmp.log.
+        self.qmp_dir = tempfile.mkdtemp(prefix="tusk-qmp-")
+        qmp_socket = f"{self.qmp_dir}/qmp.sock"
+        argv += ["-chardev", f"socket,id=qmp,path={qmp_socket},server=on,wait=off",
+                 "-mon", "chardev=qmp,mode=control"]
+        # The guest's kernel messages and a record of its state (record() starts it), off
+        # the console the tests read: a second serial port (ttyS1), into a file
+        self.record_path = Path(log_dir) / f"appliance-{name}-record.log"
+        self.recording = False
+        argv += ["-serial", f"file:{self.record_path}"]
         self.argv = argv
         self.log = open(self.log_path, "w", encoding="utf-8", errors="replace")
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
+        self.events = threading.Thread(target=self._events, args=(qmp_socket,), daemon=True)
+        self.events.start()
+
+    def _events(self, path):
+        """QEMU's QMP events into appliance-<name>-qmp.log, each with the host's time."""
+        events_path = self.log_path.with_name(f"appliance-{self.name}-qmp.log")
+        with open(events_path, "w", encoding="utf-8") as out:
+            def note(text):
+                out.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}\n")
+                out.flush()
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            for _ in range(600):
+                try:
+                    sock.connect(path)
+                    break
+                except OSError:
+                    if self.proc.poll() is not None:
+                        return
+                    time.sleep(0.1)
+            else:
+                note("no QMP socket")
+                return
+            with sock, sock.makefile("rwb") as stream:
+                stream.readline()                                   # the greeting
+                stream.write(b'{"execute": "qmp_capabilities"}\n')
+                stream.flush()
+                note("QMP connected")
+                for line in stream:
+                    try:
+                        message = json.loads(line)
+                    except ValueError:
+                        continue
+                    if "event" in message:
+                        note(f"{message['event']} {json.dumps(message.get('data', {}))}")
+            note(f"QMP closed (QEMU exit status {self.proc.poll()})")
 
     def _read(self):
         # The serial line arrives in small reads: a UTF-8 character or an escape sequence
@@ -171,6 +221,29 @@ class Appliance:
         with self.lock:
             return "\n".join(self.buffer.splitlines()[-lines:])
 
+    # What record() runs in the guest, writing to ttyS1: the kernel's messages (the
+    # console keeps them off: dmesg -n 1), the journal, and every 5 s the uptime, load,
+    # free memory and PID 1's state and CPU time (systemd feeds the hardware watchdog from
+    # its loop: a PID 1 that stops for a minute resets the box), every 30 s the busiest
+    # processes.
+    RECORDER = ("exec >/dev/ttyS1 2>&1; cat /dev/kmsg & "
+                "journalctl -f -n 0 -o short-monotonic --no-pager & "
+                "n=0; while :; do echo \"== $(cut -d' ' -f1 /proc/uptime) load $(cut -d' ' "
+                "-f1-4 /proc/loadavg) pid1 $(cut -d' ' -f3,14,15 /proc/1/stat) $(grep -E "
+                "'^(MemAvailable|Shmem):' /proc/meminfo | tr -s ' ' | tr '\\n' ' ')\"; "
+                "[ $((n % 6)) -eq 0 ] && ps -eo pid,stat,time,rss,comm --sort=-time | head -12; "
+                "n=$((n + 1)); sleep 5; done")
+
+    def record(self):
+        """Starts the recorder (RECORDER) in the guest, once a boot, from the console's
+        shell: a transient unit of its own, outside the console's session."""
+        if self.recording:
+            return
+        rc, output = self.shell("systemd-run --quiet --collect --unit=tusk-test-record "
+                                f"sh -c {shlex.quote(self.RECORDER)}")
+        assert rc == 0, f"the recorder did not start: {output}"
+        self.recording = True
+
     def shell(self, command, timeout=120):
         """Runs command in the console menu's shell; returns (exit status, output)."""
         marker = f"T{time.monotonic_ns()}"
@@ -192,6 +265,7 @@ class Appliance:
             self.proc.kill()
             self.proc.wait()
         self.log.close()
+        shutil.rmtree(self.qmp_dir, ignore_errors=True)
 
     # -- HTTPS -------------------------------------------------------------------------
 

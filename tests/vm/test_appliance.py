@@ -167,6 +167,8 @@ def open_shell(appliance):
     appliance.send("export PS1='# ' TERM=dumb; stty -echo; dmesg -n 1\n")
     rc, _ = appliance.shell("true")
     assert rc == 0
+    # ... and in appliance-<name>-record.log, with the journal and the box's state
+    appliance.record()
 
 
 def close_shell(appliance):
