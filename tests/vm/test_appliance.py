@@ -22,7 +22,9 @@ VLAN, `server` behind an LACP bond.
    carries the client's flow over the VLAN and the bond to the server. Beside the steps:
    the firewall's log and /metrics; the HA page's half of a pair runs tusk-conntrackd
    and tusk-keepalived (the box, alone, takes the virtual address) and disabled stops
-   them.
+   them; a BGP neighbour with BFD (FRR in the server namespace) set on the Network pages
+   starts frr.service, the host table admits it, the session and BFD come up and the
+   change is confirmed; without routing, FRR stops.
 4. tusk-install refuses the stick it booted from, then installs to vda from the console
    menu, reading the system image from the ISO; the box powers off.
 5. the VM boots from vda alone under SeaBIOS: the same policy is loaded before the
@@ -45,6 +47,7 @@ VLAN, `server` behind an LACP bond.
 The steps share one sequence of boots; a failed step fails the ones after it. The ISO's
 other ways in (a CD, UEFI) are test_iso_live.py's.
 """
+import base64
 import hashlib
 import json
 import re
@@ -644,6 +647,116 @@ def test_ha_from_the_dashboard_runs_its_units_then_stops_them(steps):
     post("/ha/confirm/", {}, "Confirm HA pair configuration")
     shell("for i in $(seq 120); do grep -q 'enabled = false' /etc/tusk/ha.toml && break; "
           "sleep 1; done; grep 'enabled = false' /etc/tusk/ha.toml")
+
+
+ROUTING_PASSWORD = "appliance-md5.key"
+LEARNED = "10.77.0.0/24"     # what the peer announces (its loopback's subnet)
+ROUTING_PEER = f"""\
+frr defaults traditional
+router bgp 65010
+ bgp router-id {SERVER}
+ no bgp ebgp-requires-policy
+ neighbor {BOND_ADDRESS.split("/")[0]} remote-as 65001
+ neighbor {BOND_ADDRESS.split("/")[0]} password {ROUTING_PASSWORD}
+ neighbor {BOND_ADDRESS.split("/")[0]} bfd
+ address-family ipv4 unicast
+  network {LEARNED}
+ exit-address-family
+exit
+bfd
+ peer {BOND_ADDRESS.split("/")[0]}
+  receive-interval 1000
+  transmit-interval 1000
+  detect-multiplier 5
+ exit
+exit
+"""
+START_PEER = ("ip -n server addr add 10.77.0.1/24 dev lo; PYTHONPATH=/usr/lib/tusk/webui "
+              "python3 -c 'import sys; from network.core import frr; lines = []; "
+              "frr.LabFrr(\"server\").apply(sys.stdin.read(), lines)' < /tmp/peer.conf")
+STOP_PEER = ("PYTHONPATH=/usr/lib/tusk/webui python3 -c 'from network.core import frr; "
+             "frr.LabFrr(\"server\").apply(\"\", [])'; ip -n server addr del 10.77.0.1/24 "
+             "dev lo")
+BGP_UP = ("for i in $(seq 180); do vtysh -c 'show bgp ipv4 unicast summary json' | "
+          "grep -q '\"state\":\"Established\"' && vtysh -c 'show bfd peers json' | "
+          "grep -q '\"status\":\"up\"' && break; sleep 1; done; "
+          "vtysh -c 'show bgp ipv4 unicast summary json'; vtysh -c 'show bfd peers json'")
+
+
+def test_bgp_with_bfd_on_the_appliance_through_its_host_table(steps):
+    """Routing on the image's layout (issue 39): a BGP neighbour with a TCP MD5 password
+    and BFD (FRR in the server namespace) added on the Network pages over HTTPS, applied:
+    frr.service starts from the files the agent wrote, table inet tusk_host admits BGP and
+    BFD from the neighbour only - BFD comes up, which it cannot unless the peer's packets
+    to port 3784 are admitted - the session is Established and the peer's prefix is in
+    the kernel's table; confirmed. Routing removed again: FRR stops, the host table's
+    routing lines go. Not a step later ones need: a failure here fails only this test."""
+    if steps.failed:
+        pytest.fail(f"an earlier step failed ({steps.failed})", pytrace=False)
+    appliance = steps.vm
+    client = log_in(appliance, PASSWORD)
+
+    def shell(*commands, timeout=200):
+        open_shell(appliance)
+        try:
+            return [ok(appliance, command, timeout) for command in commands]
+        finally:
+            close_shell(appliance)
+
+    def post(path, fields, ok_status=(302, 200)):
+        version = form_version(client, "/network/apply/")
+        status, body = client.post(path, {"version": version, **fields})
+        assert status in ok_status and "errorlist" not in body, body[-3000:]
+        return body
+
+    def apply_and_confirm(up):
+        post("/network/apply/", {"timeout": "600"})
+        out = shell("for i in $(seq 200); do tusk-net status | grep -q pending && break; "
+                    "sleep 1; done; tusk-net status; tusk-net status | grep -q pending || "
+                    "journalctl -u tusk-agent -n 40 --no-pager", *up)
+        assert "pending" in out[0], out[0]
+        status, body = client.post("/network/status/confirm/", {})
+        assert status == 200, body[-2000:]
+        shell("for i in $(seq 120); do tusk-net status | grep -q pending || break; sleep 1; "
+              "done; ! tusk-net status | grep pending")
+        return out
+
+    # one line (the console's shell gets each command on one): the file as base64
+    encoded = base64.b64encode(ROUTING_PEER.encode()).decode()
+    shell(f"echo {encoded} | base64 -d > /tmp/peer.conf", START_PEER)
+    try:
+        post("/network/routing/", {"router_id": "", "asn": "65001",
+                                   "prefixes": VLAN_ADDRESS.replace(".1/", ".0/"),
+                                   "communities": "", "bfd_interval": "1000",
+                                   "bfd_multiplier": "5", "blackholes": ""})
+        post("/network/neighbours/new/", {"address": SERVER, "remote_as": "65010",
+                                          "password": ROUTING_PASSWORD, "bfd": "on",
+                                          "accept": "10.77.0.0/16", "description": "peer"})
+        _, summary, host, learned, unit = apply_and_confirm([
+            BGP_UP, "nft list table inet tusk_host", "ip -4 route show proto bgp",
+            "systemctl is-active frr"])
+        assert '"state":"Established"' in summary.replace(" ", ""), summary
+        assert '"status":"up"' in summary.replace(" ", ""), summary
+        assert f"ip saddr {SERVER} tcp dport 179 accept" in host, host
+        assert f"ip saddr {SERVER} ip ttl 255 udp dport {{ 3784, 3785 }} accept" in host, host
+        assert LEARNED in learned, learned
+        assert unit.strip() == "active"
+        assert ROUTING_PASSWORD not in client.get("/network/routing/")[1]
+
+        post("/network/neighbours/0/delete/", {})
+        post("/network/routing/", {"router_id": "", "asn": "0", "prefixes": "",
+                                   "communities": "", "bfd_interval": "1000",
+                                   "bfd_multiplier": "5", "blackholes": ""})
+        # pending shows as soon as the revision is made, before the backend is done
+        _, host, unit = apply_and_confirm([
+            "for i in $(seq 120); do nft list table inet tusk_host | grep -q 'dport 179' || "
+            "break; sleep 1; done; nft list table inet tusk_host",
+            "for i in $(seq 120); do systemctl -q is-active frr || break; sleep 1; done; "
+            "systemctl is-active frr || true"])
+        assert "dport 179" not in host and "3784" not in host, host
+        assert unit.strip() != "active", unit
+    finally:
+        shell(STOP_PEER + "; true")
 
 
 # -- 4. install --------------------------------------------------------------------------
