@@ -14,9 +14,12 @@ because that table admits them.
                         fw1, fw2, fw3 on the sync link (a bridge): 192.168.255.0/24
 
 The routers are FRR with `maximum-paths 3` and the kernel's symmetric multipath hash
-(fib_multipath_hash_policy=1: the 5-tuple, its ends ordered before hashing), so both
-directions of a connection pick the same box: box i is the i-th next hop on both sides
-(10.8.i.2 upstream, 10.9.i.2 downstream - the same order of addresses). Each box forwards
+(fib_multipath_hash_policy=3 with the fields of the 5-tuple, 0x0037: hashed with its ends
+ordered), so both directions of a connection pick the same box: box i is the i-th next
+hop on both sides (10.8.i.2 upstream, 10.9.i.2 downstream - the same order of
+addresses). Not policy 1: it takes a hash the packet already carries (the sending
+socket's, a NIC's RSS hash) when there is one, and a socket's differs from its peer's and
+changes when it retransmits. Each box forwards
 only connections in its table (RULESET, nf_conntrack_tcp_loose=0): a connection moved to
 another box goes on only if conntrackd put it there."""
 import json
@@ -170,7 +173,8 @@ class Cluster(Topology):
             self.ns(box, "ip", "link", "set", "mgmt-end", "up")
         for name in (self.up_router, self.down_router):
             self.forward(name)
-            self.ns(name, "sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1")
+            self.ns(name, "sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=3",
+                    "net.ipv4.fib_multipath_hash_fields=0x0037")
         for i, box in enumerate(self.boxes, 1):
             self.forward(box)
             self.ns(box, "sysctl", "-qw", "net.netfilter.nf_conntrack_tcp_loose=0")
@@ -236,10 +240,15 @@ class Cluster(Topology):
 
     def fail(self, i):
         """Box i hangs: every packet into, out of and through it is dropped from now on
-        (its links stay up, as behind a switch); its BGP and BFD go silent with it."""
+        (its links stay up, as behind a switch); its BGP and BFD go silent with it. At
+        each link's ingress, ahead of everything - a flowtable's fast path included,
+        which forwards before prerouting - and at output."""
+        links = "".join(
+            f" chain {name} {{ type filter hook ingress device \"{name}\" priority -500; "
+            "policy drop; }\n" for name in ("up0", "down0", "sync0", "mgmt"))
         self.ns(self.boxes[i - 1], "nft", "-f", "-", input=(
+            f"table netdev dead {{\n{links}}}\n"
             "table inet dead {\n"
-            " chain i { type filter hook prerouting priority -500; policy drop; }\n"
             " chain o { type filter hook output priority -500; policy drop; }\n}\n"))
 
     def down(self):
