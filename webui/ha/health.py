@@ -54,8 +54,10 @@ def pair_checks():
     return checks
 
 
-def sync_check(stats, source, trouble=None):
-    """conntrackd's sync health as one row (stats None: it does not answer)."""
+def sync_check(stats, source, trouble=None, counts_lost=True):
+    """conntrackd's sync health as one row (stats None: it does not answer). counts_lost
+    False: a cluster's, whose "lost" counts the gaps between the senders' sequence
+    numbers on the group (every box numbers its own), not messages lost."""
     if stats is None:
         return check("HA sync", False, "conntrackd does not answer")
     failed = stats.get("inject_failures", 0) + stats.get("send_errors", 0)
@@ -63,8 +65,8 @@ def sync_check(stats, source, trouble=None):
                  f"{stats.get('entries', 0)} connections in the sync cache; "
                  f"{stats.get('injected', 0)} put into this kernel from {source} "
                  f"({stats.get('inject_failures', 0)} failed); "
-                 f"{stats.get('lost', 0)} messages lost, "
-                 f"{stats.get('send_errors', 0)} send errors")
+                 + (f"{stats.get('lost', 0)} messages lost, " if counts_lost else "")
+                 + f"{stats.get('send_errors', 0)} send errors")
 
 
 def cluster_checks(state):
@@ -74,4 +76,4 @@ def cluster_checks(state):
     return [check("HA", running, "this box is one of a cluster sharing the load; "
                   + ("conntrackd running" if running else "conntrackd stopped: its "
                      "connections would not go on through another box")),
-            sync_check(state.stats, "the other boxes")]
+            sync_check(state.stats, "the other boxes", counts_lost=False)]
