@@ -24,7 +24,7 @@ KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-de
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils ovmf debootstrap xorriso mtools dosfstools \
 	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd squashfs-tools
 
-.PHONY: help run test check lint openapi deps apt vm-deps venv vm-test bench bench-elephant bench-bridge bench-policy bench-seqrand bench-tune bench-ui bench-api bench-diag bench-middlebox bench-flows bench-ha kernel check-kernel-series check-kernel-debug check-kernel-debug-kunit iso bundle image check-image clean
+.PHONY: help run test check lint openapi deps apt vm-deps venv vm-test bench bench-elephant bench-bridge bench-policy bench-seqrand bench-tune bench-ui bench-api bench-diag bench-middlebox bench-flows bench-ha bench-scale kernel check-kernel-series check-kernel-debug check-kernel-debug-kunit iso bundle image check-image clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
@@ -45,6 +45,7 @@ help:
 	@echo "make bench-middlebox Allman's middlebox measurement through fw vs a direct path"
 	@echo "make bench-flows   the Live flows sampler's CPU and memory at 10 000 to 1 000 000 entries"
 	@echo "make bench-ha      an HA pair's failover: gap, retransmissions, resets; plain, fast path, seqrand"
+	@echo "make bench-scale   several boxes sharing the load: connections/s of one box and three, the sync's cost"
 	@echo "make kernel        Linux 6.12 + kernel-patches/ + the config fragments, cached by input hash"
 	@echo "make check-kernel-series  every kernel patch builds on the ones before it; checkpatch"
 	@echo "make check-kernel-debug   the series' netfilter objects under lockdep + KASAN, no IPv6, no NAT"
@@ -167,6 +168,10 @@ bench-elephant: deps vm-deps
 bench-ha: deps vm-deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench-ha needs root (QEMU's 9p shares)"; exit 1; }
 	$(PY) tests/bench/bench_ha.py
+
+bench-scale: deps
+	@[ "$$(id -u)" -eq 0 ] || { echo "make bench-scale needs root (namespaces, FRR, conntrackd)"; exit 1; }
+	$(PY) tests/bench/bench_scale.py
 
 bench-tune: deps vm-deps
 	$(PY) tests/bench/bench_tune.py
