@@ -34,21 +34,23 @@ def test_the_flow_goes_on_through_another_box_without_a_reset(scale):
     resets = [str(s) for s in flow.inside + flow.outside if s.flags & dpkt.tcp.TH_RST]
     assert not resets, resets
     retransmitted = nstat(scale, "client").get("TcpRetransSegs", 0)
-    print(f"fw{said['carrier']} hung; out of both routers' paths after "
+    print(f"fw{said['carrier']} hung; out of the upstream router's paths after "
           f"{said['detected']:.2f} s; the flow on through fw{said['now']}, its longest "
           f"wait {said['longest_wait']:.2f} s, {retransmitted} segments retransmitted")
 
 
 def test_bfd_took_the_failed_box_out_and_the_flow_waited_for_it(scale):
     """Three missed 300 ms intervals, zebra's new route and the look that saw it: under
-    TCG each `ip` run takes a while, so up to three times BFD's detection. The flow,
+    TCG each `ip` run takes a while, so up to four times BFD's detection. The flow,
     through the hung box until then, waited about as long - proof that it was that
     box's (a flow the hang did not stop would not wait)."""
     said = load(scale, "flow.json")
+    # the guest's speed: a busy host stretches every look (tests/vm/README.md)
+    stretch = load(scale.parent, "guest.json")["time_scale"]
     detection = 3 * BFD_MS / 1000
     # from the hang: its last BFD packet may have come up to one interval before it
     at_least = detection - BFD_MS / 1000
-    assert at_least <= said["detected"] < 3 * detection, said
+    assert at_least <= said["detected"] < 4 * detection * stretch, said
     # a flow the hang did not stop waited 0.09 s (the fast path forwarded ahead of a
     # hang at prerouting, found so); one it stopped waits for most of the detection
     assert said["longest_wait"] >= detection / 2, said
