@@ -441,6 +441,15 @@ def test_the_network_and_ha_documents_are_checked_as_their_pages_check_them(admi
     assert HA_KEY not in json.dumps(client.get("/api/v1/ha", **token).json())
     failover = client.post("/api/v1/ha/failover", **token)
     assert failover.status_code == 409 and problems(failover)[0]["path"] == "role"
+    # a cluster's box (docs/SCALE.md) needs no pair key, but routing the network lacks:
+    # refused at ha.mode, nothing queued
+    cluster = {"ha": {"enabled": True, "mode": "cluster", "sync_interface": "eth2.100",
+                      "sync_address": "192.168.255.3/24"}}
+    refused = client.post("/api/v1/ha/apply", {"document": cluster},
+                          content_type="application/json", **token)
+    assert refused.status_code == 422
+    assert [p["path"] for p in problems(refused)] == ["ha.mode"], refused.content
+    assert "BGP" in problems(refused)[0]["message"] and Job.objects.count() == 1
 
 
 def test_tuning_runs_only_a_profile_that_loads(admin_user):
