@@ -150,19 +150,18 @@ def _standby_reason(wanted):
             "standby, or its neighbours send traffic to the secondary")
 
 
-def _cluster_routing_trouble(routing):
-    """Why routing (network.toml's) cannot carry a cluster's box, or None: the routers
-    find each box, spread connections over them and drop a failed one through dynamic
-    routing (docs/SCALE.md), and a standby box would be a spare, not a share."""
+def _cluster_routing_trouble(routing, subject):
+    """(path in network.toml, why) routing cannot carry a cluster's box, or None; why
+    begins with subject. The routers find each box, spread connections over them and
+    drop a failed one through dynamic routing (docs/SCALE.md), and a standby box would
+    be a spare, not a share."""
     if not routing.enabled:
-        return ("routing", "this box is one of a cluster sharing the load: the routers "
-                "spread connections over its boxes, and leave a failed one, only by what "
-                "each box announces - configure BGP (or OSPF) with BFD on Network -> "
-                "Routing")
+        return ("routing", f"{subject}: the routers spread connections over its boxes, "
+                "and leave a failed one, only by what each box announces - configure BGP "
+                "(or OSPF) with BFD on Network -> Routing")
     if routing.standby:
-        return ("routing.standby", "this box is one of a cluster sharing the load: a "
-                "standby box's longer AS path (or OSPF cost) makes it a spare that carries "
-                "nothing while the others are up")
+        return ("routing.standby", f"{subject}: a standby box's longer AS path (or OSPF "
+                "cost) makes it a spare that carries nothing while the others are up")
     return None
 
 
@@ -172,7 +171,8 @@ def pair_routing_problems(config, pairs):
     box routes dynamically, never standby."""
     enabled = [ha for _, ha in pairs if ha is not None and ha.enabled]
     if any(ha.cluster for ha in enabled):
-        trouble = _cluster_routing_trouble(config.routing)
+        trouble = _cluster_routing_trouble(
+            config.routing, "this box is one of a cluster sharing the load")
         return [Problem(NetworkCode.HA, *trouble)] if trouble else []
     wanted = _standby_wanted(ha.role for ha in enabled)
     if wanted is None or not config.routing.enabled or config.routing.standby == wanted:
@@ -188,10 +188,9 @@ def ha_routing_problems(ha, networks):
         return []
     if ha.cluster:
         for which, config in networks:
-            trouble = _cluster_routing_trouble(config.routing)
+            trouble = _cluster_routing_trouble(config.routing, "a cluster shares the load")
             if trouble:
-                reason = trouble[1].replace("this box is one of a cluster sharing the load",
-                                            "a cluster shares the load") + "; change it first"
+                reason = trouble[1] + "; change it first"
                 if which == PENDING:
                     reason += " (in the network change that awaits confirmation)"
                 return [Problem(HaCode.NETWORK, "ha.mode", reason)]

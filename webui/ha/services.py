@@ -73,9 +73,8 @@ def apply(actor, document, timeout, key=None):
     args = {"document": document, "timeout": timeout}
     if key:
         args["key"] = key
-    ha = document["ha"]
-    return kit.queue(DOMAIN, actor, "apply", CLUSTER if _cluster(document) else ha["role"],
-                     args=args)
+    target = CLUSTER if _cluster(document) else document["ha"]["role"]
+    return kit.queue(DOMAIN, actor, "apply", target, args=args)
 
 
 def fail_over(actor, role):

@@ -301,7 +301,7 @@ def validate(config):  # noqa: C901 - one check per field, each naming it
         problems.append(Problem(Code.VALUE, path, message))
 
     if config.cluster:
-        _sync_link_problems(config, bad)
+        _sync_link(config, bad)
         return problems
     if config.role not in PRIORITY:
         bad("ha.role", f"{config.role!r}: must be primary or secondary")
@@ -310,7 +310,7 @@ def validate(config):  # noqa: C901 - one check per field, each naming it
     if not ADVERT_MS_MIN <= config.advert_ms <= ADVERT_MS_MAX or config.advert_ms % 10:
         bad("ha.advert_ms", f"{config.advert_ms}: VRRPv3 advertises every 10 to 40950 ms, "
                             "in steps of 10")
-    own = next(iter(_sync_link_problems(config, bad)), None)
+    own = _sync_link(config, bad)
     reason = ip_problem(config.peer_address, "the peer's address") or format_problem(
         (conntrackd.address, values.IPAddress(config.peer_address)))
     if reason:
@@ -367,9 +367,9 @@ def validate(config):  # noqa: C901 - one check per field, each naming it
     return problems
 
 
-def _sync_link_problems(config, bad):
-    """The sync link's interface and this box's address on it (bad(path, why) for each
-    problem) -> [the address as an ip_interface] when it is one, else []."""
+def _sync_link(config, bad):
+    """The sync link's interface and this box's address on it checked (bad(path, why) for
+    each problem) -> the address as an ip_interface, or None when it is none."""
     reason = interface_problem(config.sync_interface) or format_problem(
         (conntrackd.name, values.InterfaceName(config.sync_interface)))
     if reason:
@@ -378,11 +378,11 @@ def _sync_link_problems(config, bad):
         (conntrackd.address, values.IPAddress(values.IPInterface(config.sync_address).ip)))
     if reason:
         bad("ha.sync_address", reason)
-        return []
+        return None
     own = ipaddress.ip_interface(config.sync_address)
     if config.cluster and own.version != 4:
         bad("ha.sync_address", f"{config.sync_address} is IPv6: a cluster's boxes multicast "
                                "their connections to an IPv4 group on the sync link "
                                "(conntrackd's multicast is IPv4 only)")
-        return []
-    return [own]
+        return None
+    return own
