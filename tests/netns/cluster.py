@@ -28,7 +28,7 @@ import shutil
 import time
 from pathlib import Path
 
-from hapair import RULESET
+from hapair import RULESET, Flow
 
 from ha.core import config as ha_config
 from ha.core.applier import HaApplier
@@ -135,7 +135,7 @@ class Cluster(Topology):
     def __init__(self, prefix, directory, firewall=forward_only_known, bfd_ms=BFD_MS,
                  boxes=BOXES, sync=True):
         super().__init__()
-        self.firewall, self.bfd_ms, self.count, self.sync = firewall, bfd_ms, boxes, sync
+        self.firewall, self.bfd_ms, self.sync = firewall, bfd_ms, sync
         self.prefix = prefix
         self.dir = Path(directory)
         self.client, self.server = f"{prefix}-client", f"{prefix}-server"
@@ -194,7 +194,7 @@ class Cluster(Topology):
         for name, asn, link in ((self.up_router, 65100, 8), (self.down_router, 65200, 9)):
             daemons = frr.LabFrr(name)
             daemons.apply(router(asn, "10.1.0.1" if link == 8 else "10.2.0.1", link,
-                                 self.bfd_ms, self.count), [])
+                                 self.bfd_ms, len(self.boxes)), [])
             self.routers[name] = daemons
         return self
 
@@ -215,8 +215,15 @@ class Cluster(Topology):
 
     def ready(self):
         """Each router has every box as an equal path to the other side."""
-        return (len(self.paths(self.up_router, "10.2.0.0/24")) == self.count and
-                len(self.paths(self.down_router, "10.1.0.0/24")) == self.count)
+        count = len(self.boxes)
+        return (len(self.paths(self.up_router, "10.2.0.0/24")) == count and
+                len(self.paths(self.down_router, "10.1.0.0/24")) == count)
+
+    def flow(self, port, **options):
+        """hapair's Flow (echoed chunks) from the client to the server through the boxes:
+        what it asks of a pair is their namespaces."""
+        ends = type("Ends", (), {"names": {"client": self.client, "server": self.server}})
+        return Flow(ends(), port, server=SERVER, **options)
 
     def forwarded_bytes(self):
         """{box number: bytes its up0 has received so far}."""

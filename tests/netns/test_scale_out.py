@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from cluster import BFD_MS, BOXES, CLIENT, SERVER, Cluster
-from hapair import Flow
 from kit import wait_until
 
 PREFIX = f"sc{os.getpid() % 100000}"
@@ -31,13 +30,6 @@ def cluster(tmp_path):
         yield lab
     finally:
         lab.down()
-
-
-def flow(lab, port):
-    """hapair's Flow between the client and the server (what it asks of a pair: their
-    namespaces)."""
-    shim = type("Shim", (), {"names": {"client": lab.client, "server": lab.server}})()
-    return Flow(shim, port, server=SERVER)
 
 
 def test_both_directions_of_each_connection_cross_one_box(cluster):
@@ -79,7 +71,7 @@ def test_real_connections_cross_one_box_both_ways_first_time(cluster):
 
 
 def test_a_connection_goes_on_when_its_box_hangs(cluster):
-    elephant = flow(cluster, 5001)
+    elephant = cluster.flow(5001)
     try:
         elephant.progress(50)
         carrier = cluster.carrier()

@@ -25,8 +25,7 @@ from pathlib import Path
 
 import conntrack
 import seqrand
-from cluster import BOXES, SERVER, Cluster
-from hapair import Flow
+from cluster import BOXES, Cluster
 from kit import wait_until
 from scenario import TUSK
 
@@ -67,9 +66,7 @@ def run(ctx):
             ctx.run("ethtool", "-K", "eth0", "tx", "off", ns=who)
         with ctx.capture(lab.client, "eth0", "client", f"tcp port {PORT}"), \
                 ctx.capture(lab.server, "eth0", "server", f"tcp port {PORT}"):
-            shim = type("Shim", (), {"names": {"client": lab.client, "server": lab.server}})
-            flow = Flow(shim(), PORT, chunk_bytes=16384, pause=0.01, timeout=30,
-                        server=SERVER)
+            flow = lab.flow(PORT, chunk_bytes=16384, pause=0.01, timeout=30)
             said = {"client_port": flow.client_port}
             try:
                 fail_the_carrier(ctx, lab, flow, said)
