@@ -8,12 +8,18 @@ through the seqadj step, so a bridged connection's sequence numbers and SACK blo
 are translated edge by edge as a routed one's are. Offsets: R_o shifts the client's
 sequence space as the server sees it, R_r the server's as the client sees it.
 """
+import subprocess
+
 import pytest
 import seqcheck
 from saved import counters_delta, invalid_drops, load, nstat
 from test_seqrand import assert_translated, iperf3_flows
 
+from lab.namespaces import BRIDGED_CLIENT_V4, SERVER_V4
+from logs.core import records
+
 RANDOMISED = ("upload", "download", "upload-v6", "download-v6")
+PORT_BOTH, PORT_PLAIN, CLOSED = 5201, 5202, 5209      # guest/seqrand.py, bridge_seqrand.py
 RUNS = RANDOMISED + ("plain",)
 PREVIOUS = dict(zip(RUNS, ("before",) + RUNS[:-1]))
 
@@ -85,3 +91,64 @@ def test_the_bridge_tables_counters_and_seqadj_count_the_classes(bridged):
     seen = sum(seqcheck.check(flows[run], *flows[run].offsets()).sack_blocks
                for run in RANDOMISED)
     assert counters_delta(folder, "before", "plain")["sack_blocks_translated"] >= seen > 0
+
+
+def test_bridged_connections_are_logged_with_their_class_and_ports(bridged):
+    """ulogd on the image's configuration reads what the bridge's table logs (NFLOG of
+    the bridge family): class plain's new connections and the default deny's drop, each
+    with the bridge ports it came in and went out by (Tusk's kernel has no
+    br_netfilter, which would name the bridge instead), as the Logs page parses it."""
+    folder, flows = bridged
+    logged = [r for r in map(records.parse, (folder / "logs" / "firewall.json")
+                             .read_bytes().splitlines()) if r is not None]
+    plain = [r for r in logged if r.cls == "plain"]
+    data_port = flows["plain"].client[1]
+    assert any(r.source_port == data_port for r in plain), plain
+    for record in plain:
+        assert (record.verdict, record.interface_in, record.interface_out, record.source,
+                record.destination, record.destination_port, record.tcp_flags) == (
+            "accept", "veth-c", "veth-s", BRIDGED_CLIENT_V4, SERVER_V4, PORT_PLAIN, "SYN"), record
+    denied = [r for r in logged if r.verdict == "drop" and r.destination_port == CLOSED]
+    assert denied and all((r.cls, r.interface_in, r.interface_out) == ("", "veth-c", "veth-s")
+                          for r in denied), logged
+    # the randomised class does not log: none of its connections is there
+    assert not [r for r in logged if r.destination_port == PORT_BOTH], logged
+
+
+def test_the_flows_page_sampler_ranks_bridged_flows_with_class_and_offsets(bridged):
+    """The Flows page's sampler over the bridge's connections, as the page shows them:
+    each run's iperf3 flow on top with its rate, its class by the ct mark, not
+    translated, seqrand's offsets on class both's."""
+    folder, flows = bridged
+    samples = load(folder, "flows-samples.json")
+    for run, ordinal in (("upload", 1), ("download-v6", 1), ("plain", 2)):
+        port = flows[run].client[1]
+        seen = [f for s in samples for f in s["flows"][:1]
+                if f["orig"]["sport"] == port and f["bps"] is not None and any(f["bps"])]
+        assert seen, (run, [s["flows"][:1] for s in samples])
+        top = seen[-1]
+        assert (top["class"], top["protocol"], top["nat"], top["fastpath"]) == (
+            ordinal, "tcp", False, False), top
+        assert (top["seqadj"] is not None) == (ordinal == 1), top
+
+
+def test_a_bridged_flows_capture_listens_on_its_ports_and_holds_only_it(bridged):
+    """The Flows page's capture of a bridged connection: fw's routes cannot place it
+    (the bridge has no address: no route, or the wrong one), its class's zones do - both
+    bridge ports; its filter holds that connection on both, and nothing else."""
+    folder, flows = bridged
+    found = load(folder, "flow-capture.json")
+    data_port = flows["plain"].client[1]
+    assert found["orig"]["sport"] == data_port, found
+    assert found["ports"] == ["veth-c", "veth-s"], found
+    assert not any(isinstance(route, list) and route and route[0].get("dev") in
+                   ("veth-c", "veth-s") for route in found["routes"].values()), found
+
+    def count(pcap, bpf):
+        out = subprocess.run(["tcpdump", "-nn", "-r", str(folder / pcap), bpf],
+                             capture_output=True, text=True, check=True).stdout
+        return len(out.splitlines())
+    for pcap in ("fw-inside.pcap", "fw-outside.pcap"):
+        held = count(pcap, found["filter"])
+        assert held > 100, (pcap, held)
+        assert held == count(pcap, f"tcp port {data_port} and host {SERVER_V4}"), pcap

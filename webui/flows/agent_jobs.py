@@ -125,10 +125,14 @@ def capture(run):
     ref, netns = args["flow"], run.config.netns or None
     entry = _entry(netns, ref)
     target = Target(netns)
-    # ingress: towards the original source; egress: towards where the reply comes from
-    # (the destination after translation)
-    sides = [_route(target, entry.orig.src), _route(target, entry.reply.src)]
-    interfaces = tuple(dict.fromkeys(side for side in sides if side))
+    # a bridged connection: the ports of its class's zones (no route leads to them);
+    # a routed one: ingress towards the original source, egress towards where the reply
+    # comes from (the destination after translation)
+    interfaces = tuple(map(str, flowref.bridged_ports(_loaded_policy(run.config),
+                                                      entry.mark or 0)))
+    if not interfaces:
+        sides = [_route(target, entry.orig.src), _route(target, entry.reply.src)]
+        interfaces = tuple(dict.fromkeys(side for side in sides if side))
     if not interfaces:
         raise JobFailed(f"{ref}: both ends are the firewall's own addresses: the connection "
                         "does not cross it")
@@ -175,12 +179,28 @@ def _after_drop(proto, loose):
             "connection stops.")
 
 
+def _policies(config):
+    """{CONFIRMED: document, PENDING: document} of root's store (what there is)."""
+    return dict(snapshot.read(snapshot.AGENT, "policy", config=config).policy)
+
+
+def _loaded_policy(config):
+    """The policy document whose ruleset is loaded now (root's store): the pending
+    revision while an apply waits for confirmation, the confirmed one otherwise - the
+    revision whose class ordinals the ct marks carry."""
+    try:
+        found = _policies(config)
+    except snapshot.SnapshotError as error:
+        raise JobFailed(f"the connection's class cannot be known: {error}") from None
+    document = found.get(snapshot.PENDING, found.get(snapshot.CONFIRMED))
+    return document if isinstance(document, dict) else {}
+
+
 def _zone_devices(config):
     """Every interface of the confirmed policy's zones (root's store), as InterfaceNames."""
     found = set()
-    for which, document in snapshot.read(snapshot.AGENT, "policy", config=config).policy:
-        if which != snapshot.CONFIRMED or not isinstance(document, dict):
-            continue
+    document = _policies(config).get(snapshot.CONFIRMED)
+    if isinstance(document, dict):
         for zone in document.get("zones") or []:
             for name in (zone.get("interfaces") or []) if isinstance(zone, dict) else []:
                 try:

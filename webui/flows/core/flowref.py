@@ -10,7 +10,9 @@ import ipaddress
 from dataclasses import dataclass
 from enum import IntEnum
 
+from tusklib.names import CT_MARK_CLASS_MASK, CT_MARK_CLASS_SHIFT
 from tusklib.problems import Problem, Problems
+from tusklib.values import InterfaceName, Refused
 
 from . import ctnetlink as nl
 
@@ -171,3 +173,37 @@ def capture_filter(entry):
             if clause not in clauses:
                 clauses.append(clause)
     return " or ".join(clauses)
+
+
+def bridged_ports(document, mark):
+    """The ports a bridged connection crosses, as InterfaceNames: the interfaces of the
+    bridged zones its class names (a side the class leaves open: every bridged zone's),
+    its class found by the ct mark's ordinal in the policy loaded now (a parsed policy
+    document, from root's store). () for a routed connection, one of no class or of a
+    class the document does not have.
+
+    A route cannot place a bridged connection: neither the bridge nor its ports has an
+    address, so `ip route get` of either end names the management port's route (or
+    none), where the connection never passes."""
+    ordinal = (mark & CT_MARK_CLASS_MASK) >> CT_MARK_CLASS_SHIFT
+    classes = document.get("classes") if isinstance(document, dict) else None
+    if not ordinal or not isinstance(classes, list) or ordinal > len(classes) \
+            or not isinstance(classes[ordinal - 1], dict):
+        return ()
+    zones = {zone.get("name"): zone for zone in document.get("zones") or []
+             if isinstance(zone, dict)}
+    bridged = sorted(name for name, zone in zones.items()
+                     if isinstance(name, str) and zone.get("bridged") is True)
+    sides = [classes[ordinal - 1].get(side) for side in ("from", "to")]
+    if not set(sides) & set(bridged):
+        return ()
+    found = {}
+    for side in sides:
+        for name in [side] if side in bridged else bridged:
+            interfaces = zones[name].get("interfaces")
+            for interface in interfaces if isinstance(interfaces, list) else []:
+                try:
+                    found.setdefault(str(InterfaceName(interface)), None)
+                except Refused:
+                    continue
+    return tuple(InterfaceName(name) for name in found)
