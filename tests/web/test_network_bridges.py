@@ -149,3 +149,49 @@ def test_a_bridge_waits_for_the_policys_zones_to_follow(bridgeable):
     assert "zone campus is bridged, and eth2.100 is a routed link" in \
         response.content.decode().replace("&#x27;", "'")
     assert drafts.get().document["bridges"] != []
+
+
+def test_zones_of_vlans_need_a_vlan_aware_bridge_that_carries_them(bridgeable):
+    """A bridged zone's VLANs (box/verify.py zone_vlan_problems), from the policy's side
+    at the zone's VLANs and from the network's at the bridge's: the bridge must be
+    VLAN-aware and carry each (or VLAN 1, its untagged frames)."""
+    assert add(bridgeable, "bridges", **BRIDGE).status_code == 302
+
+    def problems(vids):
+        policy = load_policy({"version": 1, "zones": [
+            {"name": "science", "interfaces": ["eth2.100", "eth2.200"], "bridged": True,
+             "vlans": vids}]})
+        network = [("draft", from_document(drafts.get().document))]
+        return [(p.path, p.message) for p in verify.network_problems(policy, network)]
+
+    [(path, message)] = problems([10])
+    assert path == "zones[0].vlans" and "br0 is not VLAN-aware" in message, message
+    response = bridgeable.post("/network/bridges/0/", {**BRIDGE, "vlans": "10 20",
+                                                       "version": version()})
+    assert response.status_code == 302, errors_of(response)
+    assert problems([10, 20, 1]) == []
+    [(path, message)] = problems([10, 30])
+    assert path == "zones[0].vlans[1]" and "does not carry VLAN 30" in message, message
+    # through the zone form, then the network may not take the zone's VLAN away
+    response = bridgeable.post("/policy/zones/new/", {
+        "version": policy_drafts.get().version, "name": "science",
+        "interfaces": "eth2.100 eth2.200", "bridged": "on", "vlans": "10, 20", "comment": ""})
+    assert response.status_code == 302, errors_of(response)
+    assert policy_drafts.get().document["zones"][-1]["vlans"] == [10, 20]
+    assert "eth2.100, eth2.200 (VLAN 10, 20)" in bridgeable.get("/policy/zones/").content.decode()
+    before = snapshot()
+    response = bridgeable.post("/network/bridges/0/", {**BRIDGE, "vlans": "10",
+                                                       "version": version()})
+    assert response.status_code == 400
+    said = " ".join(m for ms in errors_of(response).values() for m in ms)
+    assert "does not carry VLAN 20" in said and "change the zone first" in said, said
+    assert snapshot() == before
+    # a bad VLAN id in the zone form: named at its field, nothing saved
+    draft = policy_drafts.get().version
+    response = bridgeable.post("/policy/zones/new/", {
+        "version": draft, "name": "office", "interfaces": "eth2.100", "bridged": "on",
+        "vlans": "20 x", "comment": ""})
+    assert response.status_code == 400
+    assert any("must be a whole number" in m for m in errors_of(response)["vlans"]), \
+        errors_of(response)
+    assert policy_drafts.get().version == draft

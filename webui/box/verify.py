@@ -29,6 +29,7 @@ from network.core.validate import nat_problems, zone_problems
 from policy.core.errors import Code, PolicyError, Problem
 from policy.core.nat import first_class_taking, network_facts, taken_first
 from policy.core.normalise import load_policy
+from tusklib.names import DEFAULT_VLAN
 
 from .paths import policy_paths
 from .snapshot import PENDING
@@ -48,7 +49,8 @@ def network_problems(policy, networks):
                 found[path] = Problem(Code.CONTRADICTION, path, taking.reason())
     for which, config in networks:
         for code, problems in ((Code.INTERFACE, zone_problems(config, zones,
-                                                              policy.bridged_zones)),
+                                                              policy.bridged_zones)
+                                + zone_vlan_problems(config, policy)),
                                (Code.CONTRADICTION, nat_problems(
                                    config, zones, forwards, masquerades, taken_first(policy)))):
             for path, message in problems:
@@ -56,6 +58,33 @@ def network_problems(policy, networks):
                     message += " (in the network change that awaits confirmation)"
                 found.setdefault(path, Problem(code, path, message))
     return list(found.values())
+
+
+def zone_vlan_problems(config, policy):
+    """[(path, message)] of the VLANs a bridged zone names (policy: a policy.core Policy)
+    against config (a NetworkConfig): its ports' bridge must be VLAN-aware and carry each
+    of them (its vlans, or the default VLAN 1 of its untagged frames). Paths are the
+    policy's (zones[0].vlans[1]); a port that is no bridge's is zone_problems' to name."""
+    problems = []
+    for zone_index, zone in enumerate(policy.zones):
+        bridges = sorted({config.bridge_of[n] for n in zone.interfaces
+                          if n in config.bridge_of})
+        if not zone.vlans or len(bridges) != 1:
+            continue
+        bridge = config.link(bridges[0])
+        for index, vid in enumerate(zone.vlans):
+            if not bridge.vlans:
+                problems.append((f"zones[{zone_index}].vlans", (
+                    f"zone {zone.name} names VLANs, and the bridge {bridge.name} is not "
+                    "VLAN-aware: give the bridge its VLANs on Network → Bridges, or leave "
+                    "the zone's VLANs out")))
+                break
+            if vid != DEFAULT_VLAN and vid not in bridge.vlans:
+                problems.append((f"zones[{zone_index}].vlans[{index}]", (
+                    f"zone {zone.name}: the bridge {bridge.name} does not carry VLAN {vid} "
+                    f"(its VLANs: {', '.join(map(str, bridge.vlans))}, and {DEFAULT_VLAN} "
+                    "untagged); add it on Network → Bridges, or name one of those")))
+    return problems
 
 
 def mtu_warnings(config, policies):
@@ -219,14 +248,17 @@ def bridged_zone_problems(config, policies):
         except PolicyError:
             continue
         zones = [(zone.name, zone.interfaces) for zone in policy.zones]
-        for path, message in zone_problems(config, zones, policy.bridged_zones):
-            if not path.endswith(".bridged"):
+        for path, message in (zone_problems(config, zones, policy.bridged_zones)
+                              + zone_vlan_problems(config, policy)):
+            if not path.endswith(".bridged") and ".vlans" not in path:
                 continue        # an interface that is gone: the zones' own check says so
             zone = policy.zones[int(path.split("[")[1].split("]")[0])]
             bridge = next((config.bridge_of[n] for n in zone.interfaces
                            if n in config.bridge_of), None)
             where = f"bridges[{[b.name for b in config.bridges].index(bridge)}]" \
                 if bridge else ""
+            if where and ".vlans" in path:
+                where += ".vlans"
             found.setdefault((where, zone.name), Problem(
                 NetworkCode.POLICY, where, f"the policy's {message}; change the zone first "
                 "(Policy)"))

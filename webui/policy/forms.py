@@ -50,15 +50,21 @@ class ZoneForm(ItemForm):
         "The interfaces are ports of a transparent bridge (Network → Bridges): the zone's "
         "classes filter the bridge's frames, between bridged zones only - no NAT, fast "
         "path, path-MTU clamp or reject there."))
+    vlans = forms.CharField(required=False, label="VLANs", help_text=(
+        "For a bridged zone on a VLAN-aware bridge: VLAN ids separated by spaces or commas "
+        "- the zone is those VLANs' frames on its ports, and other zones may take the "
+        "ports' other VLANs. Empty: every frame of the ports."))
     comment = _comment()
     problem_fields = {"name": "name", "interfaces": "interfaces", "bridged": "bridged",
-                      "comment": "comment"}
+                      "vlans": "vlans", "comment": "comment"}
 
     def to_item(self):
         data = self.cleaned_data
         item = {"name": data["name"], "interfaces": _split(data["interfaces"])}
         if data["bridged"]:
             item["bridged"] = True
+        if _split(data["vlans"]):
+            item["vlans"] = [_port(vid) for vid in _split(data["vlans"])]
         if data["comment"]:
             item["comment"] = data["comment"]
         return item
@@ -66,7 +72,9 @@ class ZoneForm(ItemForm):
     @staticmethod
     def initial_from(item):
         return {"name": item.get("name", ""), "interfaces": " ".join(item.get("interfaces", [])),
-                "bridged": item.get("bridged") is True, "comment": item.get("comment", "")}
+                "bridged": item.get("bridged") is True,
+                "vlans": " ".join(map(str, item.get("vlans", []))),
+                "comment": item.get("comment", "")}
 
 
 class AddressSetForm(ItemForm):

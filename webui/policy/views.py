@@ -106,7 +106,10 @@ def _rows(section, items, base, admin, last, hits=None):
                 mark_safe(" disabled") if index == 0 else "",
                 mark_safe(" disabled") if index == last else "")
         else:
-            content = (", ".join(item["interfaces"]) if item.get("interfaces") else
+            vlans = item.get("vlans") if isinstance(item.get("vlans"), list) else []
+            content = (", ".join(item["interfaces"])
+                       + (f" (VLAN {', '.join(map(str, vlans))})" if vlans else "")
+                       if item.get("interfaces") else
                        f"{item['protocol']} " + ", ".join(map(str, item.get("ports", [])))
                        if item.get("protocol") else
                        ", ".join(map(str, item.get("entries", []))))

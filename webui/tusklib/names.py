@@ -30,6 +30,12 @@ BPDU_TABLE = "tusk_bpdu"
 # whole by every apply, and these entries must outlive an apply (but not a reboot).
 HOOK_TABLE = "tusk_hook"
 
+# An 802.1Q VLAN id (0 and 4095 are reserved): a network's VLAN link or a VLAN-aware
+# bridge's VLAN, and a bridged zone's VLANs in the policy.
+VLAN_ID_MIN, VLAN_ID_MAX = 1, 4094
+# The VLAN a VLAN-aware bridge gives untagged frames (its ports' PVID).
+DEFAULT_VLAN = 1
+
 # Object names become parts of nft chain/set names: keep them short, lower case and
 # free of characters nft would need quoted. 'tusk' prefixes keep them off nft keywords.
 # The patterns match whole text only (\Z, not $: "$" also matches before a final line

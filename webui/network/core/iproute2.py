@@ -38,6 +38,7 @@ import json
 import os
 
 from tusklib.files import write_atomically
+from tusklib.names import DEFAULT_VLAN
 
 from . import bpdu, facts, frr, model
 from .errors import Code, NetworkError
@@ -51,7 +52,6 @@ UNKNOWN_KIND = {
     "bond": "this kernel has no bonding driver (CONFIG_BONDING)",
     "bridge": "this kernel has no bridge (CONFIG_BRIDGE)",
 }
-DEFAULT_PVID = 1        # the VLAN a VLAN-aware bridge gives untagged frames
 
 
 def _family(address):
@@ -294,8 +294,8 @@ class Plan:
                 self.add(where, "ip", "link", "set", "dev", member, "master", bridge.name)
             if not bridge.vlans:
                 continue
-            have = {DEFAULT_PVID} if joined else set(live_vids.get(member, ()))
-            want = set(bridge.vlans) | {DEFAULT_PVID}
+            have = {DEFAULT_VLAN} if joined else set(live_vids.get(member, ()))
+            want = set(bridge.vlans) | {DEFAULT_VLAN}
             for vid in sorted(want - have):
                 self.add(f"{path}.vlans", "bridge", "vlan", "add", "dev", member, "vid",
                          str(vid))

@@ -19,6 +19,8 @@ reports every problem.
 import ipaddress
 from dataclasses import dataclass, field
 
+from tusklib.names import VLAN_ID_MAX, VLAN_ID_MIN  # noqa: F401 (model.VLAN_ID_*, the users' name)
+
 VERSION = 2
 
 MANAGEMENT, TRAFFIC, UNUSED = "management", "traffic", "unused"
@@ -31,7 +33,6 @@ DEFAULT_ROUTE = "default"
 DEFAULT_MTU = 1500       # what a link has when the configuration leaves its MTU alone
 MTU_MIN, MTU_MAX = 68, 65535
 IPV6_MTU_MIN = 1280
-VLAN_ID_MIN, VLAN_ID_MAX = 1, 4094
 BPDU_FORWARD, BPDU_DROP = "forward", "drop"
 BPDU_CHOICES = (BPDU_FORWARD, BPDU_DROP)
 BRIDGE_MEMBERS_MIN = 2

@@ -28,12 +28,14 @@ class Zone:
     """A named group of interfaces, such as inside, outside or dmz. bridged: the
     interfaces are ports of a transparent bridge, whose frames the policy filters in
     table bridge tusk_bridge (classes between bridged zones) rather than in table inet
-    tusk (the routed ones)."""
+    tusk (the routed ones). vlans: a bridged zone's VLAN ids - then the zone is those
+    VLANs' frames on its ports (on a VLAN-aware bridge), not every frame of them."""
 
     name: str
     interfaces: tuple
     comment: str = ""
     bridged: bool = False
+    vlans: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ problem with its code and the path of the offending field, e.g.
 import dataclasses
 import re
 
-from tusklib.names import IFNAME_PATTERN, MAX_CLASSES
+from tusklib.names import IFNAME_PATTERN, MAX_CLASSES, VLAN_ID_MAX, VLAN_ID_MIN
 
 from . import choices
 from .checkvalues import ValueChecks
@@ -118,14 +118,16 @@ class _Checker(ValueChecks):
 
     def zones(self, items):
         zones = []
-        owner = {}
+        owner = {}       # interface -> {VLAN id or None (every frame): zone}
         names = self.unique_names(items, "zones", {})
         for index, (item, name) in enumerate(zip(items, names)):
             here = f"zones[{index}]"
             doc = self.mapping(item, here, required=("name", "interfaces"),
-                               optional=("comment", "bridged"))
+                               optional=("comment", "bridged", "vlans"))
             if doc is None or name is None:
                 continue
+            bridged = self.boolean(doc.get("bridged"), f"{here}.bridged")
+            vlans = self.zone_vlans(doc.get("vlans"), f"{here}.vlans", bridged)
             interfaces = []
             raw = self.sequence(doc["interfaces"], f"{here}.interfaces")
             if not raw:
@@ -136,15 +138,56 @@ class _Checker(ValueChecks):
                         or ifname in (".", "..")):
                     self.fail(Code.SCHEMA, where, f"{quoted(ifname)} is not a valid interface name "
                               "(1-15 characters: letters, digits, . _ - @ +)")
-                elif ifname in owner:
-                    self.fail(Code.DUPLICATE, where, f"{ifname} already belongs to {owner[ifname]}")
+                elif taken := self.taken(owner.get(ifname, {}), vlans):
+                    self.fail(Code.DUPLICATE, where, f"{ifname}{taken}")
                 else:
-                    owner[ifname] = f"zone {name!r}"
+                    for vid in vlans or (None,):
+                        owner.setdefault(ifname, {})[vid] = f"zone {name!r}"
                     interfaces.append(ifname)
             zones.append(Zone(name=name, interfaces=tuple(interfaces),
                               comment=self.comment(doc.get("comment"), f"{here}.comment"),
-                              bridged=self.boolean(doc.get("bridged"), f"{here}.bridged")))
+                              bridged=bridged, vlans=vlans))
         return zones
+
+    @staticmethod
+    def taken(owned, vlans):
+        """What of an interface's frames another zone already has, as the end of a
+        problem's sentence ("" if none): a zone of every frame shares its interface with
+        no other; zones of VLANs share it, each VLAN with one zone."""
+        if not owned:
+            return ""
+        if None in owned:
+            return f" already belongs to {owned[None]}"
+        if not vlans:
+            return (f" already belongs to {', '.join(sorted(set(owned.values())))} for VLANs "
+                    f"{', '.join(map(str, sorted(owned)))}: name VLANs, or leave the "
+                    "interface to those zones")
+        for vid in vlans:
+            if vid in owned:
+                return f" VLAN {vid} already belongs to {owned[vid]}"
+        return ""
+
+    def zone_vlans(self, value, path, bridged):
+        """A bridged zone's VLAN ids (1-4094, each once), () when left out."""
+        if value is None:
+            return ()
+        items = self.sequence(value, path)
+        if not bridged:
+            self.fail(Code.SCHEMA, path, "only a bridged zone names VLANs (a bridge's frames "
+                      "of those VLANs); a routed VLAN is a link of its own, such as eth3.10: "
+                      "name it in interfaces")
+            return ()
+        if not items and isinstance(value, list):
+            self.fail(Code.SCHEMA, path, "must name at least one VLAN id; leave it out for "
+                      "every frame of the interfaces")
+        found = []
+        for position, vid in enumerate(items):
+            number = self.integer(vid, f"{path}[{position}]", VLAN_ID_MIN, VLAN_ID_MAX)
+            if number is not None and number in found:
+                self.fail(Code.DUPLICATE, f"{path}[{position}]", f"VLAN {number} is listed twice")
+            elif number is not None:
+                found.append(number)
+        return tuple(found)
 
     def address_sets(self, items):
         result = []

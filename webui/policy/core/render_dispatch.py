@@ -4,7 +4,7 @@ chains, and the zone dispatch that jumps to each pair - from the plan dispatch.p
 compiles, whose cost does not grow with the number of classes."""
 from .dispatch import ANY_PORT, OTHER, PROTOCOL_NUMBERS
 from .intervals import address_text, literal, port_text
-from .render_text import FAMILIES, L4PROTO, class_comment, nft_comment, verdict_map
+from .render_text import FAMILIES, L4PROTO, class_comment, nft_comment, verdict_map, zone_keys
 
 PROTOCOL_NAMES = {number: L4PROTO.get(name, name) for name, number in PROTOCOL_NUMBERS.items()}
 
@@ -182,24 +182,56 @@ class DispatchRenderer:
         return "default_deny" if chain is None else self.chain_name(chain)
 
     def zone_dispatch(self):
-        """The forward chain's last rules: to the chain of the packet's zone pair."""
+        """The forward chain's last rules: to the chain of the packet's zone pair. Bridged
+        zones of VLANs first, keyed by port and VLAN id (a frame keeps its VLAN across a
+        bridge: a pair of such zones shares the VLANs both name; with a zone of whole
+        ports, those of the other), then the zones of whole interfaces."""
         zones = self.zones
         if not zones:
             return [f'goto {self.target(OTHER, OTHER)} comment "tusk: no zones"']
+        lines = self.vlan_dispatch()
+        whole = [z for z in zones if not z.vlans]
         pairs = [f'"{i}" . "{o}" : goto {self.target(a.name, b.name)}'
-                 for a in zones for b in zones for i in a.interfaces for o in b.interfaces]
+                 for a in whole for b in whole for i in a.interfaces for o in b.interfaces]
         from_zone = [f'"{i}" : goto {self.target(a.name, OTHER)}'
-                     for a in zones for i in a.interfaces]
+                     for a in whole for i in a.interfaces]
         to_zone = [f'"{o}" : goto {self.target(OTHER, b.name)}'
-                   for b in zones for o in b.interfaces]
-        return [f"iifname . oifname vmap {{ {', '.join(pairs)} }} "
-                'comment "tusk: between zones"',
-                f"iifname vmap {{ {', '.join(from_zone)} }} "
-                'comment "tusk: from a zone to an interface in no zone"',
-                f"oifname vmap {{ {', '.join(to_zone)} }} "
-                'comment "tusk: from an interface in no zone to a zone"',
-                f'goto {self.target(OTHER, OTHER)} comment "tusk: between interfaces in '
-                'no zone"']
+                   for b in whole for o in b.interfaces]
+        lines += _vmaps((("iifname . oifname", pairs, "between zones"),
+                         ("iifname", from_zone, "from a zone to an interface in no zone"),
+                         ("oifname", to_zone, "from an interface in no zone to a zone")))
+        return lines + [f'goto {self.target(OTHER, OTHER)} comment "tusk: between '
+                        'interfaces in no zone"']
+
+    def vlan_dispatch(self):
+        """The zone dispatch's rules for bridged zones of VLANs (none without)."""
+        zones = self.zones
+        if not any(z.vlans for z in zones):
+            return []
+        pairs = []
+        for a in zones:
+            for b in zones:
+                if a.vlans and b.vlans:
+                    vids = sorted(set(a.vlans) & set(b.vlans))
+                else:
+                    vids = a.vlans or b.vlans
+                pairs += [f'"{i}" . "{o}" . {vid} : goto {self.target(a.name, b.name)}'
+                          for vid in vids for i in a.interfaces for o in b.interfaces]
+        tagged = [z for z in zones if z.vlans]
+        from_zone = [f"{key} : goto {self.target(a.name, OTHER)}"
+                     for a in tagged for key in zone_keys(a)]
+        to_zone = [f"{key} : goto {self.target(OTHER, b.name)}"
+                   for b in tagged for key in zone_keys(b)]
+        return _vmaps((("iifname . oifname . vlan id", pairs, "between zones, by VLAN"),
+                       ("iifname . vlan id", from_zone, "from a zone of VLANs to no zone"),
+                       ("oifname . vlan id", to_zone, "from no zone to a zone of VLANs")))
+
+
+def _vmaps(rows):
+    """The zone dispatch's verdict-map rules of (key, elements, comment) rows, leaving
+    out a row without elements."""
+    return [f"{key} vmap {{ {', '.join(elements)} }} comment \"tusk: {comment}\""
+            for key, elements, comment in rows if elements]
 
 
 
