@@ -163,3 +163,34 @@ def test_a_clusters_box_routes_dynamically_and_never_standby(routing, wrong_at):
     assert verify.ha_problems(cluster(), [(CONFIRMED, network)]) == []
     assert [p.path for p in verify.ha_problems(cluster("eth0"), [(CONFIRMED, network)])] == \
         ["ha.sync_interface"]
+
+
+BRIDGED = NETWORK + """[[interfaces]]
+name = "eth5"
+role = "traffic"
+[[interfaces]]
+name = "eth6"
+role = "traffic"
+[[bridges]]
+name = "br0"
+members = ["eth5", "eth6"]
+"""
+
+
+@pytest.mark.parametrize("ha", [pair, cluster], ids=["pair", "cluster"])
+def test_a_box_that_bridges_is_in_no_pair_nor_cluster(network, ha):
+    """Issue 39: two boxes bridging the same segments make a loop, and Tusk has no HA of
+    bridges (one box holding its bridge closed) - refused from both sides: HA's at
+    ha.enabled, the network's at the first bridge; a disabled pair holds nothing."""
+    bridged = parse(BRIDGED, "network.toml")
+    [problem] = verify.ha_problems(ha(), [(PENDING, bridged)])
+    assert (problem.path, problem.code) == ("ha.enabled", HaCode.NETWORK)
+    assert "br0, so every frame would cross twice - a loop" in problem.message
+    assert "awaits confirmation" in problem.message
+    [problem] = verify.pair_link_problems(bridged, [(CONFIRMED, ha())])
+    assert (problem.path, problem.code) == ("bridges[0]", NetworkCode.HA)
+    assert "turn HA off first" in problem.message
+    off = dataclasses.replace(ha(), enabled=False)
+    assert verify.ha_problems(off, [(CONFIRMED, bridged)]) == []
+    assert verify.pair_link_problems(bridged, [(CONFIRMED, off)]) == []
+    assert verify.ha_problems(ha(), [(CONFIRMED, network)]) == []

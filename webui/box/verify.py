@@ -126,11 +126,33 @@ def _link_trouble(config, name, what):
             "link stays down): it must carry traffic")
 
 
+def _bridge_loop(config, subject):
+    """Why config's bridges cannot be on a box of an HA pair or a cluster (beginning with
+    subject), or None: the other boxes bridge the same segments, so each frame would
+    cross twice - a loop that floods both sides - and no box holds its bridge closed
+    while another forwards."""
+    if not config.bridges:
+        return None
+    names = ", ".join(bridge.name for bridge in config.bridges)
+    return (f"{subject}: the other box{'es' if 'cluster' in subject else ''} would bridge "
+            f"the same segments as {names}, so every frame would cross twice - a loop; "
+            "a transparent bridge runs on one box (a box that fails, fails closed: "
+            "docs/NETWORK.md), and Tusk has no HA of bridges yet")
+
+
 def ha_problems(ha, networks):
     """[Problem] (HA's codes and paths) of ha (an HaConfig) against networks (a snapshot's
-    network part). No network configuration (a machine tusk-net does not manage): none."""
+    network part). No network configuration (a machine tusk-net does not manage): none.
+    A box that bridges is in no pair nor cluster (_bridge_loop), named at ha.enabled."""
     found = {}
     for which, config in networks:
+        loop = ha.enabled and _bridge_loop(
+            config, "this box is a cluster's" if ha.cluster else "this box is half of a pair")
+        if loop:
+            if which == PENDING:
+                loop += " (in the network change that awaits confirmation)"
+            found.setdefault("ha.enabled", Problem(HaCode.NETWORK, "ha.enabled", loop +
+                                                   "; remove the bridges first"))
         for path, name, what in ha_links(ha):
             reason = _link_trouble(config, name, what)
             if reason:
@@ -143,9 +165,19 @@ def ha_problems(ha, networks):
 def pair_link_problems(config, pairs):
     """[Problem] (the network's codes and paths) of config (a NetworkConfig about to be
     saved or applied) against pairs (a snapshot's ha part): a link the pair uses that
-    config drops or takes off traffic, named at that link."""
+    config drops or takes off traffic, named at that link; a bridge on a box of a pair
+    or a cluster, named at the first bridge."""
     found = {}
     for _, ha in pairs:
+        loop = ha is not None and ha.enabled and _bridge_loop(
+            config, "this box is one of a cluster" if ha.cluster else "this box is half "
+            "of an HA pair")
+        if loop:
+            found.setdefault(("bridges[0]", ""), Problem(
+                NetworkCode.HA, "bridges[0]", loop + "; turn HA off first (High "
+                "availability)"))
+        if ha is None:
+            continue
         for _, name, what in ha_links(ha):
             reason = _link_trouble(config, name, what)
             if not reason:
