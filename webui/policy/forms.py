@@ -284,3 +284,21 @@ class ApplyForm(forms.Form):
                                  label="Confirm within (seconds)",
                                  help_text="Unconfirmed, the firewall rolls back by itself. "
                                            "Empty: the policy's setting.")
+
+
+class PresetForm(ItemForm):
+    """A preset's services into the draft, and optionally a class accepting them
+    (core/presets.py): the engine checks the whole draft as it would anything typed."""
+    class_name = forms.CharField(required=False, max_length=NAME_MAX, label="Class", help_text=(
+        "A class accepting the preset's services, placed last (after your other "
+        "classes: move it up if one of them takes the traffic first). Empty: the "
+        "services only."))
+    from_zone = forms.ChoiceField(required=False, label="From zone")
+    to_zone = forms.ChoiceField(required=False, label="To zone")
+    problem_fields = {"name": "class_name", "from": "from_zone", "to": "to_zone"}
+
+    def __init__(self, *args, document=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        zones = [(ANY, "any")] + [(z["name"], z["name"]) for z in (document or {}).get(
+            "zones") or [] if isinstance(z, dict) and isinstance(z.get("name"), str)]
+        self.fields["from_zone"].choices = self.fields["to_zone"].choices = zones

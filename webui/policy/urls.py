@@ -15,6 +15,8 @@ urlpatterns = [
     path("import/", views.import_policy, name="policy_import"),
     path("classes/<int:index>/move/<str:direction>/", views.class_move, name="policy_class_move"),
     path("settings/", nat_views.settings_edit, name="policy_settings"),
+    path("presets/", views.presets, name="policy_presets"),
+    path("presets/<str:key>/", views.preset_add, name="policy_preset"),
     path("nat/", nat_views.nat, name="policy_nat"),
     path("nat/source/<int:index>/move/<str:direction>/", nat_views.source_move,
          name="policy_nat_source_move"),

@@ -21,10 +21,11 @@ from tusklib.problems import ServiceError
 
 from . import draft as drafts
 from . import services
+from .core import presets as catalogue
 from .core.errors import PolicyError
 from .core.normalise import load_policy
 from .core.render import render as render_ruleset
-from .forms import FORMS, TITLES, ApplyForm, ImportForm, fastpath_text
+from .forms import FORMS, TITLES, ApplyForm, ImportForm, PresetForm, fastpath_text
 from .hits import ClassHits
 from .matrix import shown_names, zone_matrix
 from .models import TargetState
@@ -300,3 +301,48 @@ def import_policy(request):
             return redirect("policy")
     return render(request, "policy/import.html", {"form": form, "problems": problems},
                   status=400 if (problems or form.errors) else 200)
+
+
+def presets(request, failed=None):
+    """The catalogue of service presets (core/presets.py); for admins, each with its form
+    adding it to the draft. failed: (preset key, the bound form that was refused)."""
+    draft = drafts.get()
+    shown = []
+    for preset in catalogue.PRESETS:
+        form = failed[1] if failed and failed[0] == preset.key else PresetForm(
+            initial={"version": draft.version}, document=draft.document,
+            prefix=preset.key)
+        shown.append((preset, form))
+    return render(request, "policy/presets.html", {**status_context(draft), "presets": shown},
+                  status=400 if failed else 200)
+
+
+@require_POST
+def preset_add(request, key):
+    """Adds preset key's services (and a class, if named) to the draft, whole or not at
+    all: the draft is saved once, through the engine's checks."""
+    preset = catalogue.BY_KEY.get(key)
+    if preset is None:
+        raise Http404("no such preset")
+    draft = drafts.get()
+    form = PresetForm(request.POST, document=draft.document, prefix=key)
+    if form.is_valid():
+        data = form.cleaned_data
+        document, added = catalogue.add_to(draft.document, preset, data["class_name"].strip(),
+                                           data["from_zone"] or None, data["to_zone"] or None)
+        try:
+            drafts.save_document(document, data["version"], request.user)
+        except drafts.StaleDraft:
+            form.add_error(None, "The draft was changed by someone else after you opened "
+                                 "this page. Reload it and add the preset again.")
+        except PolicyError as error:
+            form.add_problems(error, within=f"classes[{len(document['classes']) - 1}]"
+                              if data["class_name"].strip() else "")
+        else:
+            audit.record(request, "policy preset add", key, added=added)
+            messages.success(request, f"Added {', '.join(added)} from the preset "
+                             f"{preset.title} to the draft." if added else
+                             f"The draft already has every service of {preset.title}.")
+            return redirect("policy_section", section="classes" if data["class_name"].strip()
+                            else "services")
+    return presets(request, failed=(key, form))
