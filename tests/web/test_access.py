@@ -11,7 +11,8 @@ from accounts.models import AuditEntry, Profile
 PUBLIC = {"login", "healthz", "upload_gate",
           "network_confirm",   # the one-time link: its token is the proof (network/views.py)
           "metrics_scrape"}    # a scrape token is the proof (metrics/views.py)
-SAMPLE_KWARGS = {"section": "zones", "index": 0, "pk": 1, "number": 1, "direction": "up"}
+SAMPLE_KWARGS = {"section": "zones", "index": 0, "pk": 1, "number": 1, "direction": "up",
+                 "key": "globus"}
 
 
 def all_routes(resolver=None, prefix=""):
