@@ -20,11 +20,14 @@ from diag.files import Directory, UnsafeFile
 from flows.agent_jobs import SAMPLE as FLOWS_SAMPLE
 from flows.classes import class_names
 from flows.contracts import FlowSample
+from ha.agent_jobs import STATUS as HA_STATUS
+from ha.contracts import HaStatus
 from jobs import registry
 from jobs.models import AgentHeartbeat, Job, PeriodicState
 from network.contracts import Facts, RoutingStatus
 from network.draft import FACTS, ROUTING
 from policy.models import READING_PK, CounterReading, TargetState
+from system.agent_jobs import CERTIFICATE_TASK, CertificateSeen
 from tusklib.rowvalues import number
 
 COUNTER, GAUGE = "counter", "gauge"
@@ -169,6 +172,27 @@ _FAMILIES = [
     Family("tusk_routes", GAUGE, "Routes in the kernel's main table by who put them there "
            "(bgp, ospf, static, kernel, ...) and family, as the agent's network.facts "
            "task last read them", ("protocol", "family")),
+    Family("tusk_ha_status_timestamp_seconds", GAUGE, "When the agent last read this box's "
+           "HA state (absent: HA was never on)"),
+    Family("tusk_ha_enabled", GAUGE, "1 if this box is half of an HA pair or one of a "
+           "cluster (the tusk_ha_* below only then)"),
+    Family("tusk_ha_master", GAUGE, "1 if keepalived made this box the pair's master, 0 if "
+           "backup (absent: keepalived not running, or a cluster)"),
+    Family("tusk_ha_daemon_running", GAUGE, "1 if the HA daemon runs", ("daemon",)),
+    Family("tusk_ha_peer_reachable", GAUGE, "1 if the pair's other box answered on the "
+           "peer channel"),
+    Family("tusk_ha_peer_master", GAUGE, "1 if the other box says it is master (both 1: a "
+           "split brain)"),
+    Family("tusk_ha_sync_entries", GAUGE, "Connections in conntrackd's cache of this box"),
+    Family("tusk_ha_sync_injected", COUNTER, "Connections the other boxes' sync created or "
+           "updated in this kernel (conntrackd's count since it started)"),
+    Family("tusk_ha_sync_errors", COUNTER, "conntrackd's sync errors since it started: "
+           "messages lost (a pair's only) or malformed, send and receive errors, failed "
+           "injections", ("kind",)),
+    Family("tusk_certificate_expiry_timestamp_seconds", GAUGE, "When the TLS certificate "
+           "the dashboard serves expires ([agent] tls_certificate)"),
+    Family("tusk_certificate_readable", GAUGE, "1 if the agent could read the certificate's "
+           "end date"),
 ]
 FAMILIES = {family.name: family for family in _FAMILIES}
 
@@ -318,6 +342,43 @@ def _jobs(out, now):
     out.add("tusk_job_queue_wait_seconds", max(0.0, now - oldest.timestamp()) if oldest else 0)
 
 
+def _ha(out):
+    """This box's half of the pair (or cluster) as the agent's ha.status last read it."""
+    found = PeriodicState.read(HA_STATUS, HaStatus)
+    if found is None:
+        return
+    out.add("tusk_ha_status_timestamp_seconds", found.at)
+    enabled = found.cluster or found.peer_address is not None
+    out.add("tusk_ha_enabled", int(enabled))
+    if not enabled:
+        return
+    if found.role in ("MASTER", "BACKUP") and not found.cluster:
+        out.add("tusk_ha_master", int(found.role == "MASTER"))
+    for daemon, running in sorted(found.running.items()):
+        out.add("tusk_ha_daemon_running", int(bool(running)), [daemon])
+    if not found.cluster:
+        peer = found.peer
+        out.add("tusk_ha_peer_reachable", int(peer is not None and peer.error is None
+                                              and peer.role is not None))
+        if peer is not None and peer.role in ("MASTER", "BACKUP"):
+            out.add("tusk_ha_peer_master", int(peer.role == "MASTER"))
+    stats = found.stats or {}
+    out.add("tusk_ha_sync_entries", stats.get("entries"))
+    out.add("tusk_ha_sync_injected", stats.get("injected"))
+    kinds = ("malformed", "send_errors", "recv_errors", "inject_failures") + (
+        () if found.cluster else ("lost",))     # "lost" means nothing on a multicast group
+    for kind in kinds:
+        out.add("tusk_ha_sync_errors", stats.get(kind), [kind])
+
+
+def _certificate(out):
+    found = PeriodicState.read(CERTIFICATE_TASK, CertificateSeen)
+    if found is None:
+        return
+    out.add("tusk_certificate_readable", int(found.not_after is not None))
+    out.add("tusk_certificate_expiry_timestamp_seconds", found.not_after)
+
+
 def _captures(out):
     try:
         with Directory(settings.TUSK.capture_dir) as shared:
@@ -341,6 +402,8 @@ class TuskCollector:
         _agent(out, now)
         _jobs(out, now)
         _captures(out)
+        _ha(out)
+        _certificate(out)
         return iter(out)
 
 

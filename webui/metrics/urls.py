@@ -7,5 +7,6 @@ urlpatterns = [
     path("metrics", views.scrape, name="metrics_scrape"),
     path("metrics/tokens/", views.index, name="metrics"),
     path("metrics/tokens/<int:pk>/revoke/", views.revoke, name="metrics_token_revoke"),
+    path("metrics/tusk-alerts.yml", views.rules, name="metrics_rules"),
     path("loss/", views.loss_page, name="loss"),
 ]

@@ -2,6 +2,7 @@
 makes and revokes scrape tokens (accounts.Token of scope metrics; every token of a wider
 scope scrapes too, and the Tokens page lists them all)."""
 from datetime import timedelta
+from pathlib import Path
 
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponse
@@ -52,6 +53,17 @@ def _page(request, form=None, created=None, status=200):
         "families": FAMILIES.values(),
         "scrape_url": request.build_absolute_uri("/metrics")}, status=status)
     patch_cache_control(response, no_store=True)   # a new token is in it, once
+    return response
+
+
+RULES = Path(__file__).resolve().parent / "rules" / "tusk-alerts.yml"
+
+
+@require_safe
+def rules(request):
+    """The alert rules Tusk ships, for an operator's Prometheus (docs/MONITORING.md)."""
+    response = HttpResponse(RULES.read_bytes(), content_type="application/yaml")
+    response["Content-Disposition"] = 'attachment; filename="tusk-alerts.yml"'
     return response
 
 

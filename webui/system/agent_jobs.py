@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from accounts.models import AuditEntry
 from appliance import consolepw, slots
@@ -181,3 +182,45 @@ def refresh_slots(agent):
         slots.write_status(agent.config.system_state_dir)
         _grubenv_seen[agent.config.system_state_dir] = digest
     return {"grubenv": digest[:16]}
+
+
+CERTIFICATE_TASK = "system.certificate"
+
+
+@dataclass(frozen=True)
+class CertificateSeen:
+    """system.certificate: when the certificate nginx serves ([agent] tls_certificate)
+    expires, as openssl read it (seconds since the epoch), or why it could not be read."""
+
+    path: str
+    not_after: float | None
+    error: str | None = None
+
+
+def not_after(text):
+    """openssl x509 -enddate's `notAfter=Nov  3 19:02:03 2027 GMT` -> seconds since the
+    epoch, or ValueError."""
+    label, _, value = text.strip().partition("=")
+    if label != "notAfter":
+        raise ValueError(f"not an end date: {text.strip()[:80]!r}")
+    moment = datetime.strptime(" ".join(value.split()), "%b %d %H:%M:%S %Y %Z")
+    return moment.replace(tzinfo=UTC).timestamp()
+
+
+@periodic(CERTIFICATE_TASK, 300, contract=CertificateSeen | None)
+def certificate(agent):
+    """The TLS certificate's end date for /metrics (tusk_certificate_expiry_timestamp_
+    seconds) and the shipped alert rule; None when the box names no certificate. Read by
+    openssl from root's path in tusk.toml, never from a row."""
+    path = agent.config.tls_certificate
+    if not path:
+        return None
+    result = subprocess.run(["openssl", "x509", "-noout", "-enddate", "-in", path],
+                            capture_output=True, text=True, timeout=30, check=False)
+    if result.returncode != 0:
+        reason = (result.stderr.strip().splitlines() or ["openssl failed"])[-1][:200]
+        return {"path": path, "not_after": None, "error": reason}
+    try:
+        return {"path": path, "not_after": not_after(result.stdout)}
+    except ValueError as error:
+        return {"path": path, "not_after": None, "error": str(error)}

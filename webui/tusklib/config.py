@@ -45,6 +45,8 @@
                               # what Tusk loaded (listing a big table costs nft CPU)
     web_url = ""          # the agent checks the web UI here (health), e.g.
                           # "http://127.0.0.1:8000/healthz/"; empty: not checked
+    tls_certificate = ""  # the certificate nginx serves (PEM): the agent reads when it
+                          # expires (/metrics); empty: not read
 
     [selftest]            # the Self-test page; empty client_netns: hardware mode (the
                           # operator names two hosts running the downloadable responder)
@@ -99,6 +101,7 @@ class Config:
     system_state_dir: str
     sample_interval: float
     web_url: str
+    tls_certificate: str
     live_check_interval: float
     selftest_client_netns: str
     selftest_server_netns: str
@@ -125,7 +128,7 @@ _SCHEMA = {
               "rauc_conf": (str, "/etc/rauc/system.conf"),
               "system_state_dir": (str, "/var/lib/tusk/system"),
               "sample_interval": ((int, float), 2), "web_url": (str, ""),
-              "live_check_interval": ((int, float), 15)},
+              "tls_certificate": (str, ""), "live_check_interval": ((int, float), 15)},
     "selftest": {"client_netns": (str, ""), "server_netns": (str, ""),
                  "server_address": (str, ""), "direct_address": (str, ""), "port": (int, 8009)},
 }
@@ -235,6 +238,7 @@ def load(path=None):  # noqa: C901 - one check per section and key, each naming 
         system_state_dir=values[("agent", "system_state_dir")],
         sample_interval=float(interval),
         web_url=values[("agent", "web_url")],
+        tls_certificate=values[("agent", "tls_certificate")],
         live_check_interval=float(values[("agent", "live_check_interval")]),
         selftest_client_netns=values[("selftest", "client_netns")],
         selftest_server_netns=values[("selftest", "server_netns")],
