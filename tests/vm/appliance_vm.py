@@ -26,7 +26,7 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
 # a wait past its timeout goes on while the console speaks (overdue()), up to x4
 QUIET_SECONDS = 30
 MAX_STRETCH = 4
-WIRES = ((0x4, 0x10), (0x5, 0x11), (0xc, 0x12))
+WIRES = ((0x4, 0x10), (0x5, 0x11), (0xc, 0x12), (0xd, 0x13), (0xe, 0x14))
 
 
 def free_port(kind=socket.SOCK_STREAM):
@@ -66,8 +66,8 @@ class Appliance:
             argv += ["-kernel", str(kernel), "-append",
                      f"root=/dev/vda rw console=ttyS0,115200 no_timer_check bonding.max_bonds=0 "
                      f"{append}".strip()]   # as the ISO's boot entry (post-image.sh)
-        # management: ens3, HTTPS forwarded. Traffic: ens4, ens5, ens12, each wired to a
-        # NIC of the same VM - ens16, ens17, ens18 - that the tests move into network
+        # management: ens3, HTTPS forwarded. Traffic: ens4, ens5, ens12, ens13, ens14,
+        # each wired to a NIC of the same VM - ens16 to ens20 - that the tests move into network
         # namespaces standing in for the networks beside the firewall. A wire is a pair
         # of UDP sockets on loopback, not a QEMU hub: a hub holds a frame until every
         # other port can take it, so while ens16 is down (before the tests set it up)

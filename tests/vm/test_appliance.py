@@ -3,10 +3,10 @@
 `make iso` (tools/build-iso) writes the appliance's ISO here, as Buildroot's post-image
 step writes it, from a root filesystem laid out like the image (Debian trixie's programs
 + webui/ + rootfs-overlay/, systemd, the same unit files) and Tusk's kernel. The VM has a
-management NIC, three traffic NICs, an empty 8 GiB disk (vda) and the ISO written to a
+management NIC, five traffic NICs, an empty 8 GiB disk (vda) and the ISO written to a
 USB stick (sda), which SeaBIOS boots. Each traffic NIC is wired to a NIC of the same VM
 (appliance_vm.WIRES) that the test moves into a network namespace: `client` behind a
-VLAN, `server` behind an LACP bond.
+VLAN, `server` behind an LACP bond, `lan-a` and `lan-b` on the two ports of a bridge.
 
 1. live boot from the stick: GRUB loads the kernel and the root filesystem from the ISO,
    the kernel unpacks it into RAM and starts systemd; every Tusk unit comes up; the
@@ -24,12 +24,15 @@ VLAN, `server` behind an LACP bond.
    and tusk-keepalived (the box, alone, takes the virtual address) and disabled stops
    them; a BGP neighbour with BFD (FRR in the server namespace) set on the Network pages
    starts frr.service, the host table admits it, the session and BFD come up and the
-   change is confirmed; without routing, FRR stops.
+   change is confirmed; without routing, FRR stops. Then a VLAN-aware transparent bridge
+   of ens13 and ens14 from the Network pages, applied and confirmed: systemd-networkd
+   makes it as configured, and with no bridged zone in the policy nothing crosses it.
 4. tusk-install refuses the stick it booted from, then installs to vda from the console
    menu, reading the system image from the ISO; the box powers off.
 5. the VM boots from vda alone under SeaBIOS: the same policy is loaded before the
    interfaces come up, the admin's password and the revision history are the ones of the
-   live session, the confirmed network comes up again and the flow goes through.
+   live session, the confirmed network comes up again (the bridge too, closed) and the
+   flow goes through.
 6. upgrades (docs/UPGRADES.md), in the same boot: on the System page in Chromium, a
    bundle for another box is refused with RAUC's check's reason; a bundle of a new
    release (tools/build-bundle, built while the steps above run) installed with `rauc
@@ -295,6 +298,9 @@ VLAN, VLAN_ADDRESS, CLIENT = "ens4.100", "198.51.100.1/24", "198.51.100.2"
 BOND, BOND_ADDRESS, SERVER = "bond0", "203.0.113.1/24", "203.0.113.2"
 BEHIND, SERVICE = "10.99.0.0/24", "10.99.0.1"     # a network behind the server's router
 PENDING_ADDRESS = "198.51.100.9/24"
+# The transparent bridge of step 3: its ports, VLAN, and the hosts on either side
+BRIDGE, BRIDGE_PORTS, BRIDGE_VLAN = "br0", ("ens13", "ens14"), 30
+LAN_A, LAN_B = "192.0.2.1", "192.0.2.2"
 # The networks beside the firewall, in namespaces of the same VM: `client` on ens4's
 # wire, tagged with VLAN 100; `server` on the wires of ens5 and ens12, bonded with LACP,
 # routing BEHIND. Namespaces do not survive a boot: every boot sets them up again.
@@ -311,7 +317,11 @@ ip -n server link set ens17 master bond1 && ip -n server link set ens18 master b
 ip -n server link set bond1 up && ip -n server link set lo up &&
 ip -n server addr add {SERVER}/24 dev bond1 &&
 ip -n server addr add {SERVICE}/32 dev lo &&
-ip -n server route add default via {BOND_ADDRESS.split("/")[0]}
+ip -n server route add default via {BOND_ADDRESS.split("/")[0]} &&
+ip netns add lan-a && ip netns add lan-b &&
+ip link set ens19 netns lan-a && ip link set ens20 netns lan-b &&
+ip -n lan-a addr add {LAN_A}/24 dev ens19 && ip -n lan-a link set ens19 up &&
+ip -n lan-b addr add {LAN_B}/24 dev ens20 && ip -n lan-b link set ens20 up
 """.strip().replace("\n", " ")
 
 
@@ -345,10 +355,28 @@ def apply_network(client, appliance):
     return int(re.search(r"pending revision: (\d+)", pending).group(1))
 
 
-def network_is_up(appliance):
+def bridge_is_up(appliance):
+    """The bridge of step 3 as systemd-networkd made it: VLAN-aware with its VLAN tagged
+    on both ports, spanning tree and multicast snooping off - and closed: the policy has
+    no bridged zone, so lan-a's pings do not reach lan-b across it."""
+    link = ok(appliance, f"ip -d link show {BRIDGE}")
+    assert all(f in link for f in ("vlan_filtering 1", "stp_state 0", "mcast_snooping 0")), link
+    for port in BRIDGE_PORTS:
+        assert f"master {BRIDGE}" in ok(appliance, f"ip link show {port}")
+    shown = json_of(ok(appliance, "echo \"{\\\"ports\\\": $(bridge -j vlan show)}\""))
+    vlans = {entry["ifname"]: {v["vlan"] for v in entry["vlans"]} for entry in shown["ports"]}
+    assert all(vlans.get(port) == {1, BRIDGE_VLAN} for port in BRIDGE_PORTS), vlans
+    assert "no bridged zone - nothing crosses" in \
+        ok(appliance, "nft list table bridge tusk_bridge")
+    rc, out = appliance.shell(f"ip netns exec lan-a ping -c 3 -W 2 {LAN_B}")
+    assert rc != 0 and "3 packets transmitted, 0 received" in out, out
+
+
+def network_is_up(appliance, bridge=False):
     """The confirmed network as systemd-networkd brought it up: the VLAN on ens4, the
     802.3ad bond of ens5 and ens12 aggregated with the server's bond, the route to the
-    network behind the server; the client and the server reach the firewall over them."""
+    network behind the server; the client and the server reach the firewall over them.
+    bridge: step 3's bridge too (bridge_is_up)."""
     vlan = ok(appliance, f"ip -d addr show dev {VLAN}")
     assert f"{VLAN}@ens4" in vlan and "vlan protocol 802.1Q id 100" in vlan \
         and f"inet {VLAN_ADDRESS}" in vlan, vlan
@@ -365,6 +393,8 @@ def network_is_up(appliance):
     # still be settling when the box's is (a single probe was lost once under load)
     ok(appliance, f"ip netns exec client ping -c 1 -w 30 {VLAN_ADDRESS.split('/')[0]}")
     ok(appliance, f"ip netns exec server ping -c 1 -w 30 {BOND_ADDRESS.split('/')[0]}")
+    if bridge:
+        bridge_is_up(appliance)
 
 
 def submit(page):
@@ -450,7 +480,7 @@ def test_network_from_the_dashboard_brings_up_a_vlan_and_a_bond(step):
 # the management port given the address DHCP gave ens3 (the lab refuses DHCP).
 TWIN = """
 ip netns add twin && mkdir -p /run/twin &&
-for port in ens3 ens4 ens5 ens12; do
+for port in ens3 ens4 ens5 ens12 ens13 ens14; do
   ip -n twin link add $port type veth peer name peer-$port || exit 1; done &&
 PYTHONPATH=/usr/lib/tusk/webui python3 -c '
 import dataclasses, sys
@@ -759,6 +789,28 @@ def test_bgp_with_bfd_on_the_appliance_through_its_host_table(steps):
         shell(STOP_PEER + "; true")
 
 
+def test_a_bridge_from_the_dashboard_is_made_by_networkd_and_fails_closed(step):
+    """Issue 39's transparent bridge on the image's layout: two traffic ports made a
+    VLAN-aware bridge on the Network pages over HTTPS, applied and confirmed; networkd
+    makes it as configured (bridge_is_up), closed until the policy names its ports."""
+    client = log_in(step.vm, PASSWORD)
+    for port in BRIDGE_PORTS:
+        save(client, f"/network/interfaces/edit/?port={port}",
+             {"role": "traffic", "description": "", "addresses": "", "mtu": "0"})
+    save(client, "/network/bridges/new/", {
+        "name": BRIDGE, "members": list(BRIDGE_PORTS), "bpdu": "forward",
+        "vlans": str(BRIDGE_VLAN), "description": "in front of the lab's hosts", "mtu": "0"})
+    apply_network(client, step.vm)
+    status, body = client.post("/network/status/confirm/", {})
+    assert status == 200, body[-2000:]
+    open_shell(step.vm)
+    ok(step.vm, "for i in $(seq 120); do tusk-net status | grep -q pending || break; "
+                "sleep 1; done; ! tusk-net status | grep pending", 200)
+    bridge_is_up(step.vm)
+    close_shell(step.vm)
+    step.facts["bridge"] = True
+
+
 # -- 4. install --------------------------------------------------------------------------
 
 def test_install_refuses_the_boot_disks_then_installs(step):
@@ -826,7 +878,7 @@ def installed_boot(step, work, name, firmware=None, slot="A"):
     assert f"confirmed revision: {step.facts['network_revision']}" in status \
         and "pending" not in status, status
     ok(step.vm, PEERS)
-    network_is_up(step.vm)
+    network_is_up(step.vm, bridge=step.facts.get("bridge", False))
     # the fast path's VLAN and bond, which networkd made after the policy was loaded
     # (the kernel refuses a flowtable over a missing device), joined by the agent
     assert f"the fast path takes {BOND}, {VLAN} when they appear" in journal, journal
