@@ -613,6 +613,11 @@ def test_logs_and_metrics_of_the_image(steps):
     assert samples.get(("tusk_class_packets_total", "bulk-copy"), 0) > 0, samples
     assert samples.get(("tusk_seqadj_counters_available", "")) == 1, samples
     assert samples.get(("tusk_seqrand_responder_randomised_total", ""), 0) >= 1, samples
+    # the certificate nginx serves, read by the agent's system.certificate (first boot
+    # makes it for ten years)
+    assert samples.get(("tusk_certificate_readable", "")) == 1, samples
+    assert samples[("tusk_certificate_expiry_timestamp_seconds", "")] > \
+        time.time() + 9 * 365 * 86400, samples
     status, _ = client._open(urllib.request.Request(client.base + "/metrics"))
     assert status == 401
 
