@@ -115,7 +115,16 @@ def test_the_certificates_end_is_read_by_openssl_and_exposed(admin_client, tmp_p
     agent = SimpleNamespace(config=SimpleNamespace(tls_certificate=str(crt)))
     found = certificate(agent)
     assert abs(found["not_after"] - (time.time() + 30 * 86400)) < 120, found
+    assert certificate(agent) == found          # unchanged: not read again
+    renewed = subprocess.run(["openssl", "req", "-x509", "-key", str(key), "-days", "400",
+                              "-subj", "/CN=tusk", "-out", str(crt)],
+                             capture_output=True, text=True, check=False)
+    assert renewed.returncode == 0, renewed.stderr
+    assert abs(certificate(agent)["not_after"] - (time.time() + 400 * 86400)) < 120
     assert certificate(SimpleNamespace(config=SimpleNamespace(tls_certificate=""))) is None
+    gone = certificate(SimpleNamespace(config=SimpleNamespace(
+        tls_certificate=str(tmp_path / "none.crt"))))
+    assert gone["not_after"] is None and "No such file" in gone["error"], gone
     broken = tmp_path / "broken.crt"
     broken.write_text("not a certificate\n")
     missing = certificate(SimpleNamespace(config=SimpleNamespace(tls_certificate=str(broken))))

@@ -207,20 +207,36 @@ def not_after(text):
     return moment.replace(tzinfo=UTC).timestamp()
 
 
-@periodic(CERTIFICATE_TASK, 300, contract=CertificateSeen | None)
+_certificates_seen = {}      # path -> ((device, inode, size, mtime), what openssl read)
+
+
+@periodic(CERTIFICATE_TASK, lambda config: max(5.0, config.sample_interval * 5),
+          contract=CertificateSeen | None)
 def certificate(agent):
     """The TLS certificate's end date for /metrics (tusk_certificate_expiry_timestamp_
     seconds) and the shipped alert rule; None when the box names no certificate. Read by
-    openssl from root's path in tusk.toml, never from a row."""
+    openssl from root's path in tusk.toml, never from a row - again only when the file
+    changed (a renewed certificate shows within a run)."""
     path = agent.config.tls_certificate
     if not path:
         return None
+    try:
+        info = os.stat(path)
+    except OSError as error:
+        return {"path": path, "not_after": None, "error": f"{path}: {error.strerror}"}
+    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    seen = _certificates_seen.get(path)
+    if seen is not None and seen[0] == key:
+        return seen[1]
     result = subprocess.run(["openssl", "x509", "-noout", "-enddate", "-in", path],
                             capture_output=True, text=True, timeout=30, check=False)
     if result.returncode != 0:
         reason = (result.stderr.strip().splitlines() or ["openssl failed"])[-1][:200]
-        return {"path": path, "not_after": None, "error": reason}
-    try:
-        return {"path": path, "not_after": not_after(result.stdout)}
-    except ValueError as error:
-        return {"path": path, "not_after": None, "error": str(error)}
+        found = {"path": path, "not_after": None, "error": reason}
+    else:
+        try:
+            found = {"path": path, "not_after": not_after(result.stdout)}
+        except ValueError as error:
+            found = {"path": path, "not_after": None, "error": str(error)}
+    _certificates_seen[path] = (key, found)
+    return found
