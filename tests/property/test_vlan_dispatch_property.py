@@ -4,7 +4,7 @@ zones on one port, a VLAN each) or in none - every frame (in-port, out-port, VLA
 sent, by the vmaps as rendered and read back in order, to the chain of the zone pair the
 policy means: a (port, VLAN) is its VLAN zone's, else its port's whole zone's, else in
 no zone. Plain text: the host's kernel cannot load a bridge table with conntrack;
-tests/vm/test_bridge.py sends real VLAN frames through one."""
+tests/vm/test_bridge_vlan.py sends real VLAN frames through one."""
 import re
 
 from hypothesis import given, settings

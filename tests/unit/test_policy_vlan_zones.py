@@ -1,6 +1,6 @@
 """Bridged zones of VLANs in the policy (issue 39: zones on the VLANs of a VLAN-aware
 bridge's ports): what a zone's `vlans` may say, each refusal naming the field. Plain
-Python; the rendering is golden case 32, the traffic tests/vm/test_bridge.py."""
+Python; the rendering is golden case 32, the traffic tests/vm/test_bridge_vlan.py."""
 import pytest
 
 from policy.core.errors import PolicyError

@@ -15,8 +15,8 @@ PORT = 5201
 
 
 @pytest.fixture(scope="module")
-def ha(scenario):
-    return scenario("ha-seqrand")
+def ha(beside_scenario):
+    return beside_scenario("ha-seqrand")
 
 
 def flow_of(folder, run):

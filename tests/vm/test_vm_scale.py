@@ -13,8 +13,8 @@ BFD_MS = 300      # the scenario's
 
 
 @pytest.fixture(scope="module")
-def scale(scenario):
-    return scenario("scale-seqrand")
+def scale(beside_scenario):
+    return beside_scenario("scale-seqrand")
 
 
 def the_flow(folder):
