@@ -25,17 +25,30 @@ def test_each_preset_makes_a_policy_the_engine_takes(preset):
     assert preset.source and added[-1] == "class copy"
 
 
-def test_every_preset_together_and_twice_has_no_clash():
+def test_every_preset_together_and_twice_has_no_clash_and_no_service_twice():
     document = ZONES
     for preset in presets.PRESETS:
         document, added = presets.add_to(document, preset, preset.key, "inside", "outside")
-        assert added == [f"service {s['name']}" for s in preset.services] + \
-            [f"class {preset.key}"]
+        assert added[-1] == f"class {preset.key}"
     for preset in presets.PRESETS:          # again: its services are there already
         document, added = presets.add_to(document, preset)
         assert added == []
     policy = load_policy(document)
     assert len(policy.classes) == len(presets.PRESETS)
+    contents = [(s.protocol, s.ports) for s in policy.services]
+    assert len(contents) == len(set(contents))
+    # a preset whose service another preset has already (S3's HTTPS, Globus's) uses it
+    s3 = next(c for c in policy.classes if c.name == "s3")
+    assert s3.services == ("globus-https",)
+    gridftp = next(c for c in policy.classes if c.name == "gridftp")
+    assert gridftp.services == ("gridftp", "globus-data")
+
+
+def test_a_service_of_the_same_ports_under_another_name_is_used():
+    document = {**ZONES, "services": [{"name": "web", "protocol": "tcp", "ports": [443]}]}
+    changed, added = presets.add_to(document, presets.BY_KEY["s3"], "objects", "inside")
+    assert added == ["class objects"] and changed["services"] == document["services"]
+    assert changed["classes"][-1]["services"] == ["web"]
 
 
 def test_a_service_of_the_same_name_and_other_ports_is_refused_by_the_engine():

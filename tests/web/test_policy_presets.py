@@ -29,6 +29,9 @@ def test_the_catalogue_names_each_presets_ports_and_source(admin_client):
     for preset in PRESETS:
         assert f'id="preset-{preset.key}"' in page and f'id="form-{preset.key}"' in page
     assert "50000-51000" in page and "https://docs.globus.org/" in page
+    globus, rsync = page.split('id="preset-globus"')[1], page.split('id="preset-rsync"')[1]
+    assert "both ways" in globus.split("</div>")[0]
+    assert "both ways" not in rsync.split("</div>")[0]
     assert "service preset" in admin_client.get("/policy/services/new/").content.decode()
     assert "Service presets" in admin_client.get("/policy/").content.decode()
 

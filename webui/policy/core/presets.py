@@ -12,6 +12,9 @@ rather than writing the defaults out; `tcp` notes what differs for its service.
 """
 from dataclasses import dataclass
 
+from .errors import PolicyError
+from .normalise import load_policy
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -80,25 +83,33 @@ BY_KEY = {preset.key: preset for preset in PRESETS}
 
 
 def add_to(document, preset, class_name="", from_zone=None, to_zone=None):
-    """A copy of document (a policy draft) with preset's services - those it has not:
-    a service already there under the same name and content is used as it is - and, with
-    a class name, a class accepting them from from_zone to to_zone (None: any), placed
-    last. Returns (document, [what was added, as text]). Nothing is checked here: the
-    caller saves it whole through the policy engine (draft.save_document), which refuses
-    a clash of names with every problem named."""
+    """A copy of document (a policy draft) with preset's services - those it has not: a
+    service of the same protocol and ports, whatever its name, is used as it is (as a port
+    forward's class reuses one, forward_class.py) - and, with a class name, a class
+    accepting them from from_zone to to_zone (None: any), placed last. Returns
+    (document, [what was added, as text]). The caller saves it whole through the policy
+    engine (draft.save_document), which refuses a clash of names with every problem
+    named."""
+    try:
+        known = load_policy(document).services
+    except PolicyError:
+        known = ()
     document = {**document, "services": list(document.get("services") or []),
                 "classes": list(document.get("classes") or [])}
-    have = {item.get("name"): {k: v for k, v in item.items() if k != "comment"}
-            for item in document["services"] if isinstance(item, dict)}
-    added = []
+    names, added = [], []
     for service in preset.services:
-        if have.get(service["name"]) == service:
+        wanted = load_policy({"version": 1, "services": [service]}).services[0]
+        same = next((s.name for s in known if (s.protocol, s.ports) ==
+                     (wanted.protocol, wanted.ports)), None)
+        if same is not None:
+            names.append(same)
             continue
         document["services"].append(dict(service, comment=f"preset {preset.key}"))
+        names.append(service["name"])
         added.append(f"service {service['name']}")
     if class_name:
-        item = {"name": class_name, "services": [s["name"] for s in preset.services],
-                "action": "accept", "comment": f"preset {preset.key}"}
+        item = {"name": class_name, "services": names, "action": "accept",
+                "comment": f"preset {preset.key}"}
         if from_zone:
             item["from"] = from_zone
         if to_zone:
