@@ -72,13 +72,13 @@ def zone_vlan_problems(config, policy):
         if not zone.vlans or len(bridges) != 1:
             continue
         bridge = config.link(bridges[0])
+        if not bridge.vlans:
+            problems.append((f"zones[{zone_index}].vlans", (
+                f"zone {zone.name} names VLANs, and the bridge {bridge.name} is not "
+                "VLAN-aware: give the bridge its VLANs on Network → Bridges, or leave "
+                "the zone's VLANs out")))
+            continue
         for index, vid in enumerate(zone.vlans):
-            if not bridge.vlans:
-                problems.append((f"zones[{zone_index}].vlans", (
-                    f"zone {zone.name} names VLANs, and the bridge {bridge.name} is not "
-                    "VLAN-aware: give the bridge its VLANs on Network → Bridges, or leave "
-                    "the zone's VLANs out")))
-                break
             if vid != DEFAULT_VLAN and vid not in bridge.vlans:
                 problems.append((f"zones[{zone_index}].vlans[{index}]", (
                     f"zone {zone.name}: the bridge {bridge.name} does not carry VLAN {vid} "
@@ -126,18 +126,19 @@ def _link_trouble(config, name, what):
             "link stays down): it must carry traffic")
 
 
-def _bridge_loop(config, subject):
-    """Why config's bridges cannot be on a box of an HA pair or a cluster (beginning with
-    subject), or None: the other boxes bridge the same segments, so each frame would
+def _bridge_loop(config, ha):
+    """Why config's bridges cannot be on a box of ha (an HaConfig, enabled: a pair or a
+    cluster), or None: the other boxes bridge the same segments, so each frame would
     cross twice - a loop that floods both sides - and no box holds its bridge closed
     while another forwards."""
-    if not config.bridges:
+    if not ha.enabled or not config.bridges:
         return None
+    subject, others = (("this box is one of a cluster", "the other boxes") if ha.cluster
+                       else ("this box is half of an HA pair", "the other box"))
     names = ", ".join(bridge.name for bridge in config.bridges)
-    return (f"{subject}: the other box{'es' if 'cluster' in subject else ''} would bridge "
-            f"the same segments as {names}, so every frame would cross twice - a loop; "
-            "a transparent bridge runs on one box (a box that fails, fails closed: "
-            "docs/NETWORK.md), and Tusk has no HA of bridges yet")
+    return (f"{subject}: {others} would bridge the same segments as {names}, so every "
+            "frame would cross twice - a loop; a transparent bridge runs on one box (a box "
+            "that fails, fails closed: docs/NETWORK.md), and Tusk has no HA of bridges yet")
 
 
 def ha_problems(ha, networks):
@@ -146,8 +147,7 @@ def ha_problems(ha, networks):
     A box that bridges is in no pair nor cluster (_bridge_loop), named at ha.enabled."""
     found = {}
     for which, config in networks:
-        loop = ha.enabled and _bridge_loop(
-            config, "this box is a cluster's" if ha.cluster else "this box is half of a pair")
+        loop = _bridge_loop(config, ha)
         if loop:
             if which == PENDING:
                 loop += " (in the network change that awaits confirmation)"
@@ -169,9 +169,7 @@ def pair_link_problems(config, pairs):
     or a cluster, named at the first bridge."""
     found = {}
     for _, ha in pairs:
-        loop = ha is not None and ha.enabled and _bridge_loop(
-            config, "this box is one of a cluster" if ha.cluster else "this box is half "
-            "of an HA pair")
+        loop = ha is not None and _bridge_loop(config, ha)
         if loop:
             found.setdefault(("bridges[0]", ""), Problem(
                 NetworkCode.HA, "bridges[0]", loop + "; turn HA off first (High "
