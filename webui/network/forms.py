@@ -6,6 +6,7 @@ import re
 
 from django import forms
 
+from tusklib.names import VLAN_ID_MAX, VLAN_ID_MIN
 from tusklib.problems import ProblemsFormMixin
 
 from .core import model
@@ -71,8 +72,8 @@ class VlanForm(ItemForm):
     parent = forms.ChoiceField(help_text="A traffic port or a bond. Not the management "
                                          "port: tagged networks on its wire would be one "
                                          "switch mistake away from the dashboard.")
-    id = forms.IntegerField(label="VLAN id", help_text=f"{model.VLAN_ID_MIN}-"
-                                                       f"{model.VLAN_ID_MAX}")
+    id = forms.IntegerField(label="VLAN id", help_text=f"{VLAN_ID_MIN}-"
+                                                       f"{VLAN_ID_MAX}")
     description = _description()
     addresses = _addresses()
     mtu = _mtu()
@@ -144,7 +145,7 @@ class BridgeForm(ItemForm):
         for part in _split(self.cleaned_data["vlans"]):
             if not part.isdigit():
                 raise forms.ValidationError(f"{part!r} is not a VLAN id (a number "
-                                            f"{model.VLAN_ID_MIN}-{model.VLAN_ID_MAX})")
+                                            f"{VLAN_ID_MIN}-{VLAN_ID_MAX})")
             ids.append(int(part))
         return ids
 

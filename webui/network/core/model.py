@@ -19,8 +19,6 @@ reports every problem.
 import ipaddress
 from dataclasses import dataclass, field
 
-from tusklib.names import VLAN_ID_MAX, VLAN_ID_MIN  # noqa: F401 (model.VLAN_ID_*, the users' name)
-
 VERSION = 2
 
 MANAGEMENT, TRAFFIC, UNUSED = "management", "traffic", "unused"

@@ -67,6 +67,7 @@ from tusklib import checks, values
 from tusklib.commands import CommandError, Runner
 from tusklib.files import write_atomically
 from tusklib.formats import systemd
+from tusklib.names import VLAN_ID_MAX, VLAN_ID_MIN
 from tusklib.target import Target
 
 from . import bpdu, facts, frr, model
@@ -177,7 +178,7 @@ def _network(config, link, routes):  # noqa: C901 - one key per case, as network
         # bridge's default VLAN 1)
         path = where(config, bridge.name)
         sections += [("BridgeVLAN", [("VLAN", _typed(vid, values.Integer, f"{path}.vlans[{n}]",
-                                                     model.VLAN_ID_MIN, model.VLAN_ID_MAX))])
+                                                     VLAN_ID_MIN, VLAN_ID_MAX))])
                      for n, vid in enumerate(bridge.vlans)]
     for path, route in routes:
         keys = [("Destination", _typed(str(route.network), values.IPNetwork,
@@ -207,7 +208,7 @@ def _netdev(config, link):
             ("VLANFiltering", WORDS["yes" if link.vlans else "no"])]))
     elif link.kind == "vlan":
         sections.append(("VLAN", [("Id", _typed(link.id, values.Integer, f"{at}.id",
-                                                model.VLAN_ID_MIN, model.VLAN_ID_MAX))]))
+                                                VLAN_ID_MIN, VLAN_ID_MAX))]))
     else:
         keys = [("Mode", _typed(link.mode, values.Choice, f"{at}.mode", model.BOND_MODES))]
         if link.mode == LACP:

@@ -13,6 +13,7 @@ an interface a zone names that is not a traffic link here is a problem naming th
 import ipaddress
 
 from tusklib import checks
+from tusklib.names import VLAN_ID_MAX, VLAN_ID_MIN
 from tusklib.paths import path_mtu_warnings
 
 from . import model, routing
@@ -194,9 +195,9 @@ class Checker:
     # -- VLANs -----------------------------------------------------------------------------
 
     def vlan(self, vlan, path):
-        if not model.VLAN_ID_MIN <= vlan.id <= model.VLAN_ID_MAX:
-            self.fail(f"{path}.id", f"{vlan.id} is outside {model.VLAN_ID_MIN}.."
-                      f"{model.VLAN_ID_MAX}")
+        if not VLAN_ID_MIN <= vlan.id <= VLAN_ID_MAX:
+            self.fail(f"{path}.id", f"{vlan.id} is outside {VLAN_ID_MIN}.."
+                      f"{VLAN_ID_MAX}")
         twin = next((i for i, v in enumerate(self.config.vlans)
                      if v.parent == vlan.parent and v.id == vlan.id), None)
         if twin is not None and self.config.vlans[twin] is not vlan:
@@ -282,9 +283,9 @@ class Checker:
             self.fail(f"{path}.vlans", f"{len(bridge.vlans)} VLANs; at most "
                       f"{model.BRIDGE_VLANS_MAX} on one bridge")
         for index, vid in enumerate(bridge.vlans):
-            if not model.VLAN_ID_MIN <= vid <= model.VLAN_ID_MAX:
-                self.fail(f"{path}.vlans[{index}]", f"{vid} is outside {model.VLAN_ID_MIN}.."
-                          f"{model.VLAN_ID_MAX}")
+            if not VLAN_ID_MIN <= vid <= VLAN_ID_MAX:
+                self.fail(f"{path}.vlans[{index}]", f"{vid} is outside {VLAN_ID_MIN}.."
+                          f"{VLAN_ID_MAX}")
             elif vid in bridge.vlans[:index]:
                 self.fail(f"{path}.vlans[{index}]", f"VLAN {vid} is listed twice")
 

@@ -45,7 +45,6 @@ from .render_text import (
     class_comment,
     named_set,
     nft_comment,
-    vlan_key,
     zone_keys,
 )
 
@@ -69,7 +68,7 @@ _BRIDGE_SKELETON = skeleton("bridge.nft.in")
 # its own table). By `meta protocol`, the frame's protocol inside any VLAN tag: the
 # kernel takes a tag out of the frame before the bridge's hooks, and nft reads `ether
 # type` (which nft itself depends `icmpv6 type` on) as the tag's 0x8100 - a VLAN's
-# ARP and neighbour discovery were dropped (tests/vm/test_bridge.py).
+# ARP and neighbour discovery were dropped (tests/vm/test_bridge_vlan.py).
 BRIDGE_PASSAGE = [
     'meta protocol arp accept comment "tusk: ARP between the hosts of a bridge"',
     "meta protocol ip6 meta l4proto ipv6-icmp icmpv6 type { nd-router-solicit, "
@@ -425,13 +424,13 @@ class _Renderer(DispatchRenderer):
         src, dst = (cls.destination, cls.source) if reverse else (cls.source, cls.destination)
         zone = ""
         if src_zone:
-            zone += f"iifname{vlan_key(self.policy.zone[src_zone])} @zone_{src_zone} "
+            zone += f"iifname @zone_{src_zone} "
         if dst_zone:
             if prerouting:
                 names = ", ".join(f'"{i}"' for i in self.policy.zone[dst_zone].interfaces)
                 zone += f"fib daddr oifname {{ {names} }} "
             else:
-                zone += f"oifname{vlan_key(self.policy.zone[dst_zone])} @zone_{dst_zone} "
+                zone += f"oifname @zone_{dst_zone} "
         prefixes = []
         for family in self.families(cls):
             addresses = ""

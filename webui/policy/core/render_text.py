@@ -31,12 +31,6 @@ def class_comment(index, cls):
     return f"tusk: classes[{index}] {cls.name}"
 
 
-def vlan_key(zone):
-    """What joins an interface name to match a zone's set: a bridged zone of VLANs is
-    keyed by port and VLAN id."""
-    return " . vlan id" if zone.vlans else ""
-
-
 def zone_keys(zone):
     """A zone of VLANs' set elements: each port with each VLAN id."""
     return [f'"{i}" . {vid}' for i in zone.interfaces for vid in zone.vlans]
