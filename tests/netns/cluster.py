@@ -112,8 +112,12 @@ def router(asn, router_id, link, bfd_ms=BFD_MS, count=BOXES):
     lines = ["frr defaults traditional", "no zebra nexthop kernel enable",
              f"router bgp {asn}", f" bgp router-id {router_id}",
              " no bgp ebgp-requires-policy"]
+    # a connection refused while a box's bgpd was still being configured would otherwise
+    # wait out the traditional 120 s connect-retry timer on both sides (seen in CI: a
+    # cluster not up after 90 s); the lab's routers try again every 5 s
     for box in boxes:
-        lines += [f" neighbor {box} remote-as 65001", f" neighbor {box} bfd"]
+        lines += [f" neighbor {box} remote-as 65001", f" neighbor {box} bfd",
+                  f" neighbor {box} timers connect 5"]
     lines += [" address-family ipv4 unicast", f"  maximum-paths {count}",
               " exit-address-family", "exit", "bfd"]
     for box in boxes:
@@ -218,6 +222,17 @@ class Cluster(Topology):
         count = len(self.boxes)
         return (len(self.paths(self.up_router, "10.2.0.0/24")) == count and
                 len(self.paths(self.down_router, "10.1.0.0/24")) == count)
+
+    def unready(self):
+        """What the routers had when they were not ready (for wait_until's message): their
+        paths and BGP sessions with the state of each."""
+        told = []
+        for name in (self.up_router, self.down_router):
+            prefix = "10.2.0.0/24" if name == self.up_router else "10.1.0.0/24"
+            summary = self.routers[name].run("vtysh", "-c", "show bgp summary").stdout \
+                if name in self.routers else "(FRR not started)"
+            told.append(f"{name}: paths {self.paths(name, prefix)}\n{summary.strip()}")
+        return "both routers with every box as an equal path; they had:\n" + "\n".join(told)
 
     def flow(self, port, **options):
         """hapair's Flow (echoed chunks) from the client to the server through the boxes:

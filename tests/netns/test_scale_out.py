@@ -26,7 +26,7 @@ def cluster(tmp_path):
     lab.down()
     try:
         lab.up()
-        wait_until(lab.ready, 90, "both routers with three equal paths")
+        wait_until(lab.ready, 90, lab.unready)
         yield lab
     finally:
         lab.down()

@@ -59,7 +59,7 @@ def run(ctx):
     lab.down()
     try:
         lab.up()
-        wait_until(lab.ready, 180, "both routers with three equal paths")
+        wait_until(lab.ready, 180, lab.unready)
         for who in (lab.client, lab.server):
             # checksums computed by the endpoints' stacks: the captures are verified
             # segment by segment
