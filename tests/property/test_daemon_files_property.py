@@ -880,3 +880,54 @@ def test_network_toml_reads_back_as_the_network_it_was_written_from(document):
     except NetworkError:
         return
     assert network_normalise.parse(network_normalise.to_toml(config)) == config
+
+
+# -- tusk-flowexport (flows/core/export.py) -----------------------------------------------------
+
+@st.composite
+def export_documents(draw):
+    """Up to five collectors (four is the most), any of whose values may be poisoned, and
+    the protocol and the active timeout, either of which may be."""
+    count = draw(st.integers(0, 5))
+    bad = draw(st.sets(st.tuples(st.integers(0, max(count - 1, 0)),
+                                 st.sampled_from(["address", "port"])), max_size=2))
+    valid = {"address": st.one_of(IPV4, IPV6), "port": st.integers(1, 65535)}
+    trouble = {"address": poisoned(st.one_of(IPV4, IPV6, SCOPED, HOSTNAMES)),
+               "port": st.one_of(st.integers(-2, 70000), poisoned(st.just("4739")))}
+    collectors = [{field: draw(trouble[field] if (number, field) in bad else valid[field])
+                   for field in valid} for number in range(count)]
+    document = {"collectors": collectors}
+    if draw(st.booleans()):
+        document["protocol"] = draw(st.one_of(st.sampled_from(["ipfix", "netflow9"]),
+                                              poisoned(st.just("ipfix"))))
+    if draw(st.booleans()):
+        document["active_timeout"] = draw(st.one_of(st.integers(0, 4000),
+                                                    poisoned(st.just("60"))))
+    return document
+
+
+@given(document=export_documents())
+@example(document={"collectors": [{"address": '192.0.2.1", "port": 1, "x": "', "port": 9}]})
+@example(document={"protocol": "netflow9", "collectors": [{"address": "2001:DB8::0A"}]})
+def test_the_exporters_file_holds_exactly_the_collectors_the_check_accepted(document):
+    """The exporter's file is JSON of the checked values: read back by the exporter's own
+    reader (export.parse, the same check), it is the same settings; as JSON, exactly the
+    intended keys and the values' canonical text."""
+    from flows.core import export
+    try:
+        checked = export.check(document)
+    except export.ExportError:
+        event("refused by the check")
+        return
+    event("accepted")
+    text = export.render(checked)
+    assert export.parse(text) == checked
+    protocol = document.get("protocol", "ipfix")
+    assert json.loads(text) == {
+        "protocol": protocol, "active_timeout": document.get("active_timeout", 60),
+        "collectors": [{"address": canonical_ip(c["address"]),
+                        "port": c.get("port", export.DEFAULT_PORT[protocol])}
+                       for c in document["collectors"]]}
+    for collector in checked.collectors:
+        ip = ipaddress.ip_address(str(collector.address))
+        assert not (ip.is_loopback or ip.is_multicast or ip.is_unspecified)

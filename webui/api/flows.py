@@ -14,7 +14,7 @@ from flows import services
 from flows.core import hook
 from flows.core.flowref import CAPTURE_SECONDS
 
-from .auth import OPERATE, READ
+from .auth import ADMIN, OPERATE, READ
 from .jobs import accepted, queued_job
 from .schemas import JobOut, ProblemsOut
 
@@ -220,3 +220,64 @@ def bypass(request, response: HttpResponse, body: HookIn):
             summary="The IDS hook's blocks and bypasses in force")
 def hooks(request):
     return [_hook_out(entry) for entry in services.hooks()]
+
+
+# -- flow export ----------------------------------------------------------------------------
+
+class CollectorIn(Schema):
+    address: str = Field(max_length=64, description="An IP address")
+    port: int | None = Field(None, description="UDP; default 4739 (IPFIX) or 2055 (v9)")
+
+
+class ExportIn(Schema):
+    protocol: str = Field("ipfix", max_length=16, description="ipfix or netflow9")
+    active_timeout: int = Field(60, description="Seconds between the records of a "
+                                                "connection that lasts (5-3600)")
+    collectors: list[CollectorIn] = Field(description="Up to 4; [] : no export")
+
+
+class ExporterOut(Schema):
+    running: bool
+    records: int
+    messages: int
+    send_errors: dict[str, int]
+    last_error: str
+    lost_events: int
+    tracked: int
+    refused: str
+
+
+class ExportOut(Schema):
+    protocol: str
+    active_timeout: int
+    collectors: list[dict[str, Any]]
+    refused: str = Field(description="Why the saved settings do not hold (\"\": they do)")
+    exporter: ExporterOut | None = Field(description="What the agent last reported")
+
+
+class ExportPutOut(Schema):
+    job: JobOut
+    settings: dict[str, Any]
+
+
+@router.get("/export", response=ExportOut, auth=READ, operation_id="flows_export_get",
+            summary="Flow export's settings and what the exporter sent")
+def export_get(request):
+    state = services.export_state()
+    shown = state.settings.as_dict() if state.settings else {
+        "protocol": "ipfix", "active_timeout": 60, "collectors": []}
+    status = state.status
+    return {**shown, "refused": state.refused,
+            "exporter": None if status is None else {
+                key: getattr(status, key) for key in ExporterOut.model_fields}}
+
+
+@router.put("/export", response={202: ExportPutOut, 422: ProblemsOut}, auth=ADMIN,
+            operation_id="flows_export_put",
+            summary="Set flow export (IPFIX or NetFlow v9 to up to 4 collectors)")
+def export_put(request, response: HttpResponse, body: ExportIn):
+    document = body.dict()
+    document["collectors"] = [{key: value for key, value in item.items() if value is not None}
+                              for item in document["collectors"]]
+    queued, checked = services.set_export(request.auth.actor(), document)
+    return Status(202, {"job": queued_job(response, queued), "settings": checked.as_dict()})

@@ -32,6 +32,7 @@ from tusklib import contracts
 from tusklib.target import Target, TargetError
 from tusklib.values import InterfaceName, Refused
 
+from . import export_jobs  # noqa: F401  (flow export's tasks: registered on import)
 from .contracts import FlowSample, SysctlChange
 from .core import ctnetlink, flowref, hook
 from .core.conntrack import Conntrack

@@ -80,3 +80,23 @@ class SysctlChange:
 
     was: str
     now: str
+
+
+@dataclass(frozen=True)
+class Exporting:
+    """flows.export's report on tusk-flowexport (flows/core/exporter.py's status, with
+    the agent's word on the process)."""
+
+    running: bool
+    pid: int | None
+    protocol: str
+    active_timeout: int
+    collectors: list[str]
+    records: int                    # since the exporter started
+    messages: int
+    send_errors: dict[str, int]     # per collector
+    last_error: str
+    lost_events: int                # times the kernel dropped DESTROY events (ENOBUFS)
+    tracked: int                    # connections it has sent a record of
+    sweep_seconds: float            # its last scan of the table
+    refused: str = ""               # why the settings row was refused, "" when it was not

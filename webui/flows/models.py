@@ -66,3 +66,21 @@ class HookEntry(models.Model):
 
     def __str__(self):
         return f"{self.match} until {self.expires_at:%Y-%m-%d %H:%M:%S}"
+
+
+class FlowExportSettings(models.Model):
+    """Flow export's settings, one row (pk 1): the document flows/core/export.py checks -
+    in the page's form and the API, and again in the agent before it uses any of it. No
+    row: no export."""
+
+    document = models.JSONField(default=dict)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["pk"]
+        verbose_name_plural = "flow export settings"
+
+    def __str__(self):
+        return "flow export settings"

@@ -17,15 +17,18 @@ from commitkit.services import Queued
 from dashboard import loss
 from dashboard.models import RETENTION, Sample
 from jobs import queue
-from jobs.models import PeriodicState
+from jobs.models import Job, PeriodicState
 from tusklib import contracts
 
 from .agent_jobs import CAPTURE, DROP, HOOK, SAMPLE
 from .classes import class_names
-from .contracts import FlowSample
+from .contracts import Exporting, FlowSample
+from .core import export as flowexport
 from .core import flowref
 from .core import hook as flowhook
-from .models import FlowSettings, HookEntry
+from .export_jobs import APPLY as EXPORT_APPLY
+from .export_jobs import WATCH as EXPORT_WATCH
+from .models import FlowExportSettings, FlowSettings, HookEntry
 
 STALE_SAMPLES = 3      # samples missed before the list counts as old
 MAX_AGE = 10 * 365 * 86400   # seconds: older is no age a connection has
@@ -142,3 +145,44 @@ def capture(actor, flow, seconds, analyze):
                                    "analyze": analyze},
                   "flow diagnose" if analyze else "flow capture", ref)
 
+
+
+# -- flow export ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ExportState:
+    """Flow export as the page and the API show it: the saved document, its checked
+    settings (None and refused when the row does not hold), what the agent last reported
+    of the exporter, and the last settings job."""
+
+    document: dict
+    settings: flowexport.Settings | None
+    refused: str
+    status: Exporting | None
+    job: object
+
+
+def export_state():
+    document = FlowExportSettings.objects.filter(pk=1).values_list("document", flat=True).first()
+    document = document if isinstance(document, dict) else {}
+    try:
+        checked, refused = flowexport.check(document), ""
+    except flowexport.ExportError as exc:
+        checked, refused = None, str(exc)
+    return ExportState(document, checked, refused, PeriodicState.read(EXPORT_WATCH, Exporting),
+                       Job.objects.filter(kind=EXPORT_APPLY).order_by("-id").first())
+
+
+def set_export(actor, document):
+    """Saves flow export's settings (a document export.check takes) and queues the agent's
+    apply, audited, in one transaction. -> (Queued, Settings); ExportError naming every
+    bad field (nothing saved)."""
+    checked = flowexport.check(document)
+    with transaction.atomic():
+        row, _ = FlowExportSettings.objects.select_for_update().get_or_create(pk=1)
+        row.document, row.updated_by = checked.as_dict(), actor.user
+        row.save()
+        job = queue.enqueue(EXPORT_APPLY, {}, actor.user)
+        audit.record_for(actor, "flow export settings", "flows", job=job.pk,
+                         **checked.as_dict())
+    return Queued(job=job.pk, kind=job.kind), checked

@@ -11,4 +11,5 @@ urlpatterns = [
     path("drop/", views.drop, name="flows_drop"),
     path("block/", views.block, name="flows_block"),
     path("actions/<int:pk>/", views.action, name="flows_action"),
+    path("export/", views.export_page, name="flows_export"),
 ]

@@ -11,12 +11,14 @@ from django.views.decorators.http import require_POST
 
 from accounts import audit
 from accounts.audit import Actor
+from accounts.roles import is_admin
 from jobs.models import Job
 
 from . import services
 from .agent_jobs import CAPTURE, DROP
+from .core.export import COLLECTORS_MAX
 from .core.hook import HookError
-from .forms import BlockForm, CaptureForm, FlowForm, SettingsForm
+from .forms import BlockForm, CaptureForm, ExportForm, FlowForm, SettingsForm
 from .models import FlowSettings
 
 ACTIONS_SHOWN = 10
@@ -143,3 +145,21 @@ def action(request, pk):
     if report and request.headers.get("HX-Request"):
         response["HX-Redirect"] = reverse("diag_report", args=[report])
     return response
+
+
+def export_page(request):
+    """Flow export: the collectors, the protocol, the active timeout (admins change
+    them; the agent applies them), and what the exporter last reported."""
+    state = services.export_state()
+    form = None
+    status = 200
+    if request.method == "POST":
+        form = ExportForm(request.POST)
+        if form.is_valid():
+            services.set_export(Actor.of(request), form.cleaned_data["settings"].as_dict())
+            return redirect("flows_export")
+        status = 400
+    form = form or ExportForm(initial=ExportForm.initial_of(state.document))
+    return render(request, "flows/export.html", {
+        "state": state, "form": form, "is_admin": is_admin(request.user),
+        "collectors_max": COLLECTORS_MAX}, status=status)

@@ -10,6 +10,7 @@ import resource
 import selectors
 import signal
 import subprocess
+import time
 
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
@@ -221,3 +222,25 @@ def stop(proc, grace=STOP_GRACE):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def stop_leftover(pidfile, program, needle, seconds=30):
+    """Ends a daemon a dead agent left running: the process pidfile names, signalled
+    (SIGTERM, waited for up to seconds) only if it is program - its executable's name,
+    or a word of its command line - started with needle (its own configuration file)
+    among its arguments. Its pid, or None when there was none such."""
+    try:
+        with open(pidfile, encoding="ascii") as handle:
+            pid = int(handle.read().strip())
+        executable = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            argv = handle.read().split(b"\0")
+    except (OSError, ValueError):
+        return None
+    if (executable != program and program.encode() not in argv) or needle.encode() not in argv:
+        return None
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + seconds
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return pid

@@ -25,3 +25,23 @@ def write_atomically(path, text, mode=0o600, owner=None):
         except FileNotFoundError:
             pass
         raise
+
+
+class UnsafeDirectory(Exception):
+    """A directory root keeps for itself is a link, or someone else's."""
+
+
+def root_directory(path):
+    """path, root's only (0700): made if missing, its mode put back; UnsafeDirectory if
+    it is a link or not root's (the agent never writes through one)."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise UnsafeDirectory(f"{path}: {exc.strerror}") from None
+    try:
+        if os.fstat(fd).st_uid != 0:
+            raise UnsafeDirectory(f"{path} is not root's")
+        os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)

@@ -25,10 +25,9 @@ import os
 import re
 import signal
 import subprocess
-import time
 
 from tusklib import children, values
-from tusklib.files import write_atomically
+from tusklib.files import UnsafeDirectory, root_directory, write_atomically
 from tusklib.formats import rsyslog
 
 from .constants import (
@@ -104,19 +103,12 @@ def _word(text):
 
 
 def prepare(work_dir):
-    """The syslog directory, root's only (0700): created if missing; UnsafeFile-like
-    ForwarderError if it is a link or someone else's."""
-    os.makedirs(work_dir, mode=0o700, exist_ok=True)
+    """The syslog directory, root's only (0700): created if missing; ForwarderError if it
+    is a link or someone else's."""
     try:
-        fd = os.open(work_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError as exc:
-        raise ForwarderError(f"{work_dir}: {exc.strerror}") from None
-    try:
-        if os.fstat(fd).st_uid != 0:
-            raise ForwarderError(f"{work_dir} is not root's")
-        os.fchmod(fd, 0o700)
-    finally:
-        os.close(fd)
+        root_directory(work_dir)
+    except UnsafeDirectory as exc:
+        raise ForwarderError(str(exc)) from None
 
 
 def write(settings, log_dir, work_dir):
@@ -154,23 +146,8 @@ def stop_leftover(work_dir):
     """Ends an rsyslogd that a dead agent left running with this configuration (its pid
     file names it; it is only signalled if it is rsyslogd and was started with our
     configuration file)."""
-    pidfile, conf = os.path.join(work_dir, PID), os.path.join(work_dir, CONF)
-    try:
-        with open(pidfile, encoding="ascii") as handle:
-            pid = int(handle.read().strip())
-        program = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            argv = handle.read().split(b"\0")
-    except (OSError, ValueError):
-        return None
-    if program != RSYSLOGD or conf.encode() not in argv:
-        return None
-    os.kill(pid, signal.SIGTERM)
-    for _ in range(50):
-        if not os.path.exists(f"/proc/{pid}"):
-            break
-        time.sleep(0.1)
-    return pid
+    return children.stop_leftover(os.path.join(work_dir, PID), RSYSLOGD,
+                                  os.path.join(work_dir, CONF), seconds=5)
 
 
 def start(work_dir, netns=None):

@@ -362,7 +362,11 @@ class _Renderer(DispatchRenderer):
         fastpath_after bytes (conntrack's accounting, both directions): one rule per
         threshold, the classes that share it found by the ordinal in the ct mark. The
         flowtable takes a connection once both directions were seen; until then, and for
-        every connection that stays small, these rules cost a compare or two."""
+        every connection that stays small, these rules cost a compare or two. A promoted
+        connection gets the mark's fast-path bit too, as the always classes' have it from
+        the start: the Flows page and flow export (its observation domain) read from the
+        mark, at any time and in the connection's last event, that it took the fast
+        path."""
         if not self.auto:
             return []
         after = {}
@@ -379,7 +383,8 @@ class _Renderer(DispatchRenderer):
             comment = nft_comment(f"tusk: elephants of {what} to the fast path after "
                                f"{threshold} bytes")
             lines.append(f"meta l4proto tcp ct mark and 0x{CT_MARK_CLASS_MASK:08x} {match} "
-                         f"ct bytes > {threshold} flow add @{FLOWTABLE} {comment}")
+                         f"ct bytes > {threshold} ct mark set ct mark or "
+                         f"0x{CT_MARK_FASTPATH_BIT:08x} flow add @{FLOWTABLE} {comment}")
         return lines
 
     def compile(self, **limits):
