@@ -25,7 +25,7 @@ KERNEL_APT_PACKAGES := linux-source-6.12 build-essential bc bison flex libelf-de
 VM_APT_PACKAGES := qemu-system-x86 qemu-utils ovmf debootstrap xorriso mtools dosfstools \
 	grub-pc-bin grub-efi-amd64-bin e2fsprogs fdisk busybox-static zstd squashfs-tools
 
-.PHONY: help run test check lint openapi deps apt vm-deps venv vm-test bench bench-elephant bench-bridge bench-policy bench-seqrand bench-tune bench-ui bench-api bench-diag bench-middlebox bench-flows bench-ha bench-scale kernel check-kernel-series check-kernel-debug check-kernel-debug-kunit iso bundle image check-image clean
+.PHONY: help run test check lint openapi deps apt vm-deps venv vm-test bench bench-elephant bench-bridge bench-policy bench-seqrand bench-tune bench-ui bench-api bench-diag bench-middlebox bench-flows bench-flowexport bench-ha bench-scale kernel check-kernel-series check-kernel-debug check-kernel-debug-kunit iso bundle image check-image clean
 
 help:
 	@echo "make run           start Tusk on a lab of network namespaces (Ctrl-C stops it)"
@@ -183,6 +183,11 @@ bench-diag: deps
 bench-middlebox: deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench-middlebox needs root (namespaces, nftables)"; exit 1; }
 	$(PY) tests/bench/bench_middlebox.py
+
+bench-flowexport: deps
+	@[ "$$(id -u)" -eq 0 ] || { echo "make bench-flowexport needs root (namespaces, conntrack)"; exit 1; }
+	@tools/ensure-apt softflowd pmacct
+	$(PY) tests/bench/bench_flowexport.py
 
 bench-flows: deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make bench-flows needs root (a namespace and its conntrack table)"; exit 1; }

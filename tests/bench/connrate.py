@@ -3,7 +3,12 @@ small tools, each run in a lab namespace with `ip netns exec NS python3 connrate
 (standard library only). Each prints one JSON object on stdout.
 
   server PORT                    accept and close, forever, IPv4 and IPv6 (one socket)
-  client HOST PORT SECONDS       connect and close back to back for SECONDS
+  client HOST PORT SECONDS [RATE]
+                                 connect and close back to back for SECONDS (or RATE a second)
+  keep PORTS                     accept on each port (comma-separated) and keep every
+                                 connection open, forever
+  hold HOST PORTS COUNT          open COUNT connections over PORTS and keep them until
+                                 stdin closes (prints when they are up)
   syn IFACE DST_MAC SRC DST PORT SECONDS
                                  raw TCP SYNs out of IFACE as fast as one CPU sends them
 
@@ -80,7 +85,58 @@ def server(port):
         conn.close()
 
 
-def client(host, port, seconds):
+def _most_files(resource):
+    """As many open files as the hard limit allows (a process holds that many
+    connections: make bench-flowexport runs several)."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def keep(ports):
+    """Accepts on each of ports and keeps every connection open (make bench-flowexport's
+    table of established connections), forever."""
+    import resource
+    import selectors
+    _most_files(resource)
+    chooser = selectors.DefaultSelector()
+    for port in ports:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("0.0.0.0", port))
+        listener.listen(4096)
+        listener.setblocking(False)
+        chooser.register(listener, selectors.EVENT_READ)
+    print(json.dumps({"listening": ports}), flush=True)
+    kept = []
+    while True:
+        for key, _ in chooser.select():
+            try:
+                while True:
+                    kept.append(key.fileobj.accept()[0])
+            except BlockingIOError:
+                pass
+
+
+def hold(host, ports, count):
+    """Opens count connections to host over ports (each port's share of the ephemeral
+    range) and keeps them open until stdin closes; prints when they are up."""
+    import resource
+    _most_files(resource)
+    held, failed = [], 0
+    for i in range(count):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.connect((host, ports[i % len(ports)]))
+            held.append(sock)
+        except OSError:
+            failed += 1
+            sock.close()
+    print(json.dumps({"held": len(held), "failed": failed}), flush=True)
+    sys.stdin.read()
+
+
+def client(host, port, seconds, rate=0.0):
+    """connect and close back to back for seconds, or at rate connections a second."""
     meter = CpuMeter(pin(min))
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     address = (host, port)
@@ -106,6 +162,10 @@ def client(host, port, seconds):
             slow += 1
         if now >= end:
             break
+        if rate:
+            wait = start + (done + failed) / rate - now
+            if wait > 0:
+                time.sleep(wait)
     print(json.dumps({"connections": done, "failed": failed, "slow": slow, "errors": errors,
                       "elapsed": now - start,
                       **meter.used()}))
@@ -223,8 +283,12 @@ def main(argv):
     usage = __doc__.split("\n\n")[1]
     if argv[:1] == ["server"] and len(argv) == 2:
         server(int(argv[1]))
-    elif argv[:1] == ["client"] and len(argv) == 4:
-        client(argv[1], int(argv[2]), float(argv[3]))
+    elif argv[:1] == ["client"] and len(argv) in (4, 5):
+        client(argv[1], int(argv[2]), float(argv[3]), float(argv[4]) if len(argv) == 5 else 0)
+    elif argv[:1] == ["keep"] and len(argv) == 2:
+        keep([int(p) for p in argv[1].split(",")])
+    elif argv[:1] == ["hold"] and len(argv) == 4:
+        hold(argv[1], [int(p) for p in argv[2].split(",")], int(argv[3]))
     elif argv[:1] == ["syn"] and len(argv) == 7:
         syn(argv[1], argv[2], argv[3], argv[4], int(argv[5]), float(argv[6]))
     else:

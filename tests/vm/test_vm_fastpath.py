@@ -6,7 +6,15 @@ never never promotes; a class's own threshold holds; a randomised class is promo
 with its translation; promoted connections are masqueraded ones, and one dropped as the
 Flows page drops it gets nothing more through. Applying a policy with auto classes turns
 conntrack's accounting on, without which no connection would ever reach the threshold."""
+import signal
+import socket
+import struct
+import subprocess
+import time
+
+import collectors
 import pytest
+from kit import wait_until
 from saved import load
 from test_seqrand import IPS_OFFLOAD
 
@@ -96,8 +104,10 @@ def test_a_policy_change_decides_again_and_the_first_policy_promotes_once_more(f
 
 def test_the_ruleset_promotes_by_the_class_ordinal_and_counts_on_the_fast_path(folder):
     ruleset = (folder / "ruleset.txt").read_text()
-    assert "ct bytes > 1000000 flow add @fastpath" in ruleset
-    assert "ct bytes > 20000000 flow add @fastpath" in ruleset
+    # promoted: the mark's fast-path bit set as the connection goes to the flowtable
+    promote = "ct mark set ct mark | 0x00010000 flow add @fastpath"
+    assert f"ct bytes > 1000000 {promote}" in ruleset
+    assert f"ct bytes > 20000000 {promote}" in ruleset
     flowtable = ruleset.split("flowtable fastpath {")[1].split("\n\t}")[0]
     assert "\n\t\tcounter" in flowtable, flowtable
 
@@ -143,3 +153,57 @@ def test_a_bypass_of_the_ids_hook_puts_the_flow_on_the_fast_path_but_not_past_th
     table = (folder / "hook.txt").read_text()
     assert "flowtable bypass" in table and "flow add @bypass" in table, table
     assert load(folder, "dropped.json") == {"connected": False}
+
+
+def exported(folder, tmp_path):
+    """What tusk-flowexport sent in the guest (flowexport.bin), replayed over loopback into
+    nfdump's nfcapd here and read back with nfdump: the records as the collector has
+    them, with the observation domain of each."""
+    collectors.need_nfdump()
+    data = (folder / "flowexport.bin").read_bytes()
+    directory = tmp_path / "nfcapd"
+    directory.mkdir()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    collector = subprocess.Popen(["nfcapd", "-b", "127.0.0.1", "-p", str(port), "-w",
+                                  str(directory), "-t", "3600"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: f":{port} " in subprocess.run(
+            ["ss", "-Hlun"], capture_output=True, text=True).stdout, 10, "nfcapd listening")
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+            position = 0
+            while position < len(data):
+                length = struct.unpack_from("!I", data, position)[0]
+                sender.sendto(data[position + 4:position + 4 + length], ("127.0.0.1", port))
+                position += 4 + length
+                time.sleep(0.001)
+        time.sleep(1)
+    finally:
+        collector.send_signal(signal.SIGTERM)
+        collector.wait(20)
+    return collectors.records(directory)
+
+
+def test_flow_export_counts_the_fast_paths_bytes_and_says_it_took_it(folder, tmp_path):
+    """Issue 40: each connection's records add up to what crossed - on the fast path
+    too, whose packets conntrack counts through the flowtable's counter - and carry the
+    fast path in their observation domain (bit 0: the mark's fast-path bit, set when a
+    class promotes), with the class's ordinal in bits 1-15."""
+    status = load(folder, "flowexport-status.json")
+    assert status["lost_events"] == 0 and not any(status["send_errors"].values()), status
+    records = exported(folder, tmp_path)
+    for name, ordinal in CLASSES.items():
+        port = {"elephant": 5301, "stay": 5302, "patient": 5303, "rand": 5304}[name]
+        mine = [r for r in records if r["dst_port"] == port]
+        received, _ = map(int, (folder / f"{name}-received.txt").read_text().split())
+        total = sum(r["in_bytes"] for r in mine)
+        # IP bytes counted, payload received: the headers on top, never less
+        assert received <= total <= 1.08 * received, (name, total, received, len(mine))
+        domains = {r["domain"] for r in mine}
+        fast = name != "stay"
+        assert domains <= {ordinal << 1, ordinal << 1 | 1}, (name, domains)
+        assert (ordinal << 1 | 1 in domains) == fast, (name, domains)
+        # masqueraded: the record carries the address the server saw
+        assert {r["src4_xlt_ip"] for r in mine} == {FW_S_V4}, (name, mine[:1])

@@ -11,6 +11,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import collectors
 import pytest
 from kit import wait_until
 from netns.pcaps import tcp_connect
@@ -52,12 +53,7 @@ def collector(peers, tmp_path):
     def records():
         proc.send_signal(signal.SIGTERM)
         proc.wait(20)
-        found = []
-        for path in sorted(directory.glob("nfcapd.2*")):
-            out = subprocess.run(["nfdump", "-r", str(path), "-o", "json"],
-                                 capture_output=True, text=True, check=True).stdout
-            found += json.loads(out or "[]")
-        return found
+        return collectors.records(directory)
     yield records
     if proc.poll() is None:
         proc.kill()

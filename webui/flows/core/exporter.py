@@ -38,37 +38,118 @@ import signal
 import socket
 import sys
 import time
+from typing import NamedTuple
 
 from tusklib.files import write_atomically
 
 from . import export, ipfix
 from .conntrack import Conntrack, Stats
 from .ctnetlink import (
+    BE16,
+    BE32,
+    BE64,
+    CTA_COUNTERS_ORIG,
+    CTA_COUNTERS_REPLY,
+    CTA_ID,
+    CTA_IP_V4_DST,
+    CTA_IP_V4_SRC,
+    CTA_IP_V6_DST,
+    CTA_IP_V6_SRC,
+    CTA_MARK,
+    CTA_PROTO_DST_PORT,
+    CTA_PROTO_NUM,
+    CTA_PROTO_SRC_PORT,
+    CTA_STATUS,
+    CTA_TIMESTAMP,
+    CTA_TIMESTAMP_START,
+    CTA_TUPLE_IP,
+    CTA_TUPLE_ORIG,
+    CTA_TUPLE_PROTO,
+    CTA_TUPLE_REPLY,
     HEADER,
     IPS_HW_OFFLOAD,
     IPS_OFFLOAD,
     NETLINK_NETFILTER,
+    NFGEN_LEN,
     NFNL_SUBSYS_CTNETLINK,
     NLMSG_HDRLEN,
-    decode,
+    attrs,
+    counters,
 )
 
 NFNLGRP_CONNTRACK_DESTROY = 3
 IPCTNL_MSG_CT_DELETE = 2
 DESTROY = NFNL_SUBSYS_CTNETLINK << 8 | IPCTNL_MSG_CT_DELETE
 EVENT_BUFFER = 16 << 20          # bytes the kernel may queue for us before ENOBUFS
-LOOKUP_BATCH = 256               # entries asked for in one send
+LOOKUP_BATCH = 64                # entries asked for in one send (the answers fit the buffer)
+PACE_MESSAGES, PACE_SECONDS = 16, 0.001   # a burst's pace: at most 16 messages a ms,
+                                          # which a collector's default buffer takes
 FLUSH_SECONDS = 0.5              # records wait at most this long for a full message
 STATUS_SECONDS = 5
 TEMPLATE_REFRESH = 30.0          # seconds between a domain's templates (over UDP)
 DOMAIN_SHIFT = 16                # the ct mark's upper half
 OFFLOADED = IPS_OFFLOAD | IPS_HW_OFFLOAD
-LOOPBACK = (ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128"))
+IPV6_LOOPBACK = ipaddress.IPv6Address("::1").packed
 
 
-def _loopback(address):
-    ip = ipaddress.ip_address(address)
-    return any(ip in net for net in LOOPBACK if net.version == ip.version)
+class Seen(NamedTuple):
+    """What a record needs of one conntrack entry, addresses as raw bytes (network
+    order): read straight from a DESTROY event (seen_in), or from a whole Entry (a
+    scan's, seen_of)."""
+
+    id: int
+    status: int
+    mark: int
+    start_ns: int
+    packets: tuple          # (original direction, reply direction)
+    bytes: tuple
+    orig: tuple             # (src, dst, protocol, sport, dport)
+    reply: tuple
+
+
+def _raw_tuple(buf, span):
+    parts = attrs(buf, *span)
+    ip, proto = attrs(buf, *parts[CTA_TUPLE_IP]), attrs(buf, *parts[CTA_TUPLE_PROTO])
+    src = ip.get(CTA_IP_V4_SRC) or ip[CTA_IP_V6_SRC]
+    dst = ip.get(CTA_IP_V4_DST) or ip[CTA_IP_V6_DST]
+    sport, dport = proto.get(CTA_PROTO_SRC_PORT), proto.get(CTA_PROTO_DST_PORT)
+    return (bytes(buf[src[0]:src[1]]), bytes(buf[dst[0]:dst[1]]), buf[proto[CTA_PROTO_NUM][0]],
+            BE16.unpack_from(buf, sport[0])[0] if sport else 0,
+            BE16.unpack_from(buf, dport[0])[0] if dport else 0)
+
+
+def seen_in(buf, start, end):
+    """The Seen of the ctnetlink message in buf[start:end] (a DESTROY event): the hot
+    path of the exporter - no address objects, no whole decode (ctnetlink.decode's
+    Entry would cost twice as much)."""
+    found = attrs(buf, start + NLMSG_HDRLEN + NFGEN_LEN, end)
+
+    def be32(kind):
+        span = found.get(kind)
+        return BE32.unpack_from(buf, span[0])[0] if span else 0
+
+    orig = counters(buf, found[CTA_COUNTERS_ORIG]) if CTA_COUNTERS_ORIG in found else (0, 0)
+    reply = counters(buf, found[CTA_COUNTERS_REPLY]) if CTA_COUNTERS_REPLY in found else (0, 0)
+    start_ns = 0
+    if CTA_TIMESTAMP in found:
+        stamp = attrs(buf, *found[CTA_TIMESTAMP]).get(CTA_TIMESTAMP_START)
+        start_ns = BE64.unpack_from(buf, stamp[0])[0] if stamp else 0
+    return Seen(be32(CTA_ID), be32(CTA_STATUS), be32(CTA_MARK), start_ns,
+                (orig[0], reply[0]), (orig[1], reply[1]),
+                _raw_tuple(buf, found[CTA_TUPLE_ORIG]), _raw_tuple(buf, found[CTA_TUPLE_REPLY]))
+
+
+def seen_of(entry):
+    """The Seen of a whole ctnetlink.Entry."""
+    def raw(t):
+        return (ipaddress.ip_address(t.src).packed, ipaddress.ip_address(t.dst).packed,
+                t.proto, t.sport, t.dport)
+    return Seen(entry.id, entry.status, entry.mark, entry.start_ns, entry.packets,
+                entry.bytes or (0, 0), raw(entry.orig), raw(entry.reply))
+
+
+def _loopback(raw):
+    return raw[0] == 127 if len(raw) == 4 else raw == IPV6_LOOPBACK
 
 
 class Accounts:
@@ -79,40 +160,49 @@ class Accounts:
         self.last = {}
         self.missing = set()   # ids a scan did not find: forgotten if the next misses them too
 
-    def record(self, entry, reason, now_ms):
-        """The (domain, Record) of entry's counters since its last record, or None when
-        nothing moved (or it is the box's own, over loopback)."""
-        last = self.last.get(entry.id)
-        offloaded = bool(entry.status & OFFLOADED) or bool(last and last[5])
-        counted = entry.bytes or (0, 0)
-        now = [counted[0], entry.packets[0], counted[1], entry.packets[1], now_ms, offloaded]
+    def record(self, seen, reason, now_ms):
+        """The (domain, Record) of a connection's counters (a Seen) since its last record,
+        or None when nothing moved (or it is the box's own, over loopback)."""
+        last = self.last.get(seen.id)
+        offloaded = bool(seen.status & OFFLOADED) or bool(last and last[5])
+        counted, packets = seen.bytes, seen.packets
+        now = [counted[0], packets[0], counted[1], packets[1], now_ms, offloaded]
         if reason == ipfix.END_OF_FLOW:
-            self.last.pop(entry.id, None)
+            self.last.pop(seen.id, None)
         else:
-            self.last[entry.id] = now
-        before = last or [0, 0, 0, 0, 0, False]
-        deltas = [now[i] - before[i] for i in range(4)]
-        if not any(deltas) or _loopback(entry.orig.src) or _loopback(entry.orig.dst):
+            self.last[seen.id] = now
+        before = last or (0, 0, 0, 0, 0, False)
+        deltas = (now[0] - before[0], now[1] - before[1], now[2] - before[2],
+                  now[3] - before[3])
+        o, r = seen.orig, seen.reply
+        if not any(deltas) or _loopback(o[0]) or _loopback(o[1]):
             return None
         if last and last[4]:
             start = last[4]
-        elif entry.start_ns:
-            start = entry.start_ns // 1_000_000
+        elif seen.start_ns:
+            start = seen.start_ns // 1_000_000
         else:
             start = now_ms
-        o, r = entry.orig, entry.reply
         record = ipfix.Record(
-            start_ms=start, end_ms=now_ms, src=o.src, dst=o.dst, sport=o.sport,
-            dport=o.dport, proto=o.proto, reason=reason, octets=deltas[0],
-            packets=deltas[1], reply_octets=deltas[2], reply_packets=deltas[3],
-            nat_src=r.dst, nat_dst=r.src, nat_sport=r.dport, nat_dport=r.sport)
-        return _domain(entry.mark, offloaded), record
+            start_ms=start, end_ms=now_ms, src=o[0], dst=o[1], sport=o[3], dport=o[4],
+            proto=o[2], reason=reason, octets=deltas[0], packets=deltas[1],
+            reply_octets=deltas[2], reply_packets=deltas[3], nat_src=r[1], nat_dst=r[0],
+            nat_sport=r[4], nat_dport=r[3])
+        return _domain(seen.mark, offloaded), record
 
     def baseline(self, entry):
         """A connection's counters taken as already reported (at the process's start)."""
         counted = entry.bytes or (0, 0)
         self.last[entry.id] = [counted[0], entry.packets[0], counted[1], entry.packets[1],
                                0, bool(entry.status & OFFLOADED)]
+
+
+def _big_buffer(sock):
+    """EVENT_BUFFER bytes of receive buffer (root may pass the system's limit)."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, 33, EVENT_BUFFER)       # SO_RCVBUFFORCE
+    except PermissionError:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, EVENT_BUFFER)
 
 
 def _domain(mark, offloaded):
@@ -158,6 +248,8 @@ class Sender:
                     try:
                         sock.sendto(message, where)
                         self.messages += 1
+                        if not self.messages % PACE_MESSAGES:
+                            time.sleep(PACE_SECONDS)
                     except OSError as exc:      # unreachable, refused, a full buffer
                         self.errors[name] += 1
                         self.last_error = f"{name}: {exc.strerror or exc}"
@@ -169,17 +261,15 @@ class Exporter:
         self.settings, self.status_path = settings, status_path
         self.accounts = Accounts()
         self.sender = Sender(settings, boot=time.time() - time.monotonic())
-        self.lost = self.sweeps = 0
+        self.lost = self.sweeps = self.sweep_errors = 0
         self.sweep_seconds = 0.0
         self.started = time.time()
         self.stopping = False
         self.events = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
-        try:
-            self.events.setsockopt(socket.SOL_SOCKET, 33, EVENT_BUFFER)   # SO_RCVBUFFORCE
-        except PermissionError:
-            self.events.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, EVENT_BUFFER)
+        _big_buffer(self.events)
         self.events.bind((0, 1 << (NFNLGRP_CONNTRACK_DESTROY - 1)))
         self.table = Conntrack()
+        _big_buffer(self.table.sock)
         self.buf = bytearray(1 << 20)
 
     def baseline(self):
@@ -208,7 +298,7 @@ class Exporter:
         for first in range(0, len(changed), LOOKUP_BATCH):
             found = self.table.lookup(changed[first:first + LOOKUP_BATCH])
             for entry in found.values():
-                made = self.accounts.record(entry, ipfix.END_ACTIVE, now_ms)
+                made = self.accounts.record(seen_of(entry), ipfix.END_ACTIVE, now_ms)
                 if made:
                     self.sender.add(*made)
         self.sender.flush()
@@ -232,7 +322,7 @@ class Exporter:
             if length < NLMSG_HDRLEN:
                 break
             if kind == DESTROY:
-                made = self.accounts.record(decode(self.buf, position, position + length),
+                made = self.accounts.record(seen_in(self.buf, position, position + length),
                                             ipfix.END_OF_FLOW, now_ms)
                 if made:
                     self.sender.add(*made)
@@ -247,7 +337,8 @@ class Exporter:
                 "records": sender.records, "messages": sender.messages,
                 "send_errors": sender.errors, "last_error": sender.last_error,
                 "lost_events": self.lost, "tracked": len(self.accounts.last),
-                "sweeps": self.sweeps, "sweep_seconds": round(self.sweep_seconds, 3)}
+                "sweeps": self.sweeps, "sweep_errors": self.sweep_errors,
+                "sweep_seconds": round(self.sweep_seconds, 3)}
 
     def write_status(self):
         write_atomically(self.status_path, json.dumps(self.status()) + "\n", 0o600)
@@ -276,12 +367,21 @@ class Exporter:
             if self.sender.due():
                 self.sender.flush()
             if time.monotonic() >= next_sweep:
-                self.sweep()
+                self.safe_sweep()
                 next_sweep = time.monotonic() + self.settings.active_timeout
         while self.receive():
             pass
-        self.sweep()
+        self.safe_sweep()
         self.write_status()
+
+    def safe_sweep(self):
+        """sweep(), a failure of the table's socket counted and said, not the end of the
+        exporter: the next sweep sends what this one did not."""
+        try:
+            self.sweep()
+        except OSError as exc:
+            self.sweep_errors += 1
+            self.sender.last_error = f"scan of the table: {exc.strerror or exc}"
 
 
 def main(argv=None):

@@ -2,15 +2,16 @@
 of one fixed pair of templates - a connection of IPv4 and one of IPv6 - packed with
 struct (plain Python).
 
-Why written here and not taken from a package (docs/MONITORING.md, "Flow export"):
-ulogd2's IPFIX output sends data sets without ever sending their template (a collector
-cannot decode them: nfcapd drops every record), sums both directions into 32-bit
-counters (an elephant of 4 GiB wraps), knows IPv4 only and no NAT; softflowd, pmacct and
-fprobe read packets (libpcap), not conntrack: they pay for every packet of an elephant,
-see a NATed connection as two unrelated flows, and know nothing of a class or the fast
-path, whose packets never reach them as such. What a record needs is in conntrack
-already (the exporter, exporter.py); what is left is the wire format, and that is a
-header, a template and fixed-size records.
+Why written here and not taken from a package (docs/MONITORING.md, "Flow export", with
+what make bench-flowexport measured): ulogd2's NFCT input with its IPFIX output (Debian's
+2.0.8) sends a record only when a connection ends, both directions summed into one
+32-bit count (an elephant wraps at 4 GiB), with zero start and end times, IPv4 only, no
+NAT and no NetFlow v9, and holds records until a 512-byte message is full (a lone
+elephant's record was not sent at all); softflowd, pmacct and fprobe read packets
+(libpcap), not conntrack: they pay for every packet of an elephant, see a NATed
+connection as two unrelated flows, and know nothing of a class or the fast path. What a
+record needs is in conntrack already (the exporter, exporter.py); what is left is the
+wire format, and that is a header, a template and fixed-size records.
 
 A record is one connection of conntrack, both directions in one record:
 
@@ -62,9 +63,10 @@ _SET = struct.Struct("!HH")
 
 @dataclass(frozen=True)
 class Record:
-    """One connection's record: addresses as the connection's initiator sent them
-    (src, dst, ports) and as they left the box (nat_*: the reply tuple reversed), the
-    deltas of both directions since its previous record."""
+    """One connection's record (addresses as text or raw bytes): addresses as the
+    connection's initiator sent them (src, dst, ports) and as they left the box (nat_*:
+    the reply tuple reversed), the deltas of both directions since its previous
+    record."""
 
     start_ms: int
     end_ms: int
@@ -85,16 +87,20 @@ class Record:
 
     @property
     def template(self):
-        return TEMPLATE_V6 if ":" in self.src else TEMPLATE_V4
+        return TEMPLATE_V6 if len(_raw(self.src)) == 16 else TEMPLATE_V4
 
     def pack(self):
-        raw = ipaddress.ip_address
         return _RECORD[self.template].pack(
-            self.start_ms, self.end_ms, raw(self.src).packed, raw(self.dst).packed,
-            self.sport, self.dport, self.proto, self.reason, _u64(self.octets),
-            _u64(self.packets), _u64(self.reply_octets), _u64(self.reply_packets),
-            raw(self.nat_src).packed, raw(self.nat_dst).packed, self.nat_sport,
-            self.nat_dport)
+            self.start_ms, self.end_ms, _raw(self.src), _raw(self.dst), self.sport,
+            self.dport, self.proto, self.reason, _u64(self.octets), _u64(self.packets),
+            _u64(self.reply_octets), _u64(self.reply_packets), _raw(self.nat_src),
+            _raw(self.nat_dst), self.nat_sport, self.nat_dport)
+
+
+def _raw(address):
+    """An address as the record carries it: raw bytes as given (4 or 16, the exporter's),
+    or text made so."""
+    return address if isinstance(address, bytes) else ipaddress.ip_address(address).packed
 
 
 def _u64(value):

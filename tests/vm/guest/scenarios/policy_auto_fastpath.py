@@ -28,7 +28,9 @@ Saved: policy.yaml, acct.txt (nf_conntrack_acct after the apply), <class>-<step>
 (the connection's entry), <class>-received.txt (bytes the server read), elephant-dropped
 and elephant-after-drop.json, after- state (nft counters, seqadj counters, the ruleset);
 late-boot.json (the boot step's exit, log and the flowtable's devices after it, with
-late7 gone and back, after the agent's task), late-<step>.json, late-received.txt.
+late7 gone and back, after the agent's task), late-<step>.json, late-received.txt;
+flowexport.bin (every datagram tusk-flowexport sent while the four classes' connections
+ran, each after its length as 4 bytes), flowexport-status.json, flowexport-stderr.txt.
 """
 import json
 import os
@@ -89,6 +91,18 @@ else:
     print(json.dumps(applier.attach_fastpath_devices()))
 """
 
+EXPORT_PORT = 4739
+SINK = """
+import socket, struct, sys
+sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+sock.bind((sys.argv[1], int(sys.argv[2])))
+print("listening", flush=True)
+with open(sys.argv[3], "wb") as out:
+    while True:
+        data = sock.recv(65535)
+        out.write(struct.pack("!I", len(data)) + data)
+        out.flush()
+"""
 SERVER = """
 import socket, sys
 listener = socket.create_server(("0.0.0.0", int(sys.argv[1])))
@@ -118,11 +132,48 @@ def run(ctx):
     seqrand.apply_policy(ctx, lab, POLICY)
     ctx.save_text("acct.txt", lab.ns(lab.fw, "sysctl", "-n",
                                      "net.netfilter.nf_conntrack_acct").stdout)
+    exporting = start_export(ctx, lab)
     for name, port in PORTS.items():
         transfer(ctx, lab, name, port)
+    stop_export(ctx, exporting)
     seqrand.save_state(ctx, lab, "after")
     ctx.run("nft", "list", "ruleset", ns=lab.fw, save="ruleset.txt")
     late_interface(ctx, lab)
+
+
+def start_export(ctx, lab):
+    """tusk-flowexport in fw (IPFIX, the shortest active timeout) to a sink in the server's
+    namespace that keeps every datagram (the host's test reads them with nfdump's
+    collector): the records of connections on the fast path."""
+    sys.path.insert(0, str(Path(TUSK).parents[1]))
+    from flows.core import export
+    conf, status = ctx.dir / "flowexport.json", ctx.dir / "flowexport-status.json"
+    conf.write_text(export.render(export.check({
+        "active_timeout": 5, "collectors": [{"address": SERVER_V4, "port": EXPORT_PORT}]})))
+    sink = lab.popen(lab.server, sys.executable, "-c", SINK, SERVER_V4, str(EXPORT_PORT),
+                     str(ctx.dir / "flowexport.bin"), text=True, stdout=subprocess.PIPE,
+                     stdin=subprocess.DEVNULL)
+    assert sink.stdout.readline().strip() == "listening"
+    exporter = lab.popen(lab.fw, sys.executable, str(Path(TUSK).parent / "tusk-flowexport"),
+                         str(conf), str(status), stdin=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    ctx.wait_until(lambda: status.exists() or exporter.poll() is not None, 30,
+                   "the exporter's first status")
+    return exporter, sink
+
+
+def stop_export(ctx, exporting):
+    """The exporter ended as the agent ends it (SIGTERM: it sends what moved since its
+    last records), then the sink."""
+    exporter, sink = exporting
+    exporter.terminate()
+    try:
+        exporter.wait(60)
+    finally:
+        ctx.save_text("flowexport-stderr.txt", exporter.stderr.read()[-4000:])
+        time.sleep(1)
+        sink.kill()
+        sink.wait(30)
 
 
 def flowtable_devices(lab):
