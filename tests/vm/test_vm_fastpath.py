@@ -6,15 +6,9 @@ never never promotes; a class's own threshold holds; a randomised class is promo
 with its translation; promoted connections are masqueraded ones, and one dropped as the
 Flows page drops it gets nothing more through. Applying a policy with auto classes turns
 conntrack's accounting on, without which no connection would ever reach the threshold."""
-import signal
-import socket
-import struct
-import subprocess
-import time
 
 import collectors
 import pytest
-from kit import wait_until
 from saved import load
 from test_seqrand import IPS_OFFLOAD
 
@@ -159,31 +153,7 @@ def exported(folder, tmp_path):
     """What tusk-flowexport sent in the guest (flowexport.bin), replayed over loopback into
     nfdump's nfcapd here and read back with nfdump: the records as the collector has
     them, with the observation domain of each."""
-    collectors.need_nfdump()
-    data = (folder / "flowexport.bin").read_bytes()
-    directory = tmp_path / "nfcapd"
-    directory.mkdir()
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    collector = subprocess.Popen(["nfcapd", "-b", "127.0.0.1", "-p", str(port), "-w",
-                                  str(directory), "-t", "3600"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_until(lambda: f":{port} " in subprocess.run(
-            ["ss", "-Hlun"], capture_output=True, text=True).stdout, 10, "nfcapd listening")
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
-            position = 0
-            while position < len(data):
-                length = struct.unpack_from("!I", data, position)[0]
-                sender.sendto(data[position + 4:position + 4 + length], ("127.0.0.1", port))
-                position += 4 + length
-                time.sleep(0.001)
-        time.sleep(1)
-    finally:
-        collector.send_signal(signal.SIGTERM)
-        collector.wait(20)
-    return collectors.records(directory)
+    return collectors.replay((folder / "flowexport.bin").read_bytes(), tmp_path / "nfcapd")
 
 
 def test_flow_export_counts_the_fast_paths_bytes_and_says_it_took_it(folder, tmp_path):

@@ -82,7 +82,7 @@ IPCTNL_MSG_CT_DELETE = 2
 DESTROY = NFNL_SUBSYS_CTNETLINK << 8 | IPCTNL_MSG_CT_DELETE
 EVENT_BUFFER = 16 << 20          # bytes the kernel may queue for us before ENOBUFS
 LOOKUP_BATCH = 64                # entries asked for in one send (the answers fit the buffer)
-PACE_MESSAGES, PACE_SECONDS = 16, 0.001   # a burst's pace: at most 16 messages a ms,
+PACE_MESSAGES, PACE_SECONDS = 16, 0.004   # a burst's pace: at most 16 messages in 4 ms,
                                           # which a collector's default buffer takes
 FLUSH_SECONDS = 0.5              # records wait at most this long for a full message
 STATUS_SECONDS = 5
@@ -159,6 +159,7 @@ class Accounts:
     def __init__(self):
         self.last = {}
         self.missing = set()   # ids a scan did not find: forgotten if the next misses them too
+        self.first_seen = {}   # id -> when a scan first saw it (ns), without timestamps
 
     def record(self, seen, reason, now_ms):
         """The (domain, Record) of a connection's counters (a Seen) since its last record,
@@ -169,13 +170,17 @@ class Accounts:
         now = [counted[0], packets[0], counted[1], packets[1], now_ms, offloaded]
         if reason == ipfix.END_OF_FLOW:
             self.last.pop(seen.id, None)
+            self.first_seen.pop(seen.id, None)
         else:
             self.last[seen.id] = now
         before = last or (0, 0, 0, 0, 0, False)
         deltas = (now[0] - before[0], now[1] - before[1], now[2] - before[2],
                   now[3] - before[3])
         o, r = seen.orig, seen.reply
-        if not any(deltas) or _loopback(o[0]) or _loopback(o[1]):
+        # nothing moved: no record - but for the end of a connection that had records
+        # (its last one said "active timeout"): the collector learns it ended
+        ended = reason == ipfix.END_OF_FLOW and last is not None and last[4]
+        if (not any(deltas) and not ended) or _loopback(o[0]) or _loopback(o[1]):
             return None
         if last and last[4]:
             start = last[4]
@@ -276,29 +281,41 @@ class Exporter:
         for entry in self.table.entries():
             self.accounts.baseline(entry)
 
-    def sweep(self):
-        """A record for each connection whose counters moved since its last one."""
+    def sweep(self, final=False):
+        """A record for each connection whose counters moved since its last one - or,
+        for one that had none yet, that is older than the active timeout: a connection
+        shorter than that has one record, at its end (its DESTROY event). final: the
+        process is ending - every connection that moved, young or not, flowEndReason
+        "forced end" (the next exporter goes on from its counters)."""
         began = time.monotonic()
         stats, changed, alive = Stats(), [], set()
-        last = self.accounts.last
+        last, first_seen = self.accounts.last, self.accounts.first_seen
+        now_ns, young = time.time_ns(), self.settings.active_timeout * 1_000_000_000
         for brief in self.table.scan(1, stats):
             if brief is None:
                 continue
             alive.add(brief.id)
             known = last.get(brief.id)
-            if known is None or known[0] != brief.orig_bytes or known[2] != brief.reply_bytes:
+            if known is None:
+                born = brief.start_ns or first_seen.setdefault(brief.id, now_ns)
+                if final or now_ns - born >= young:
+                    changed.append(brief)
+            elif known[0] != brief.orig_bytes or known[2] != brief.reply_bytes:
                 changed.append(brief)
             elif brief.status & OFFLOADED:
                 known[5] = True
-        gone = set(last) - alive
+        gone = (set(last) | set(first_seen)) - alive
         for ident in gone & self.accounts.missing:
-            del last[ident]
+            last.pop(ident, None)
+            first_seen.pop(ident, None)
         self.accounts.missing = gone - self.accounts.missing
         now_ms = int(time.time() * 1000)
         for first in range(0, len(changed), LOOKUP_BATCH):
             found = self.table.lookup(changed[first:first + LOOKUP_BATCH])
             for entry in found.values():
-                made = self.accounts.record(seen_of(entry), ipfix.END_ACTIVE, now_ms)
+                made = self.accounts.record(seen_of(entry),
+                                            ipfix.END_FORCED if final else ipfix.END_ACTIVE,
+                                            now_ms)
                 if made:
                     self.sender.add(*made)
         self.sender.flush()
@@ -371,14 +388,14 @@ class Exporter:
                 next_sweep = time.monotonic() + self.settings.active_timeout
         while self.receive():
             pass
-        self.safe_sweep()
+        self.safe_sweep(final=True)
         self.write_status()
 
-    def safe_sweep(self):
+    def safe_sweep(self, final=False):
         """sweep(), a failure of the table's socket counted and said, not the end of the
         exporter: the next sweep sends what this one did not."""
         try:
-            self.sweep()
+            self.sweep(final)
         except OSError as exc:
             self.sweep_errors += 1
             self.sender.last_error = f"scan of the table: {exc.strerror or exc}"

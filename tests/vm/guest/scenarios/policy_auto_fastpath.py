@@ -95,6 +95,7 @@ EXPORT_PORT = 4739
 SINK = """
 import socket, struct, sys
 sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+sock.setsockopt(socket.SOL_SOCKET, 33, 16 << 20)      # SO_RCVBUFFORCE
 sock.bind((sys.argv[1], int(sys.argv[2])))
 print("listening", flush=True)
 with open(sys.argv[3], "wb") as out:
