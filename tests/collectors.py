@@ -12,7 +12,6 @@ import struct
 import subprocess
 import time
 
-import pytest
 from kit import wait_until
 
 # python3 -c SINK ADDRESS PORT FILE: every datagram to FILE, each after its length
@@ -31,6 +30,7 @@ with open(sys.argv[3], "wb") as out:
 
 
 def need_nfdump():
+    import pytest  # here: the guest's scenarios import SINK, and have no pytest
     if shutil.which("nfcapd") is None or shutil.which("nfdump") is None:
         pytest.fail("missing: nfcapd, nfdump (Debian package nfdump) - run `make test`")
 

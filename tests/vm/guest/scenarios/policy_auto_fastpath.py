@@ -42,6 +42,7 @@ from pathlib import Path
 
 import conntrack
 import seqrand
+from collectors import SINK
 from scenario import TUSK, listening
 
 from lab.namespaces import SERVER_V4
@@ -92,18 +93,6 @@ else:
 """
 
 EXPORT_PORT = 4739
-SINK = """
-import socket, struct, sys
-sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-sock.setsockopt(socket.SOL_SOCKET, 33, 16 << 20)      # SO_RCVBUFFORCE
-sock.bind((sys.argv[1], int(sys.argv[2])))
-print("listening", flush=True)
-with open(sys.argv[3], "wb") as out:
-    while True:
-        data = sock.recv(65535)
-        out.write(struct.pack("!I", len(data)) + data)
-        out.flush()
-"""
 SERVER = """
 import socket, sys
 listener = socket.create_server(("0.0.0.0", int(sys.argv[1])))
