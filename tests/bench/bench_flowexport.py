@@ -5,7 +5,7 @@ against no export measured in the same run.
 The lab's client - fw - server namespaces on this host's kernel, fw forwarding with
 conntrack (accounting and timestamps on). Two conditions, each with every exporter in
 turn, in rounds (BENCH_ROUNDS, default 3), the exporters alternating so that the host's
-drift cancels:
+drift cancels (BENCH_CONDITIONS: "new held", either or both):
 
   100 000 connections  BENCH_CONNECTIONS (100 000) established connections held open
                        through fw, and an iperf3 elephant through it for BENCH_SECONDS
@@ -27,7 +27,9 @@ so that a 20 s window holds two):
 
 "exporter CPU" is the exporter's processes' user + system time over the window, as a
 share of one CPU; "host busy" the share of all CPUs not idle (every namespace's work is
-this host's). The ratios are host busy with the exporter over without it, per round, as
+this host's, a packet's path on veth included). Before each window of new connections
+fw's table is emptied, so that no window pays for the one before's connections timing
+out. The ratios are host busy with the exporter over without it, per round, as
 a geometric mean with a 95 % bootstrap interval (paired.mean_ci).
 
 What this host cannot show: the fast path (no flowtables in this kernel), where a
@@ -58,6 +60,7 @@ from lab.namespaces import SERVER_V4, Lab  # noqa: E402
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "20"))
 HELD = int(os.environ.get("BENCH_CONNECTIONS", "100000"))
+CONDITIONS = os.environ.get("BENCH_CONDITIONS", "new held").split()
 RATE = 5000
 ACTIVE = 10
 CONNRATE = os.path.join(HERE, "connrate.py")
@@ -166,10 +169,13 @@ def cpu_of(proc):
 
 
 def host_times():
+    """(ticks running, ticks in all) of every CPU so far (/proc/stat: user, nice, system,
+    irq and softirq against those and idle and iowait; steal and guest left out)."""
     with open("/proc/stat", encoding="ascii") as handle:
-        fields = [int(v) for v in handle.readline().split()[1:]]
-    idle = fields[3] + fields[4]
-    return sum(fields), idle
+        user, nice, system, idle, iowait, irq, softirq = (
+            int(v) for v in handle.readline().split()[1:8])
+    running = user + nice + system + irq + softirq
+    return running, running + idle + iowait
 
 
 def stop(proc):
@@ -185,10 +191,10 @@ def stop(proc):
 
 def window(lab, proc, load):
     """load() run while the exporter's and the host's CPU are read around it."""
-    cpu0, (total0, idle0), t0 = cpu_of(proc), host_times(), time.monotonic()
+    cpu0, (run0, all0), t0 = cpu_of(proc), host_times(), time.monotonic()
     result = load()
-    cpu1, (total1, idle1), t1 = cpu_of(proc), host_times(), time.monotonic()
-    busy = 1 - (idle1 - idle0) / max(total1 - total0, 1)
+    cpu1, (run1, all1), t1 = cpu_of(proc), host_times(), time.monotonic()
+    busy = (run1 - run0) / max(all1 - all0, 1)
     return {"exporter_cpu": (cpu1 - cpu0) / (t1 - t0), "host_busy": busy, **result}
 
 
@@ -256,8 +262,10 @@ def main():
                                        CONNRATE, "keep", port], stdout=subprocess.PIPE)
             keeper.stdout.readline()
             keep.append(keeper)
-        for condition, load in (("5 000 new/s", new_connections),
-                                (f"{HELD:,} connections".replace(",", " "), elephant)):
+        conditions = (("5 000 new/s", new_connections),
+                      (f"{HELD:,} connections".replace(",", " "), elephant))
+        for condition, load in conditions[:2 if "held" in CONDITIONS else 1] \
+                if "new" in CONDITIONS else conditions[1:]:
             if load is elephant:
                 for port, count in zip(ports, chunks):
                     holder = subprocess.Popen(["ip", "netns", "exec", lab.client,
@@ -275,6 +283,8 @@ def main():
                         lab.ns(lab.server, "iperf3", "-s", "-1", "-D", "-p", "5201")
                         wait_until(lambda: lab.ns(lab.server, "ss", "-Hltn",
                                                   "sport = :5201").stdout, 10, "iperf3")
+                    if load is new_connections:
+                        lab.ns(lab.fw, "conntrack", "-F", check=False)
                     work = tempfile.mkdtemp(dir=base)
                     proc = start_exporter(lab, name, work)
                     time.sleep(3)         # past the exporter's start (its first dump)
