@@ -94,8 +94,7 @@ IPV6_LOOPBACK = ipaddress.IPv6Address("::1").packed
 
 class Seen(NamedTuple):
     """What a record needs of one conntrack entry, addresses as raw bytes (network
-    order): read straight from a DESTROY event (seen_in), or from a whole Entry (a
-    scan's, seen_of)."""
+    order): read straight from a DESTROY event or a lookup's answer (seen_in)."""
 
     id: int
     status: int
@@ -119,8 +118,8 @@ def _raw_tuple(buf, span):
 
 
 def seen_in(buf, start, end):
-    """The Seen of the ctnetlink message in buf[start:end] (a DESTROY event): the hot
-    path of the exporter - no address objects, no whole decode (ctnetlink.decode's
+    """The Seen of the ctnetlink message in buf[start:end] (a DESTROY event, a lookup's
+    answer): the hot path of the exporter - no address objects, no whole decode (ctnetlink.decode's
     Entry would cost twice as much)."""
     found = attrs(buf, start + NLMSG_HDRLEN + NFGEN_LEN, end)
 
@@ -137,15 +136,6 @@ def seen_in(buf, start, end):
     return Seen(be32(CTA_ID), be32(CTA_STATUS), be32(CTA_MARK), start_ns,
                 (orig[0], reply[0]), (orig[1], reply[1]),
                 _raw_tuple(buf, found[CTA_TUPLE_ORIG]), _raw_tuple(buf, found[CTA_TUPLE_REPLY]))
-
-
-def seen_of(entry):
-    """The Seen of a whole ctnetlink.Entry."""
-    def raw(t):
-        return (ipaddress.ip_address(t.src).packed, ipaddress.ip_address(t.dst).packed,
-                t.proto, t.sport, t.dport)
-    return Seen(entry.id, entry.status, entry.mark, entry.start_ns, entry.packets,
-                entry.bytes or (0, 0), raw(entry.orig), raw(entry.reply))
 
 
 def _loopback(raw):
@@ -311,9 +301,9 @@ class Exporter:
         self.accounts.missing = gone - self.accounts.missing
         now_ms = int(time.time() * 1000)
         for first in range(0, len(changed), LOOKUP_BATCH):
-            found = self.table.lookup(changed[first:first + LOOKUP_BATCH])
-            for entry in found.values():
-                made = self.accounts.record(seen_of(entry),
+            found = self.table.lookup(changed[first:first + LOOKUP_BATCH], read=seen_in)
+            for seen in found.values():
+                made = self.accounts.record(seen,
                                             ipfix.END_FORCED if final else ipfix.END_ACTIVE,
                                             now_ms)
                 if made:
