@@ -79,6 +79,8 @@ NEEDS = {
     ("post", "/api/v1/flows/block"): Scope.OPERATE,
     ("post", "/api/v1/flows/bypass"): Scope.OPERATE,
     ("get", "/api/v1/flows/hooks"): Scope.READ,
+    ("get", "/api/v1/flows/export"): Scope.READ,
+    ("put", "/api/v1/flows/export"): Scope.ADMIN,
     ("get", "/api/v1/tuning"): Scope.READ,
     ("post", "/api/v1/tuning/plan"): Scope.OPERATE,
     ("post", "/api/v1/tuning/verify"): Scope.OPERATE,
