@@ -51,6 +51,8 @@ import gzip
 import json
 import os
 import random
+import resource
+import selectors
 import socket
 import struct
 import sys
@@ -85,7 +87,7 @@ def server(port):
         conn.close()
 
 
-def _most_files(resource):
+def _most_files():
     """As many open files as the hard limit allows (a process holds that many
     connections: make bench-flowexport runs several)."""
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -95,9 +97,7 @@ def _most_files(resource):
 def keep(ports):
     """Accepts on each of ports and keeps every connection open (make bench-flowexport's
     table of established connections), forever."""
-    import resource
-    import selectors
-    _most_files(resource)
+    _most_files()
     chooser = selectors.DefaultSelector()
     for port in ports:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -120,8 +120,7 @@ def keep(ports):
 def hold(host, ports, count):
     """Opens count connections to host over ports (each port's share of the ephemeral
     range) and keeps them open until stdin closes; prints when they are up."""
-    import resource
-    _most_files(resource)
+    _most_files()
     held, failed = [], 0
     for i in range(count):
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

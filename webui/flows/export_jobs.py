@@ -69,7 +69,7 @@ def _start(config, settings):
     argv = [sys.executable, EXPORTER, conf, status]
     if config.netns:
         argv = ["ip", "netns", "exec", config.netns, *argv]
-    errors = os.path.join(export.directory(config), "stderr")
+    errors = os.path.join(export.directory(config), export.ERRORS)
     with open(errors, "wb") as stderr:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=stderr, cwd="/", preexec_fn=children.end_with_parent(
@@ -106,6 +106,8 @@ def _make(config, settings):
 
 
 def _report(config, refused=""):
+    """What the running exporter says of itself (its status file: the settings it runs
+    on, what it sent), with the agent's word on the process."""
     proc = _running["proc"]
     running = proc is not None and proc.poll() is None
     found = {}
@@ -116,13 +118,11 @@ def _report(config, refused=""):
                 found = json.loads(handle.read(256 * 1024))
         except (OSError, ValueError):
             found = {}
-    try:
-        settings = _checked()
-    except export.ExportError:
-        settings = export.Settings()
+    default = export.Settings()
     return {"running": running, "pid": proc.pid if running else None,
-            "protocol": settings.protocol, "active_timeout": settings.active_timeout,
-            "collectors": [str(c) for c in settings.collectors] if running else [],
+            "protocol": str(found.get("protocol", default.protocol)),
+            "active_timeout": int(found.get("active_timeout", default.active_timeout)),
+            "collectors": [str(c) for c in found.get("collectors", [])],
             "records": int(found.get("records", 0)), "messages": int(found.get("messages", 0)),
             "send_errors": {str(k): int(v) for k, v in found.get("send_errors", {}).items()},
             "last_error": str(found.get("last_error", "")),
@@ -138,9 +138,8 @@ def start(agent):
     except export.ExportError as exc:
         settings, refused = export.Settings(), f"the flow export settings were refused: {exc}"
     with _lock:
-        export.stop_leftover(export.directory(agent.config), EXPORTER)
         try:
-            _make(agent.config, settings)
+            _make(agent.config, settings)     # stops what a dead agent left running
         except JobFailed as exc:
             refused = str(exc)
         return _report(agent.config, refused)

@@ -146,7 +146,6 @@ def capture(actor, flow, seconds, analyze):
                   "flow diagnose" if analyze else "flow capture", ref)
 
 
-
 # -- flow export ------------------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -232,8 +232,8 @@ class Conntrack:
                 start += (length + 3) & ~3
             yield None
 
-    def entries(self):
-        """Every entry, decoded whole (tests, and small tables only)."""
+    def entries(self, read=decode):
+        """Every entry, decoded whole (tests, and small tables only); read: as lookup's."""
         seq = self._dump()
         found = []
         for buf, start, end, kind, got in self._messages():
@@ -244,7 +244,7 @@ class Conntrack:
             if kind == NLMSG_ERROR:
                 code = self._error(buf, start)
                 raise NetlinkError(code, f"conntrack dump: {os.strerror(code)}")
-            found.append(decode(buf, start, end))
+            found.append(read(buf, start, end))
 
     def lookup(self, briefs, read=decode):
         """{id: Entry} of the entries still there under the same id, asked for by key

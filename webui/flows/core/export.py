@@ -25,7 +25,7 @@ DEFAULT_PORT = {"ipfix": 4739, "netflow9": 2055}   # IANA's IPFIX port; v9's usu
 COLLECTORS_MAX = 4
 ACTIVE_TIMEOUT = (5, 3600, 60)      # seconds: lowest, highest, default
 PORT_MIN, PORT_MAX = 1, 65535
-CONF, STATUS, PID = "export.json", "status.json", "tusk-flowexport.pid"
+CONF, STATUS, PID, ERRORS = "export.json", "status.json", "tusk-flowexport.pid", "stderr"
 KEYS = ("protocol", "active_timeout", "collectors")
 COLLECTOR_KEYS = ("address", "port")
 
@@ -189,7 +189,7 @@ def prepare(path):
 
 def clear(path):
     """No export: the file, the status and what the exporter said removed."""
-    for name in (CONF, STATUS, PID, "stderr"):
+    for name in (CONF, STATUS, PID, ERRORS):
         try:
             os.unlink(os.path.join(path, name))
         except FileNotFoundError:

@@ -34,6 +34,7 @@ import errno
 import ipaddress
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -185,11 +186,10 @@ class Accounts:
             nat_sport=r[4], nat_dport=r[3])
         return _domain(seen.mark, offloaded), record
 
-    def baseline(self, entry):
+    def baseline(self, seen):
         """A connection's counters taken as already reported (at the process's start)."""
-        counted = entry.bytes or (0, 0)
-        self.last[entry.id] = [counted[0], entry.packets[0], counted[1], entry.packets[1],
-                               0, bool(entry.status & OFFLOADED)]
+        self.last[seen.id] = [seen.bytes[0], seen.packets[0], seen.bytes[1], seen.packets[1],
+                              0, bool(seen.status & OFFLOADED)]
 
 
 def _big_buffer(sock):
@@ -268,8 +268,8 @@ class Exporter:
         self.buf = bytearray(1 << 20)
 
     def baseline(self):
-        for entry in self.table.entries():
-            self.accounts.baseline(entry)
+        for seen in self.table.entries(read=seen_in):
+            self.accounts.baseline(seen)
 
     def sweep(self, final=False):
         """A record for each connection whose counters moved since its last one - or,
@@ -351,7 +351,6 @@ class Exporter:
         write_atomically(self.status_path, json.dumps(self.status()) + "\n", 0o600)
 
     def run(self):
-        import select
         self.baseline()
         next_sweep = time.monotonic() + self.settings.active_timeout
         next_status = 0.0

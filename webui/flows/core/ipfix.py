@@ -146,7 +146,7 @@ class Exporter:
         self.templates_at = {}   # domain -> when its templates last went
 
     def messages(self, domain, records, now):
-        """The messages (bytes) that carry records for observation domain `domain` at
+        """The messages (bytes) that carry records (a list) for observation domain `domain` at
         time now (seconds since the epoch), each within MESSAGE_MAX, templates first
         when they are due."""
         out = []
@@ -154,16 +154,17 @@ class Exporter:
         templates = template_set(self.version) if due else b""
         if due:
             self.templates_at[domain] = now
-        pending = list(records)
         header = _IPFIX_HEADER.size if self.version == IPFIX_VERSION else _V9_HEADER.size
-        while pending or templates:
+        first, count = 0, len(records)
+        while first < count or templates:
             room = MESSAGE_MAX - header - len(templates) - 2 * _SET.size - 4
-            batch, size = [], 0
-            while pending and size + RECORD_SIZE[pending[0].template] <= room:
-                size += RECORD_SIZE[pending[0].template]
-                batch.append(pending.pop(0))
-            out.append(self._message(domain, templates, data_sets(batch, self.version), now))
-            templates = b""
+            last, size = first, 0
+            while last < count and size + RECORD_SIZE[records[last].template] <= room:
+                size += RECORD_SIZE[records[last].template]
+                last += 1
+            out.append(self._message(domain, templates,
+                                     data_sets(records[first:last], self.version), now))
+            first, templates = last, b""
         return out
 
     def _message(self, domain, templates, sets, now):

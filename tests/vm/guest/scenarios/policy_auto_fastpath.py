@@ -45,6 +45,7 @@ import seqrand
 from collectors import SINK
 from scenario import TUSK, listening
 
+from flows.core import export
 from lab.namespaces import SERVER_V4
 
 TIME_LIMIT = 420
@@ -135,8 +136,6 @@ def start_export(ctx, lab):
     """tusk-flowexport in fw (IPFIX, the shortest active timeout) to a sink in the server's
     namespace that keeps every datagram (the host's test reads them with nfdump's
     collector): the records of connections on the fast path."""
-    sys.path.insert(0, str(Path(TUSK).parents[1]))
-    from flows.core import export
     conf, status = ctx.dir / "flowexport.json", ctx.dir / "flowexport-status.json"
     conf.write_text(export.render(export.check({
         "active_timeout": 5, "collectors": [{"address": SERVER_V4, "port": EXPORT_PORT}]})))
