@@ -9,7 +9,7 @@ LAB ?= tusk
 APT_PACKAGES := nftables iproute2 iputils-ping tcpdump wireshark-common iperf3 procps ethtool \
 	postgresql libpq-dev gcc nginx acl chromium shellcheck conntrack ulogd2 ulogd2-json rsyslog \
 	grub2-common rauc keepalived conntrackd bubblewrap openssl curl jq frr frr-pythontools \
-	prometheus nfdump
+	prometheus nfdump snmpd snmp smitools
 HTMX := webui/build/vendor/htmx.org/htmx.min.js
 # empty: the first free (HTTP 8000, 8010, ...; PostgreSQL 5439, 5449, ...), so that
 # `make run LAB=b` works beside `make run`

@@ -10,11 +10,14 @@ from lab.paths import USERS_TABLE, WEBUI
 WEB_USER, NGINX_USER = "tusk", "tusk-nginx"
 ANALYZE_USER = "tusk-analyze"   # the capture analysis sandbox (webui/diag/agent_jobs.py)
 ANALYZE_PROBE = f"import sys; sys.path.insert(0, {str(WEBUI)!r}); import diag.cli"
+SNMP_USER = "tusk-snmp"   # snmpd after it binds, and its pass_persist (webui/snmp/core)
+SNMP_PROBE = f"import sys; sys.path.insert(0, {str(WEBUI)!r}); import snmp.core.passpersist"
 
 
 def system_users():
     """The image's own users (the Buildroot users table): the web user tusk, nginx's
-    tusk-nginx, the capture analyser's tusk-analyze. PostgreSQL's comes with its package."""
+    tusk-nginx, the capture analyser's tusk-analyze, snmpd's tusk-snmp. PostgreSQL's comes
+    with its package."""
     for line in USERS_TABLE.read_text().splitlines():
         if line.strip() and not line.startswith("#") and line.split()[0] != "postgres":
             yield line.split()[0]

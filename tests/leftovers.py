@@ -20,9 +20,10 @@ TEST_NETNS = re.compile(
 TEST_PLACES = ("/tmp/pytest-of-", "/var/tmp/tusk-test", "/var/tmp/tusk-lab/e2e",
                "/var/tmp/tusk-edge-", "/run/tusk-nginx-e2e", "/run/tusk-e2e",
                "/run/tusk-frr/rtg", "/run/tusk-frr/sc")
-# tusklib.commit: a pending change's watchdog; /usr/lib/frr/: FRR's daemons
+# tusklib.commit: a pending change's watchdog; /usr/lib/frr/: FRR's daemons; snmpd and
+# its pass_persist responder
 PROGRAMS = ("tusk-agent", "tusk.wsgi", "nginx", "ulogd", "rsyslogd", "keepalived",
-            "conntrackd", "tusklib.commit", "/usr/lib/frr/")
+            "conntrackd", "tusklib.commit", "/usr/lib/frr/", "snmpd", "tusk-snmp-pass")
 
 
 def leftovers():

@@ -25,6 +25,7 @@ from network.core import routing
 from policy.core import choices, render_boot
 from policy.core.normalise import load_policy_file
 from policy.core.render import render
+from snmp.core import config as snmp_config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WEBUI = os.path.join(os.path.dirname(os.path.dirname(HERE)), "webui")
@@ -75,6 +76,8 @@ def render_case(case):
             problems = []
             arguments["routing"] = routing.from_document(arguments["routing"], problems)
             assert not problems, problems
+        if "snmp" in arguments:     # snmp.toml, as a document
+            arguments["snmp"] = snmp_config.from_document(arguments["snmp"])
         return BOOT_RENDER[arguments.pop("ruleset")](**arguments)
     return render(load_policy_file(path(case, "policy.yaml")))
 

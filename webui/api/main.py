@@ -17,6 +17,7 @@ from . import (
     logs,
     network,
     policy,
+    snmp,
     system,
     tuning,
     users,
@@ -66,6 +67,7 @@ api.add_router("/ha", ha.router)
 api.add_router("/tuning", tuning.router)
 api.add_router("/flows", flows.router)
 api.add_router("/logs", logs.router)
+api.add_router("/snmp", snmp.router)
 api.add_router("/", captures.router)
 api.add_router("/", users.router)
 api.add_router("/", jobs.router)

@@ -39,12 +39,13 @@ import subprocess
 import sys
 
 from appliance import network, slots
-from box.appliers import HaApplier
+from box.appliers import HaApplier, SnmpApplier
 from ha.core import config as ha_config
 from ha.core import render as ha_render
 from policy.core import render_boot
 from policy.core.applier import Applier
 from policy.core.errors import PolicyError
+from snmp.core import config as snmp_config
 from tusklib.files import write_atomically
 from tusklib.names import FAMILY, HOST_TABLE, LOCKDOWN_TABLE, TABLE
 from tusklib.target import Target
@@ -209,16 +210,17 @@ def load(applier, table, ruleset):
     return True
 
 
-def load_host_table(applier, mgmt, ha=None, routes=None):
+def load_host_table(applier, mgmt, ha=None, routes=None, snmp=None):
     """table inet tusk_host for mgmt (an interface or None), an HA pair's ha (its
-    HaConfig, or None) and network.toml's routing (routes, or None); refused, for no
+    HaConfig, or None), network.toml's routing (routes, or None) and the SNMP agent's
+    prefixes (snmp: its SnmpConfig, or None); refused, for no
     interface, no pair and no routing; refused again, the lockdown table. Returns
     (whether the kernel refused a table, what the console must say: '' when management
     answers where network.toml says)."""
     unset = "" if mgmt else ("the dashboard answers on no interface: network.toml has no "
                              "valid management interface (option 1 assigns one; reboot to "
                              "apply)")
-    if load(applier, HOST, render_boot.host(mgmt, ha, routes)):
+    if load(applier, HOST, render_boot.host(mgmt, ha, routes, snmp)):
         return False, unset
     if mgmt:
         log("trying again with the dashboard on no interface (the console only)")
@@ -257,13 +259,15 @@ def load_forward_ruleset(applier):
     return False, True
 
 
-def load_firewall(target, network_path, state_dir, warning_path, ha_path=None):
+def load_firewall(target, network_path, state_dir, warning_path, ha_path=None,
+                  snmp_path=None):
     """The boot step on target (Target(netns) in the tests): forwarding off, the host
     table, the forward ruleset, then forwarding on - only if a forward ruleset is
     loaded. Every table is loaded as the applier loads a policy, under the lock in
     state_dir. ha_path: an HA pair's ha.toml, whose sync and VRRP the host table admits
-    (docs/HA.md). warning_path gets what the console menu must say, and is removed when
-    all is as configured. Returns the exit status: 1 when the kernel refused anything."""
+    (docs/HA.md); snmp_path: snmp.toml, whose prefixes it admits to SNMP. warning_path
+    gets what the console menu must say, and is removed when all is as configured.
+    Returns the exit status: 1 when the kernel refused anything."""
     set_forwarding(target, False)
     applier = Applier(state_dir, target.netns)
     config = network_config(network_path)   # read once: its management port and routing
@@ -271,8 +275,11 @@ def load_firewall(target, network_path, state_dir, warning_path, ha_path=None):
     ha, unusable = ha_config.enabled(ha_path) if ha_path else (None, None)
     if unusable:
         log(f"the HA pair's configuration cannot be used, this box runs alone: {unusable}")
+    snmp, unusable_snmp = snmp_config.in_force(snmp_path) if snmp_path else (None, None)
+    if unusable_snmp:
+        log(f"the SNMP agent's configuration cannot be used, no SNMP: {unusable_snmp}")
     host_refused, warning = load_host_table(applier, mgmt and mgmt.name, ha,
-                                            config.routing if config else None)
+                                            config.routing if config else None, snmp)
     if unusable:
         warning = "; ".join(filter(None, [warning, "ha.toml cannot be used: this box runs "
                                           "alone (journalctl -u tusk-firewall)"]))
@@ -293,7 +300,35 @@ def load_firewall(target, network_path, state_dir, warning_path, ha_path=None):
 
 def cmd_firewall(args):
     return load_firewall(Target(), f"{ETC}/network.toml", f"{STATE}/policy", FIREWALL_WARNING,
-                         f"{ETC}/ha.toml")
+                         f"{ETC}/ha.toml", f"{ETC}/snmp.toml")
+
+
+# -- the SNMP agent (docs/MONITORING.md) --------------------------------------------------
+
+def write_snmp(state_dir):
+    """snmpd's files for the confirmed snmp.toml into /run/tusk/snmp, where
+    tusk-snmpd.service finds them (none, disabled or unusable - the firewall step said
+    so -: none, and the unit's condition keeps snmpd off). A change still pending at
+    power loss was never confirmed: it is dropped. -> 0."""
+    applier = SnmpApplier(state_dir)
+    dropped = applier.drop_pending("rolled back: the box restarted before it was confirmed")
+    if dropped:
+        log(f"SNMP: revision {dropped['revision']} was pending at restart: dropped")
+    config, unusable = snmp_config.in_force(applier.config_path)
+    try:
+        running = applier.write_files(config)
+    except snmp_config.SnmpError as error:
+        log(f"SNMP: no agent: {error}")
+        running = applier.write_files(snmp_config.OFF)
+    if running:
+        log(f"SNMP: snmpd configured in {applier.run_dir} for {len(config.users)} user(s)")
+    elif unusable:
+        log(f"SNMP: no agent: {unusable}")
+    return 0
+
+
+def cmd_snmp(args):
+    return write_snmp(f"{STATE}/snmp")
 
 
 # -- an HA pair (docs/HA.md) --------------------------------------------------------------
@@ -397,6 +432,8 @@ def main(argv=None):
         .set_defaults(func=cmd_setup)
     sub.add_parser("ha", help="configure keepalived and conntrackd for an HA pair") \
         .set_defaults(func=cmd_ha)
+    sub.add_parser("snmp", help="configure snmpd for the SNMP agent") \
+        .set_defaults(func=cmd_snmp)
     sub.add_parser("db", help="hand the database over between the slots' releases") \
         .set_defaults(func=lambda args: slots.hand_over_database() and 0)
     sub.add_parser("health", help="check the booted slot; mark it good or fall back") \

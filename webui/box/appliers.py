@@ -11,6 +11,9 @@ from network.core import applier as network_applier
 from network.core import normalise as network_normalise
 from network.core.errors import Code as NetworkCode
 from network.core.errors import NetworkError
+from snmp.core import applier as snmp_applier
+from snmp.core.config import Code as SnmpCode
+from snmp.core.config import SnmpError
 from tusklib.commands import Runner
 
 from . import hosttable
@@ -66,3 +69,19 @@ class HaApplier(ha_applier.HaApplier):
                     for a in link.addresses]
         except Exception:   # noqa: BLE001 - no usable network.toml: none to add
             return ()
+
+
+class SnmpApplier(snmp_applier.SnmpApplier):
+    follows = ("hosttable",)   # dependents.followers("snmp")
+
+    def follow(self, config):
+        """The host table admits SNMP from config's prefixes, before snmpd starts."""
+        try:
+            loaded = hosttable.follow(Runner(""), snmp=config)
+        except hosttable.HostTableError as error:
+            raise SnmpError(SnmpCode.APPLY, "", "table inet tusk_host could not admit SNMP "
+                            f"from {', '.join(config.prefixes()) or 'nowhere'}: {error}") \
+                from None
+        if loaded is None:
+            return ["host table: not loaded yet; boot loads it with SNMP's prefixes"]
+        return [f"host table: SNMP from {', '.join(config.prefixes()) or 'nowhere'}"]

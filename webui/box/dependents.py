@@ -3,20 +3,21 @@ scripts): a part of the box named here is put into effect again, after the domai
 follows has changed - in the same apply, under its lock, and in every rollback, cancel and
 watchdog restore of that domain, so the two can never disagree.
 
-    FOLLOWS = {"hosttable": ("network", "ha")}
+    FOLLOWS = {"hosttable": ("network", "ha", "snmp")}
 
 reads: table inet tusk_host follows the network configuration (the management port the
-dashboard answers on) and the HA pair (VRRP on its segments, the peer's sync). A test
+dashboard answers on), the HA pair (VRRP on its segments, the peer's sync) and the SNMP
+agent (UDP 161 from its prefixes). A test
 checks the graph is acyclic; order() is the order a full apply puts the parts in.
 """
 from graphlib import CycleError, TopologicalSorter
 
-DOMAINS = ("policy", "network", "ha", "tuning")
+DOMAINS = ("policy", "network", "ha", "tuning", "snmp")
 
 FOLLOWS = {
-    # the host table admits the dashboard on network's management port and the pair's
-    # VRRP and sync (hosttable.py)
-    "hosttable": ("network", "ha"),
+    # the host table admits the dashboard on network's management port, the pair's
+    # VRRP and sync, and SNMP from its prefixes (hosttable.py)
+    "hosttable": ("network", "ha", "snmp"),
 }
 
 

@@ -1,10 +1,11 @@
 """Table inet tusk_host, what may reach the firewall itself, built in one place. It follows
-two domains (dependents.py): the network configuration's management port, where the
-dashboard answers, and its routing (BGP, BFD and OSPF from the neighbours), and the HA
-pair's VRRP segments and sync link. Boot loads it first (appliance/boot.py); afterwards
-every change of either domain - applied, confirmed back by a rollback, a cancel or the
-watchdog - loads it again here, with the other domain's part as it is: the management
-port the loaded table admits and network.toml's routing, the pair of ha.toml.
+three domains (dependents.py): the network configuration's management port, where the
+dashboard answers, and its routing (BGP, BFD and OSPF from the neighbours), the HA
+pair's VRRP segments and sync link, and the SNMP agent's prefixes. Boot loads it first
+(appliance/boot.py); afterwards every change of any of them - applied, confirmed back by
+a rollback, a cancel or the watchdog - loads it again here, with the others' parts as
+they are: the management port the loaded table admits and network.toml's routing, the
+pair of ha.toml, the prefixes of snmp.toml.
 
 It is rendered by policy/core/render_boot.host and loaded as boot loads it: nft -c, then
 one nft -f, under the policy applier's lock. nft runs from the command table
@@ -21,6 +22,7 @@ from network.core.errors import NetworkError
 from policy.core import render_boot
 from policy.core.applier import Applier
 from policy.core.errors import PolicyError
+from snmp.core import config as snmp_config
 from tusklib.commands import CommandError
 from tusklib.names import FAMILY, HOST_TABLE
 from tusklib.target import CommandResult, Target
@@ -70,11 +72,12 @@ def routing_in_effect(runner):
         return None
 
 
-def follow(runner, management=LOADED, ha=LOADED, routing=LOADED):
+def follow(runner, management=LOADED, ha=LOADED, routing=LOADED, snmp=LOADED):
     """Loads the host table for management (a port name, "" for none), ha (an HA pair's
-    HaConfig, or None) and routing (network.toml's Routing, or None), each LOADED for
-    what is in effect. Returns the port the table admitted before, or None when no host
-    table is loaded (and none is loaded now). HostTableError when it is refused."""
+    HaConfig, or None), routing (network.toml's Routing, or None) and snmp (an
+    SnmpConfig), each LOADED for what is in effect. Returns the port the table admitted
+    before, or None when no host table is loaded (and none is loaded now).
+    HostTableError when it is refused."""
     table = HostTable(runner)
     loaded = table.management()
     if loaded is None:
@@ -84,10 +87,12 @@ def follow(runner, management=LOADED, ha=LOADED, routing=LOADED):
         ha, _ = ha_config.enabled(runner.path(ha_config.DEFAULT_PATH))
     if routing is LOADED:
         routing = routing_in_effect(runner)
+    if snmp is LOADED:
+        snmp, _ = snmp_config.in_force(runner.path(snmp_config.DEFAULT_PATH))
     applier = Applier(runner.path(POLICY_STATE_DIR))
     applier.target = table   # its nft, as boot's is the system's
     try:
-        applier.check_and_load(render_boot.host(port or None, ha, routing))
+        applier.check_and_load(render_boot.host(port or None, ha, routing, snmp))
     except PolicyError as error:
         raise HostTableError(error.problems[0].message) from None
     return loaded

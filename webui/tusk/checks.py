@@ -7,7 +7,7 @@ from django.core import checks
 from django.db import models
 
 TUSK_MODULE_PREFIXES = ("accounts", "backup", "dashboard", "diag", "flows", "ha", "jobs",
-                        "logs", "metrics", "network", "policy", "selftest", "system",
+                        "logs", "metrics", "network", "policy", "selftest", "snmp", "system",
                         "tuning")
 
 

@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "ha.apps.HaConfig",
     "logs.apps.LogsConfig",
     "flows.apps.FlowsConfig",
+    "snmp.apps.SnmpConfig",
     "metrics.apps.MetricsConfig",
     "api.apps.ApiConfig",
     "tusk.apps.TuskConfig",

@@ -17,6 +17,7 @@ urlpatterns = [
     path("system/", include("system.urls")),
     path("logs/", include("logs.urls")),
     path("flows/", include("flows.urls")),
+    path("snmp/", include("snmp.urls")),
     path("api/v1/", api_urls()),
     path("", include("metrics.urls")),   # /metrics, the scrape, and /metrics/tokens/
 ]

@@ -55,6 +55,7 @@ DOMAINS = {
     "policy": "policy.core.applier:Applier",
     "network": "box.appliers:NetworkApplier",   # with what follows it (box/dependents.py)
     "ha": "box.appliers:HaApplier",
+    "snmp": "box.appliers:SnmpApplier",
 }
 # For the tests only: extra domains, "name=module:Class" comma-separated, which a test
 # sets in its own environment (the watchdog inherits it). Like TUSK_AGENT_PLUGINS, an

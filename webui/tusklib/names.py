@@ -86,5 +86,7 @@ CLUSTER_GROUP = "239.255.37.80"
 # control and echo (RFC 5881: sent with TTL 255, a packet with less is refused), OSPF's
 # IP protocol (v2 and v3 alike)
 BGP_PORT = 179
+# SNMP's agent (snmpd, snmp/core/render.py), from the configuration's prefixes
+SNMP_PORT = 161
 BFD_PORTS = (3784, 3785)
 OSPF = 89

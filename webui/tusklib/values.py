@@ -24,6 +24,10 @@ from the input where it can be rebuilt:
                                   well-known one by FRR's name ("no-export")
     Secret("s3cret")              a password a daemon keeps (BGP's TCP MD5 key): printable
                                   ASCII of a fixed set, never shown (repr hides it)
+    Identifier("noc-ro")          a name a daemon keys on (an SNMP user): letters, digits
+                                  and _ . -, starting with a letter or a digit
+    Text("Rack 4, Hall B")        one line of printable ASCII shown back verbatim (SNMP's
+                                  sysLocation): no control character, no edge spaces
 
 Why types and not checks: Python's ipaddress takes almost anything after a "%" as an
 IPv6 scope (`::1%"port="1")}` and a newline is an address to it), and a check that a
@@ -408,3 +412,44 @@ class Secret(Value):
 
     def __repr__(self):
         return "Secret(<hidden>)"
+
+
+class Identifier(Value):
+    """A name an operator gives and a daemon keys on (an SNMP v3 user): 1 to max_length
+    letters, digits and _ . -, starting with a letter or a digit."""
+
+    __slots__ = ()
+    what = "a name"
+    _ALLOWED = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+    def __init__(self, value, max_length=32):
+        text = _text(value, self.what)
+        if not text:
+            raise Refused("must not be empty")
+        if len(text) > max_length:
+            raise Refused(f"{shown(text)} is {len(text)} characters long; at most {max_length}")
+        if not self._ALLOWED.fullmatch(text):
+            raise Refused(f"{shown(text)} must be letters, digits and _ . -, starting with a "
+                          "letter or a digit")
+        self.text = text
+
+
+class Text(Value):
+    """One line of printable ASCII (space to ~) that a daemon shows back as it was typed
+    (SNMP's sysLocation and sysContact): no control character - so no line break - and no
+    space at either end, 0 to max_length characters."""
+
+    __slots__ = ()
+    what = "a line of text"
+
+    def __init__(self, value, max_length=255):
+        text = _text(value, self.what)
+        if len(text) > max_length:
+            raise Refused(f"is {len(text)} characters long; at most {max_length}")
+        bad = next((c for c in text if not " " <= c <= "~"), None)
+        if bad is not None:
+            raise Refused(f"has {bad!r}: only printable ASCII (letters, digits, punctuation, "
+                          "spaces), on one line")
+        if text != text.strip(" "):
+            raise Refused("must not start or end with a space")
+        self.text = text

@@ -4,14 +4,15 @@ module emits the management interface's rule lines. Golden cases: tests/golden/b
 
 failsafe()        table inet tusk, forward: drop - what runs while no confirmed policy
                   is loaded (at boot, and after the first apply on a new box rolls back)
-host(management, ha, routing)
+host(management, ha, routing, snmp)
                   table inet tusk_host - what may reach the firewall itself: the
                   management ports on the management interface only; with none (None),
                   on none; with ha (an HA pair's ha.core.config.HaConfig), VRRP on its
                   segments and conntrackd's sync from the peer on the sync link (a
                   cluster's box: the multicast sync from the sync link's subnet); with
                   routing (network.core.model.Routing), BGP and BFD from the BGP
-                  neighbours' addresses, OSPF and its BFD on the OSPF links
+                  neighbours' addresses, OSPF and its BFD on the OSPF links; with
+                  snmp (snmp.core.config.SnmpConfig), SNMP from its prefixes
 lockdown()        table inet tusk_lockdown - all input but loopback dropped: what
                   stands in when the kernel refuses the host table
 """
@@ -29,6 +30,7 @@ from tusklib.names import (
     HA_SYNC_PORT,
     MGMT_TCP_PORTS,
     OSPF,
+    SNMP_PORT,
     VRRP,
 )
 
@@ -43,11 +45,12 @@ def failsafe():
     return _FAILSAFE
 
 
-def host(management, ha=None, routing=None):
+def host(management, ha=None, routing=None, snmp=None):
     """management: the management interface (checked by tusk-net's rules), or None. ha:
     an enabled pair's checked configuration, or None. routing: network.toml's checked
-    [routing], or None. Names and addresses go through nft's one quoting point
-    (tusklib/formats/nft.py) as typed values."""
+    [routing], or None. snmp: the SNMP agent's checked configuration, or None. Names and
+    addresses go through nft's one quoting point (tusklib/formats/nft.py) as typed
+    values."""
     lines = []
     if management:
         where = f"iifname {nft.interface(values.InterfaceName(management))}"
@@ -78,7 +81,21 @@ def host(management, ha=None, routing=None):
                   '"tusk: HA: status and configuration from the peer"']
     if routing is not None:
         lines += _routing(routing)     # one that is off (no AS, no OSPF link) adds none
+    if snmp is not None:
+        lines += _snmp(snmp.prefixes())
     return _HOST.replace("@management@\n", "".join(f"\t\t{line}\n" for line in lines))
+
+
+def _snmp(prefixes):
+    """SNMP's UDP from the configuration's prefixes, each family its line (none: none)."""
+    lines = []
+    for family, version in (("ip", 4), ("ip6", 6)):
+        nets = [values.IPNetwork(p) for p in prefixes]
+        nets = [nft.prefix(n) for n in nets if n.version == version]
+        if nets:
+            lines.append(f"{family} saddr {_set(nets)} udp dport {SNMP_PORT} accept "
+                         'comment "tusk: SNMP from the allowed prefixes"')
+    return lines
 
 
 def _set(items):

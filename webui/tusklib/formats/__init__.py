@@ -11,6 +11,8 @@ parses every renderer's file back, by the daemon's own checker where it has one)
     keepalived    keepalived.conf words and its one quoted command
     conntrackd    conntrackd.conf tokens, by conntrackd's own lexer rules
     frr           frr.conf's words (vtysh has no quoting)
+    snmpd         snmpd.conf words (copy_nword: quotes and backslashes) and its
+                  rest-of-line values
 
 Plain Python: no Django, no app."""
 import re
