@@ -7,6 +7,7 @@ escape the daemon decodes, so a value that smuggled one in reads back as somethi
     systemd_ini(text)   systemd INI    -> [(section, key, value)]
     blocks(text)        keepalived.conf and conntrackd.conf -> [(words, [children] | None)]
     frr_commands(text)  frr.conf, and FRR's `show running-config` -> sorted [command path]
+    snmpd_conf(text)    snmpd.conf     -> [(token, [words] or the rest of its line)]
 
 Each raises Unreadable where the daemon would stop with a syntax error."""
 import re
@@ -214,3 +215,56 @@ def frr_commands(text):
         found.append(tuple(w for _, w in stack) + (words,))
         stack.append((indent, words))
     return sorted(found)
+
+
+# -- net-snmp's snmpd.conf (snmplib/read_config.c: read_config, copy_nword_const) ----------
+
+# the tokens whose handlers take the rest of the line as it stands (agent/mibgroup/mibII/
+# system_mib.c: system_parse_config_string2 copies it, quotes and backslashes and all)
+SNMPD_REST = ("sysLocation", "sysContact", "sysName", "sysDescr")
+
+
+def copy_nword(text):
+    """(the first word of text, the rest after its white space), as net-snmp reads it: a
+    word starting with " or ' runs to the matching quote; a backslash takes the next
+    character literally, inside quotes or not. An unterminated quote ends at the line's
+    end (net-snmp only logs it): Unreadable here, since no renderer should write one."""
+    word, index = [], 0
+    if text[:1] in ("'", '"'):
+        quote, index = text[0], 1
+        while index < len(text) and text[index] != quote:
+            if text[index] == "\\" and index + 1 < len(text):
+                index += 1
+            word.append(text[index])
+            index += 1
+        if index >= len(text):
+            raise Unreadable(f"no end quote in {text!r:.60}")
+        index += 1
+    else:
+        while index < len(text) and not text[index].isspace():
+            if text[index] == "\\" and index + 1 < len(text):
+                index += 1
+            word.append(text[index])
+            index += 1
+    return "".join(word), text[index:].lstrip(" \t\r\n\f\v")
+
+
+def snmpd_conf(text):
+    """snmpd.conf -> [(token, [words]) or (token, rest)] in order: a line is a token and
+    the rest, blank lines and those whose first non-blank character is # skipped; the
+    rest-of-line tokens keep their text (SNMPD_REST), the others are split into words."""
+    found = []
+    for line in text.split("\n"):
+        line = line.lstrip(" \t\r\f\v")
+        if not line or line.startswith("#"):
+            continue
+        token, rest = copy_nword(line)
+        if token in SNMPD_REST:
+            found.append((token, rest))
+            continue
+        words = []
+        while rest:
+            word, rest = copy_nword(rest)
+            words.append(word)
+        found.append((token, words))
+    return found

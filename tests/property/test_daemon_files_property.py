@@ -23,7 +23,7 @@ import tempfile
 import tomllib
 
 import pytest
-from daemon_parsers import blocks, frr_commands, rainerscript, systemd_ini
+from daemon_parsers import blocks, frr_commands, rainerscript, snmpd_conf, systemd_ini
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
@@ -931,3 +931,84 @@ def test_the_exporters_file_holds_exactly_the_collectors_the_check_accepted(docu
     for collector in checked.collectors:
         ip = ipaddress.ip_address(str(collector.address))
         assert not (ip.is_loopback or ip.is_multicast or ip.is_unspecified)
+
+
+PASSPHRASES = st.from_regex(r"[A-Za-z0-9_.,:;+=/@%^*~-]{8,64}", fullmatch=True)
+TEXTS = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=80)
+SNMP_NAMES = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,31}", fullmatch=True)
+SNMP_PREFIXES = st.one_of(
+    st.tuples(IPV4, st.integers(8, 32)).map(
+        lambda t: str(ipaddress.ip_network(f"{t[0]}/{t[1]}", strict=False))),
+    st.tuples(IPV6, st.integers(16, 128)).map(
+        lambda t: str(ipaddress.ip_network(f"{t[0]}/{t[1]}", strict=False))))
+
+
+@st.composite
+def snmp_documents(draw):
+    """snmp.toml with up to three users and a community, one or two values poisoned (or
+    none): the text a manager reads back (quotes, backslashes, #), names, passphrases,
+    prefixes."""
+    count = draw(st.integers(0, 3))
+    fields = ["location", "contact", "allow", "community"] + [
+        f"{number}.{key}" for number in range(count)
+        for key in ("name", "auth_passphrase", "privacy_passphrase")]
+    bad = draw(st.sets(st.sampled_from(fields), max_size=2))
+
+    def value(field, valid):
+        return draw(poisoned(valid) if field in bad else valid)
+    users = [{"name": f"u{number}-" + value(f"{number}.name", SNMP_NAMES)[:28],
+              "auth": draw(st.sampled_from(["SHA-256", "SHA-384", "SHA-512"])),
+              "auth_passphrase": "a" + value(f"{number}.auth_passphrase", PASSPHRASES),
+              "privacy": "AES",
+              "privacy_passphrase": "p" + value(f"{number}.privacy_passphrase", PASSPHRASES)}
+             for number in range(count)]
+    allow = [value("allow", st.sampled_from(["192.0.2.0/24", "10.0.0.0/8",
+                                             "2001:db8::/32", "0.0.0.0/0"]))]
+    document = {"snmp": {"enabled": True, "location": value("location", TEXTS).strip(" "),
+                         "contact": value("contact", TEXTS).strip(" "), "allow": allow},
+                "user": users}
+    if draw(st.booleans()) or not users:
+        document["community"] = {"name": value("community", PASSPHRASES)[:32],
+                                 "allow": allow}
+    return document
+
+
+@EXAMPLES
+@given(document=snmp_documents())
+@example(document={"snmp": {"enabled": True, "location": 'Rack "4" \\ #x',
+                            "contact": "a\nrwcommunity public", "allow": ["192.0.2.0/24"]},
+                   "user": [{"name": "noc", "auth": "SHA-256",
+                             "auth_passphrase": 'x" rwuser evil "y12',
+                             "privacy": "AES", "privacy_passphrase": "priv-phrase"}]})
+def test_snmpd_conf_holds_exactly_the_agent_the_check_accepted(document):
+    """snmpd.conf read back by net-snmp's own rules (copy_nword, the rest-of-line
+    tokens): exactly the directives meant - the users with their passphrases, the
+    community from its prefixes, the view, TUSK-MIB's responder - and nothing else."""
+    from snmp.core import config as snmp_config
+    from snmp.core import render as snmp_render
+    try:
+        config = snmp_config.from_document(document)
+    except snmp_config.SnmpError:
+        event("refused by the check")
+        return
+    event("accepted")
+    program = ["/usr/bin/python3", "/usr/lib/tusk/webui/bin/tusk-snmp-pass"]
+    text = snmp_render.render(config, program, "/run/tusk/snmp/counters.json")
+    snmp = document["snmp"]
+    view = ["tusk", "included"]
+    expected = [("agentAddress", ["udp:161,udp6:161"]), ("dontLogTCPWrappersConnects", ["yes"])]
+    expected += [(token, snmp[key]) for token, key in (("sysLocation", "location"),
+                                                       ("sysContact", "contact")) if snmp[key]]
+    expected += [("view", [*view, oid]) for oid in (".1.3.6.1.2.1", ".1.3.6.1.4.1.2021",
+                                                    snmp_render.TUSK_MIB)]
+    for user in document["user"]:
+        expected += [("createUser", [user["name"], user["auth"], user["auth_passphrase"],
+                                     "AES", user["privacy_passphrase"]]),
+                     ("rouser", ["-s", "usm", user["name"], "priv", "-V", "tusk"])]
+    for prefix in document.get("community", {}).get("allow", []):
+        net = ipaddress.ip_network(prefix)
+        expected.append(("rocommunity" if net.version == 4 else "rocommunity6",
+                         [document["community"]["name"], str(net), "-V", "tusk"]))
+    expected.append(("pass_persist", [snmp_render.TUSK_MIB, *program,
+                                      "/run/tusk/snmp/counters.json"]))
+    assert snmpd_conf(text) == expected

@@ -78,7 +78,7 @@ OVMF = {"code": "/usr/share/OVMF/OVMF_CODE_4M.fd", "vars": "/usr/share/OVMF/OVMF
 UNITS = ("tusk-data", "tusk-net", "tusk-ulogd", "tusk-firewall", "tusk-tune", "tusk-db",
          "tusk-setup",
          "tusk-agent", "tusk-web", "tusk-nginx", "tusk-console@ttyS0", "systemd-networkd",
-         "tusk-health", "tusk-ha")
+         "tusk-health", "tusk-ha", "tusk-snmp")
 # an HA pair's daemons: without /etc/tusk/ha.toml, kept off by their units' conditions
 HA_DAEMONS = ("tusk-conntrackd", "tusk-keepalived")
 POLICY = """\
