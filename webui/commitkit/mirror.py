@@ -2,6 +2,7 @@
 domain's rows. Only a pending revision's outcome changes later, so the others are read
 from disk once; the state row is replaced in one transaction."""
 import os
+import threading
 from datetime import datetime, timezone
 
 from django.db import transaction
@@ -78,3 +79,37 @@ def mtime(path):
         return os.stat(path).st_mtime_ns
     except OSError:
         return None
+
+
+class TextMirror:
+    """The sync of a domain whose revisions hold one text file (config_name) and whose
+    state row keeps the confirmed and the pending text (HA, SNMP): copies new and changed
+    revisions, then the state row; a periodic call that finds nothing changed only notes
+    that it looked. shown(text): what the web process may see of a text (SNMP's without
+    its secrets); limit: the longest text read."""
+
+    def __init__(self, state_model, revision_model, config_name, limit, shown=None):
+        self.state_model, self.revision_model = state_model, revision_model
+        self.config_name, self.limit, self.shown = config_name, limit, shown
+        self.lock = threading.Lock()   # the agent syncs from job threads and its task
+        self.last = None
+
+    def read(self, path):
+        text = read_text(path, self.limit)
+        return self.shown(text) if self.shown and text else text
+
+    def sync(self, applier, periodic=False):
+        with self.lock:
+            store = applier.store
+            key = store_key(store, mtime(applier.config_path))
+            if periodic and key == self.last:
+                touch(self.state_model)
+                return
+            self.last = key
+            copy_revisions(self.revision_model, store, lambda revision: {
+                "text": self.read(os.path.join(revision.path, self.config_name))})
+            pending = store.pending()
+            write_state(self.state_model, store, confirmed_text=self.read(applier.config_path),
+                        pending_text=(self.read(os.path.join(
+                            store.revision_dir(pending["revision"]), self.config_name))
+                            if pending else ""))

@@ -3,9 +3,13 @@ change, the history, one revision against the one before, roll back to a revisio
 each a thin front end on commitkit/services.py. patterns(domain) gives their URLs; each
 view takes the domain's name from the URL's keyword arguments, so a domain's urls.py
 lists only what is its own."""
+import dataclasses
+import time
+
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from accounts.audit import Actor
@@ -15,7 +19,20 @@ from . import domain as domains
 from . import services
 from .services import diff
 
-__all__ = ["diff", "patterns"]
+__all__ = ["diff", "live_state", "patterns"]
+
+
+def live_state(status, state_model, stale_seconds=30):
+    """What a domain's status panel shows: the agent's last report (status, a contract's
+    dataclass, or None), the configuration's state row and the countdown of a pending
+    change; reported and stale (older than stale_seconds: the agent is not reporting)."""
+    found = dataclasses.asdict(status) if status is not None else {}
+    config = state_model.current()
+    at = found.get("at")
+    return {**found, "config": config,
+            "seconds_left": config.seconds_left(timezone.now()) if config else None,
+            "reported": isinstance(at, (int, float)),
+            "stale": not isinstance(at, (int, float)) or time.time() - at > stale_seconds}
 
 
 def _job_page(domain, queued):

@@ -1,17 +1,15 @@
 """The High availability page: this box's role, daemons and state sync live (the agent's
 ha.status, polled by htmx), a pending change's countdown with Confirm and Roll back, the
 maintenance "Fail over now", and the form for this box's half of the pair."""
-import dataclasses
-import time
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from accounts.audit import Actor
 from accounts.roles import is_admin
+from commitkit.views import live_state
 from tusklib.problems import ServiceError
 
 from . import services
@@ -24,14 +22,7 @@ STALE_SECONDS = 30      # an ha.status older than this: the agent is not reporti
 def snapshot():
     """The agent's last ha.status with what the page derives from it, and the
     configuration's state (HaState): confirmed and pending ha.toml, the countdown."""
-    status = services.status()
-    found = dataclasses.asdict(status) if status is not None else {}
-    config = HaState.current()
-    at = found.get("at")
-    return {**found, "config": config,
-            "seconds_left": config.seconds_left(timezone.now()) if config else None,
-            "reported": isinstance(at, (int, float)),
-            "stale": not isinstance(at, (int, float)) or time.time() - at > STALE_SECONDS}
+    return live_state(services.status(), HaState, STALE_SECONDS)
 
 
 def page(request):

@@ -1,17 +1,15 @@
 """The SNMP page: snmpd running or not and the counters it answers with (the agent's
 snmp.status, polled by htmx), a pending change's countdown with Confirm and Roll back,
 the form (admins), and TUSK-MIB for the managers to load."""
-import dataclasses
 import os
-import time
 
 from django.http import FileResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
 
 from accounts.audit import Actor
 from accounts.roles import is_admin
+from commitkit.views import live_state
 
 from . import services
 from .forms import SnmpForm
@@ -22,14 +20,8 @@ MIB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "TUSK-MIB.txt")
 
 
 def snapshot():
-    status = services.status()
-    found = dataclasses.asdict(status) if status is not None else {}
-    config = SnmpState.current()
-    at = found.get("at")
-    return {**found, "config": config,
-            "seconds_left": config.seconds_left(timezone.now()) if config else None,
-            "reported": isinstance(at, (int, float)),
-            "stale": not isinstance(at, (int, float)) or time.time() - at > STALE_SECONDS}
+    """The agent's last snmp.status and the configuration's state (SnmpState)."""
+    return live_state(services.status(), SnmpState, STALE_SECONDS)
 
 
 def page(request):

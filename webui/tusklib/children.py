@@ -244,3 +244,38 @@ def stop_leftover(pidfile, program, needle, seconds=30):
     while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
         time.sleep(0.1)
     return pid
+
+
+def command_line(pid):
+    """pid's argv, or None when it is gone (or a kernel thread)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            raw = handle.read(65536)
+    except OSError:
+        return None
+    return [part.decode(errors="replace") for part in raw.split(b"\0")[:-1]] or None
+
+
+def stop_daemon(find, seconds=10):
+    """Ends the daemon find() names (its pid, or None: gone, or a stale pid file naming
+    another process): SIGTERM, up to seconds for it to go, then SIGKILL."""
+    pid = find()
+    if pid is None:
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + seconds
+    while find() == pid and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if find() == pid:
+        os.kill(pid, signal.SIGKILL)
+
+
+def systemctl_problem(*argv):
+    """Runs systemctl argv: None when it did it, else what it said (for the domain's
+    error naming the units)."""
+    result = subprocess.run(["systemctl", *argv], capture_output=True, text=True,
+                            check=False, stdin=subprocess.DEVNULL)
+    if result.returncode == 0:
+        return None
+    return (f"systemctl {' '.join(argv)}: "
+            f"{result.stderr.strip() or f'exit status {result.returncode}'}")

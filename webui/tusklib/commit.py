@@ -399,6 +399,65 @@ class CommitConfirm:
             time.sleep(min(WATCHDOG_TICK, max(pending["deadline"] - time.time(), 0.01)))
 
 
+
+class ConfirmedFile(CommitConfirm):
+    """A domain whose configuration is one text file (config_path) that only confirm()
+    writes - HA's ha.toml, SNMP's snmp.toml: at boot what comes up is the last confirmed
+    one, and a change still pending at power loss is gone. Each revision holds the file
+    as config_name. A subclass sets config_name, text_max and config_mode and implements
+    confirmed() (the model in force, from the file) and put(model) (the model into
+    effect); confirmed_files(revision) writes what else a confirm makes confirmed."""
+
+    config_name = None
+    text_max = 1 << 16
+    config_mode = 0o644
+    config_path = None
+
+    def confirmed(self):
+        raise NotImplementedError
+
+    def put(self, config):
+        raise NotImplementedError
+
+    def confirmed_text(self):
+        try:
+            with open(self.config_path, encoding="utf-8") as handle:
+                return handle.read(self.text_max + 1)
+        except (OSError, UnicodeDecodeError):
+            return ""
+
+    def pending_text(self):
+        pending = self.store.pending()
+        return self.store.get(pending["revision"]).read(self.config_name) if pending else ""
+
+    def restore(self, pending):
+        """The confirmed configuration again (only confirm() writes the file, so it is
+        the base); without one, the domain's state without any."""
+        try:
+            config = self.confirmed()
+        except self.error_class as error:
+            raise RestoreFailed(f"{self.config_path}: {error.problems[0]}") from None
+        try:
+            self.put(config)
+        except self.error_class as error:
+            raise RestoreFailed(str(error.problems[0])) from None
+
+    def confirmed_files(self, revision):
+        """What a confirm writes besides the file (HA: the pair key)."""
+
+    def confirm(self, user=None, check=None):
+        """The pending revision's file made the confirmed one; check as CommitConfirm's."""
+        def write(pending):
+            if check is not None:
+                check(pending)
+            revision = self.store.get(pending["revision"])
+            os.makedirs(os.path.dirname(self.config_path), exist_ok=True)
+            write_atomically(self.config_path, revision.read(self.config_name),
+                             self.config_mode)
+            self.confirmed_files(revision)
+        return super().confirm(user, write)
+
+
 def domains():
     """DOMAINS, and the test domains of TUSK_COMMIT_TEST_DOMAINS."""
     found = dict(DOMAINS)

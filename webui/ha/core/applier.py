@@ -28,11 +28,11 @@ every instance begins as BACKUP and - preemption off - stays so. With preemption
 primary would take the addresses straight back: refused, with the reason.
 """
 import os
-import signal
 import subprocess
 import time
 
-from tusklib.commit import CommitConfirm, Failure, RestoreFailed, current_user, timeout_problem
+from tusklib.children import command_line, stop_daemon, systemctl_problem
+from tusklib.commit import ConfirmedFile, Failure, current_user, timeout_problem
 from tusklib.files import write_atomically
 from tusklib.target import Target
 
@@ -80,11 +80,9 @@ class SystemdDaemons:
         return "systemd (tusk-conntrackd, tusk-keepalived)"
 
     def _systemctl(self, *argv):
-        result = subprocess.run(["systemctl", *argv], capture_output=True, text=True,
-                                check=False, stdin=subprocess.DEVNULL)
-        if result.returncode:
-            raise HaError(Code.APPLY, "", f"systemctl {' '.join(argv)}: "
-                          f"{result.stderr.strip() or f'exit status {result.returncode}'}")
+        reason = systemctl_problem(*argv)
+        if reason:
+            raise HaError(Code.APPLY, "", reason)
 
     def restart(self, config):
         if config is None:
@@ -108,16 +106,6 @@ class SystemdDaemons:
 
 def processes():
     return [int(name) for name in os.listdir("/proc") if name.isdigit()]
-
-
-def command_line(pid):
-    """pid's argv, or None when it is gone (or a kernel thread)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            raw = handle.read(65536)
-    except OSError:
-        return None
-    return [part.decode(errors="replace") for part in raw.split(b"\0")[:-1]] or None
 
 
 class NetnsDaemons:
@@ -148,15 +136,7 @@ class NetnsDaemons:
         return pid if command_line(pid) == self._argv(name) else None
 
     def _stop(self, name):
-        pid = self._pid(name)
-        if pid is None:
-            return
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_SECONDS
-        while self._pid(name) == pid and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if self._pid(name) == pid:
-            os.kill(pid, signal.SIGKILL)
+        stop_daemon(lambda: self._pid(name), STOP_SECONDS)
 
     def _start(self, argv, what):
         result = self.target.run(argv)
@@ -202,8 +182,10 @@ class NetnsDaemons:
                 "keepalived": self._pid("keepalived.pid") is not None}
 
 
-class HaApplier(CommitConfirm):
+class HaApplier(ConfirmedFile):
     domain = "ha"
+    config_name = CONFIG_NAME
+    text_max = TEXT_MAX
     error_class = HaError
     failure_codes = {Failure.LOCKED: Code.LOCKED, Failure.NOT_PENDING: Code.NOT_PENDING,
                      Failure.REVISION: Code.REVISION, Failure.STATE_DIR: Code.IO,
@@ -230,13 +212,6 @@ class HaApplier(CommitConfirm):
             return None
         return load(self.config_path)
 
-    def confirmed_text(self):
-        try:
-            with open(self.config_path, encoding="utf-8") as handle:
-                return handle.read(TEXT_MAX + 1)
-        except (OSError, UnicodeDecodeError):
-            return ""
-
     def key(self):
         """The pair key in force (bytes), or None: the pending revision's while one is
         pending and carries one, else the confirmed key."""
@@ -246,10 +221,6 @@ class HaApplier(CommitConfirm):
             if found is not None:
                 return found
         return peer.read_key(self.store.state_dir)
-
-    def pending_text(self):
-        pending = self.store.pending()
-        return self.store.get(pending["revision"]).read(CONFIG_NAME) if pending else ""
 
     def check(self, text):
         """Everything apply does before it changes anything."""
@@ -357,29 +328,12 @@ class HaApplier(CommitConfirm):
         config's VRRP and sync. Returns what was done."""
         return []
 
-    def restore(self, pending):
-        """The confirmed pair again (only confirm() writes the file, so it is the base);
-        without one, no pair: both daemons stopped."""
-        try:
-            config = self.confirmed()
-        except HaError as error:
-            raise RestoreFailed(f"{self.config_path}: {error.problems[0]}") from None
-        try:
-            self.put(config)
-        except HaError as error:
-            raise RestoreFailed(str(error.problems[0])) from None
-
-    def confirm(self, user=None):
-        """The pending pair, and the key it carries, made the confirmed ones."""
-        def check(pending):
-            revision = self.store.get(pending["revision"])
-            text = revision.read(CONFIG_NAME)
-            os.makedirs(os.path.dirname(self.config_path), exist_ok=True)
-            write_atomically(self.config_path, text, 0o644)
-            key = peer.read_key(revision.path)
-            if key is not None:
-                peer.write_key(self.store.state_dir, key.decode())
-        return super().confirm(user, check)
+    def confirmed_files(self, revision):
+        """The key the pending pair carries, made the confirmed one with it (restore():
+        without a confirmed pair, both daemons stopped)."""
+        key = peer.read_key(revision.path)
+        if key is not None:
+            peer.write_key(self.store.state_dir, key.decode())
 
     def fail_over(self):
         """Hand the addresses to the peer now (maintenance): only a master can, and a

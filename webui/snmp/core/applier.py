@@ -20,12 +20,12 @@ in root's directories."""
 import os
 import pwd
 import shutil
-import signal
 import subprocess
 import sys
 import time
 
-from tusklib.commit import CommitConfirm, Failure, RestoreFailed, current_user, timeout_problem
+from tusklib.children import command_line, stop_daemon, systemctl_problem
+from tusklib.commit import ConfirmedFile, Failure, current_user, timeout_problem
 from tusklib.files import write_atomically
 from tusklib.formats import FormatRefused
 from tusklib.target import Target
@@ -84,29 +84,15 @@ class SystemdDaemon:
     def describe(self):
         return f"systemd ({UNIT})"
 
-    def _systemctl(self, *argv):
-        result = subprocess.run(["systemctl", *argv], capture_output=True, text=True,
-                                check=False, stdin=subprocess.DEVNULL)
-        if result.returncode:
-            raise SnmpError(Code.APPLY, "", f"systemctl {' '.join(argv)}: "
-                            f"{result.stderr.strip() or f'exit status {result.returncode}'}")
-
     def restart(self, running):
-        self._systemctl("restart" if running else "stop", UNIT)
+        reason = systemctl_problem("restart" if running else "stop", UNIT)
+        if reason:
+            raise SnmpError(Code.APPLY, "", reason)
 
     def running(self):
         result = subprocess.run(["systemctl", "is-active", UNIT], capture_output=True,
                                 text=True, check=False)
         return result.stdout.strip() == "active"
-
-
-def command_line(pid):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            raw = handle.read(65536)
-    except OSError:
-        return None
-    return [part.decode(errors="replace") for part in raw.split(b"\0")[:-1]] or None
 
 
 class NetnsDaemon:
@@ -136,15 +122,7 @@ class NetnsDaemon:
         return pid if found and found[1:] == self.argv()[1:] else None
 
     def _stop(self):
-        pid = self._pid()
-        if pid is None:
-            return
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_SECONDS
-        while self._pid() == pid and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if self._pid() == pid:
-            os.kill(pid, signal.SIGKILL)
+        stop_daemon(self._pid, STOP_SECONDS)
 
     def restart(self, running):
         self._stop()
@@ -172,8 +150,11 @@ def _tail(path, size=2000):
         return ""
 
 
-class SnmpApplier(CommitConfirm):
+class SnmpApplier(ConfirmedFile):
     domain = "snmp"
+    config_name = CONFIG_NAME
+    text_max = TEXT_MAX
+    config_mode = 0o600          # the passphrases
     error_class = SnmpError
     failure_codes = {Failure.LOCKED: Code.LOCKED, Failure.NOT_PENDING: Code.NOT_PENDING,
                      Failure.REVISION: Code.REVISION, Failure.STATE_DIR: Code.IO,
@@ -207,17 +188,6 @@ class SnmpApplier(CommitConfirm):
     def confirmed(self):
         """The confirmed configuration (the file), OFF when there is none."""
         return load(self.config_path)
-
-    def pending_text(self):
-        pending = self.store.pending()
-        return self.store.get(pending["revision"]).read(CONFIG_NAME) if pending else ""
-
-    def confirmed_text(self):
-        try:
-            with open(self.config_path, encoding="utf-8") as handle:
-                return handle.read(TEXT_MAX + 1)
-        except (OSError, UnicodeDecodeError):
-            return ""
 
     def pending_or_confirmed(self):
         text = self.pending_text()
@@ -311,25 +281,6 @@ class SnmpApplier(CommitConfirm):
         (box/appliers.py) loads the host table with config's prefixes. Returns what was
         done."""
         return []
-
-    def restore(self, pending):
-        """The confirmed configuration again (only confirm() writes the file, so it is
-        the base); without one, no agent."""
-        try:
-            config = self.confirmed()
-        except SnmpError as error:
-            raise RestoreFailed(f"{self.config_path}: {error.problems[0]}") from None
-        try:
-            self.put(config)
-        except SnmpError as error:
-            raise RestoreFailed(str(error.problems[0])) from None
-
-    def confirm(self, user=None):
-        def check(pending):
-            text = self.store.get(pending["revision"]).read(CONFIG_NAME)
-            os.makedirs(os.path.dirname(self.config_path), exist_ok=True)
-            write_atomically(self.config_path, text, 0o600)
-        return super().confirm(user, check)
 
     def start(self):
         """At boot or agent start: the confirmed configuration into effect (a pending one
