@@ -14,13 +14,15 @@ from pathlib import Path
 
 import pytest
 from kit import wait_until
-from tuskweb import errors_of, wait
+from tuskweb import AGENT_NETNS, errors_of, wait
 
 from accounts import tokens
 from jobs import queue
 from jobs.models import Job, PeriodicState
 from lab.users import SNMP_PROBE, SNMP_USER, WEB_USER, grant_search, reach_interpreter
 from snmp.agent_jobs import STATUS
+from snmp.core import config as snmp_config
+from snmp.core.applier import SnmpApplier
 from snmp.models import Revision, SnmpState
 
 AUTH, PRIV, COMMUNITY = "auth:phrase-1", "priv:phrase-2", "ro-community-1"
@@ -92,7 +94,7 @@ def test_the_api_applies_with_an_admin_token_and_names_what_it_refuses(admin_use
 
 
 @pytest.fixture
-def snmp_reach(agent_config, system_users):
+def snmp_reach(agent_config, system_users, netns):
     """snmpd's user runs this interpreter and reaches the agent's state directory, as in
     make run (/var/tmp/tusk-lab/NAME)."""
     problem = reach_interpreter(sys.executable, SNMP_USER, SNMP_PROBE)
@@ -101,6 +103,12 @@ def snmp_reach(agent_config, system_users):
     here = Path(agent_config).parent
     for parent in (*reversed(here.parents), here):
         grant_search(parent, SNMP_USER, "so that snmpd's user reaches the counters")
+    yield
+    # snmpd daemonizes: it would outlive the namespace's deletion
+    applier = SnmpApplier(str(here / "snmp"), netns=AGENT_NETNS)
+    if applier.store.pending():
+        applier.cancel()
+    applier.put(snmp_config.OFF)
 
 
 def test_the_agent_applies_confirms_keeps_secrets_and_refuses_forged_jobs(
