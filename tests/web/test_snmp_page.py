@@ -6,6 +6,7 @@ community in any row the web user reads (the mirror, the job's arguments once th
 took them, its result), snmp.apply jobs forged past the form (as the database role tusk
 could) refused naming the field with snmpd left as it was, and the web user at the
 state directory."""
+import grp
 import json
 import os
 import subprocess
@@ -179,3 +180,48 @@ def test_the_agent_applies_confirms_keeps_secrets_and_refuses_forged_jobs(
     planted = subprocess.run(["runuser", "-u", WEB_USER, "--", "touch",
                               str(state_dir / "run" / "x")], capture_output=True)
     assert planted.returncode != 0 and not os.path.exists(state_dir / "run" / "x")
+
+
+@pytest.mark.django_db
+def test_the_counters_take_the_rows_values_only_when_they_are_numbers_and_names():
+    """What the agent writes for TUSK-MIB (snmp/counters.py) from the rows /metrics reads,
+    rows the web user could forge too: a good value taken, a bad one left out - never a
+    row that breaks the file's shape - and the file root's, group tusk-snmp, 0640."""
+    from datetime import datetime, timezone
+
+    from django.conf import settings
+
+    from dashboard.models import Sample
+    from policy.models import READING_PK, CounterReading
+    from snmp import counters
+    from snmp.core import mib
+    now = datetime.now(timezone.utc)
+    Sample.objects.create(taken=now, interfaces={}, conntrack_count=42, conntrack_max=-5,
+                          seqadj={"sack_blocks_translated": 7, "icmp_quotes_dropped": "x",
+                                  "invented": 3},
+                          loss={"nic.rx_missed@eth0": 3, "nic.rx_missed@bad name": 4,
+                                "softnet.dropped": 2, "no.such@eth0": 9,
+                                "nic.rx_crc@eth1": "12"})
+    CounterReading.objects.create(pk=READING_PK, read_at=now, observed_since=now,
+                                  table_loaded=True, counters={
+                                      "class_bulk": [10, 20000, 0], "class_bad\nname": [1, 1, 0],
+                                      "class_neg": [-1, 5, 0], "default_deny": [3, 180, 0],
+                                      "class_huge": [2 ** 64, 1, 0], "class_short": [1, 2]})
+    found = counters.collect(settings.TUSK, now=1000.0)
+    assert found["conntrack_entries"] == 42 and found["conntrack_limit"] is None
+    assert found["seqadj"] == {"sack_blocks_translated": 7, "icmp_quotes_dropped": None}
+    assert found["classes"] == [["bulk", 10, 20000], ["huge", None, 1], ["neg", None, 5]]
+    assert found["drops"] == {"default_deny": [3, 180]}
+    assert found["loss"] == [["nic.rx_missed", "nic.rx_missed@eth0", 3],
+                             ["softnet.dropped", "softnet.dropped", 2]]
+    rows = mib.table(found, now=1000.0)
+    assert all(kind and value is not None for _, kind, value in rows)
+    path = os.path.join(settings.TUSK.state_dir, "..", "snmp-counters-test.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    gid = grp.getgrnam(SNMP_USER).gr_gid
+    counters.write(path, found, gid)
+    info = os.stat(path)
+    assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (0, gid, 0o640)
+    with open(path, encoding="utf-8") as handle:
+        assert json.loads(handle.read()) == json.loads(mib.snapshot_text(found))
+    os.unlink(path)
