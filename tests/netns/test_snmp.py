@@ -29,6 +29,8 @@ SYS_LOCATION = ".1.3.6.1.2.1.1.6.0"
 SYS_CONTACT = ".1.3.6.1.2.1.1.4.0"
 IF_DESCR = ".1.3.6.1.2.1.2.2.1.2"
 HR_UPTIME = ".1.3.6.1.2.1.25.1.1.0"
+IF_HC_IN_OCTETS = ".1.3.6.1.2.1.31.1.1.1.6"
+IP_ADDRESSES = ".1.3.6.1.2.1.4.20.1.1"
 USM_USERS = ".1.3.6.1.6.3.15.1.2.2"
 AUTH, PRIV = "auth:phrase-1", "priv:phrase-2"
 
@@ -113,6 +115,9 @@ def test_users_and_the_community_answer_and_nothing_else_does(applier):
     assert f"{HR_UPTIME} = Timeticks:" in found
     interfaces = value(v3(IF_DESCR, command="snmpwalk"))
     assert 'STRING: "snmp-fw"' in interfaces and 'STRING: "lo"' in interfaces
+    # IF-MIB's 64-bit counters, IP-MIB's addresses: from snmpd itself
+    assert "Counter64:" in value(v3(IF_HC_IN_OCTETS, command="snmpwalk"))
+    assert f"IpAddress: {FW_IP}" in value(v3(IP_ADDRESSES, command="snmpwalk"))
     # wrong passphrases, an unknown user, noAuthNoPriv: refused
     assert "Authentication failure" in v3(SYS_LOCATION, auth="wrong-phrase").stderr
     assert v3(SYS_LOCATION, priv="wrong-phrase").returncode != 0
