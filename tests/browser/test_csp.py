@@ -12,7 +12,8 @@ from web.test_access import all_routes
 
 # not pages: files to download, fragments only a form posts to, nginx's gate
 NOT_PAGES = {"backup_download", "policy_export", "selftest_responder", "diag_download",
-             "upload_gate", "healthz", "logout", "metrics_scrape", "metrics_rules"}
+             "upload_gate", "healthz", "logout", "metrics_scrape", "metrics_rules",
+             "snmp_mib"}
 # pages that need their query (a flow's addresses and ports): bare, they refuse with 400
 # and say why - which must show with nothing blocked too
 NEED_QUERY = {"flows_drop"}
