@@ -1,9 +1,9 @@
 """The commit-confirm kit (webui/commitkit/), one data-driven suite run over every domain
-that declares itself (policy, network, HA): its routes, its generic views (history, a
+that declares itself (policy, network, HA, SNMP): its routes, its generic views (history, a
 revision against the one before, Confirm and Roll back queueing the domain's job,
 audited, refused to viewers), the one mirror of a real on-box store into the domain's
 rows, and - against the real agent - the decisions refused when nothing is pending,
-whatever the rows say. A fourth domain gets all of this by declaring itself."""
+whatever the rows say. A fifth domain gets all of this by declaring itself."""
 from datetime import datetime, timezone
 
 import pytest
@@ -13,6 +13,7 @@ from tuskweb import wait
 import ha.domain  # noqa: F401  (each domain registers itself when its app loads it)
 import network.domain  # noqa: F401
 import policy.domain  # noqa: F401
+import snmp.domain  # noqa: F401
 from accounts.models import AuditEntry
 from commitkit import mirror
 from commitkit.domain import all_domains
@@ -25,8 +26,8 @@ DOMAINS = sorted(all_domains().values(), key=lambda domain: domain.name)
 IDS = [domain.name for domain in DOMAINS]
 
 
-def test_three_domains_declare_themselves():
-    assert IDS == ["ha", "network", "policy"]
+def test_four_domains_declare_themselves():
+    assert IDS == ["ha", "network", "policy", "snmp"]
 
 
 @pytest.mark.parametrize("domain", DOMAINS, ids=IDS)
