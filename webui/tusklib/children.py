@@ -279,3 +279,21 @@ def systemctl_problem(*argv):
         return None
     return (f"systemctl {' '.join(argv)}: "
             f"{result.stderr.strip() or f'exit status {result.returncode}'}")
+
+
+SYSTEM_SLICE = "/sys/fs/cgroup/system.slice"
+
+
+def unit_running(unit, slice_dir=SYSTEM_SLICE):
+    """Whether a service unit has a process: its cgroup (systemd's unified hierarchy)
+    lists one. A file read, where `systemctl is-active` is a process and a D-Bus call
+    to systemd - which the agent's periodic status made every few seconds, and which
+    under the test VM's emulation cost the box a CPU's worth (tests/vm/test_appliance.py).
+    Without the unified hierarchy, systemctl's word."""
+    if not os.path.isdir(slice_dir):
+        return systemctl_problem("is-active", "--quiet", unit) is None
+    try:
+        with open(os.path.join(slice_dir, unit, "cgroup.procs"), "rb") as handle:
+            return bool(handle.read(64).strip())
+    except OSError:
+        return False      # no cgroup: the unit is not running

@@ -28,10 +28,9 @@ every instance begins as BACKUP and - preemption off - stays so. With preemption
 primary would take the addresses straight back: refused, with the reason.
 """
 import os
-import subprocess
 import time
 
-from tusklib.children import command_line, stop_daemon, systemctl_problem
+from tusklib.children import command_line, stop_daemon, systemctl_problem, unit_running
 from tusklib.commit import ConfirmedFile, Failure, current_user, timeout_problem
 from tusklib.files import write_atomically
 from tusklib.target import Target
@@ -98,10 +97,7 @@ class SystemdDaemons:
         self._systemctl("restart", UNITS[1])
 
     def running(self):
-        result = subprocess.run(["systemctl", "is-active", *UNITS], capture_output=True,
-                                text=True, check=False)
-        states = result.stdout.split()
-        return {"conntrackd": states[:1] == ["active"], "keepalived": states[1:2] == ["active"]}
+        return {"conntrackd": unit_running(UNITS[0]), "keepalived": unit_running(UNITS[1])}
 
 
 def processes():

@@ -20,11 +20,10 @@ in root's directories."""
 import os
 import pwd
 import shutil
-import subprocess
 import sys
 import time
 
-from tusklib.children import command_line, stop_daemon, systemctl_problem
+from tusklib.children import command_line, stop_daemon, systemctl_problem, unit_running
 from tusklib.commit import ConfirmedFile, Failure, current_user, timeout_problem
 from tusklib.files import write_atomically
 from tusklib.formats import FormatRefused
@@ -90,9 +89,7 @@ class SystemdDaemon:
             raise SnmpError(Code.APPLY, "", reason)
 
     def running(self):
-        result = subprocess.run(["systemctl", "is-active", UNIT], capture_output=True,
-                                text=True, check=False)
-        return result.stdout.strip() == "active"
+        return unit_running(UNIT)
 
 
 class NetnsDaemon:
