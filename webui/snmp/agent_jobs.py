@@ -123,9 +123,8 @@ def apply(run):
         raise JobFailed(f"document: {size >> 10} KiB; at most {TEXT_MAX >> 10} KiB")
     # the passphrases leave the job's row at once: the database is no place for them
     # (the revision store, root's, keeps them)
-    type(run.job).objects.filter(pk=run.job.pk).update(args={**args, "document": {
-        key: value for key, value in document.items()
-        if key not in ("user", "community")} | _without_secrets(document)})
+    type(run.job).objects.filter(pk=run.job.pk).update(
+        args={**args, "document": {**document, **_without_secrets(document)}})
     applier = applier_for(run.config)
     try:
         run.progress(10, "checking the SNMP configuration")

@@ -31,7 +31,7 @@ from tusklib.target import Target
 from tusklib.values import Refused
 
 from . import render
-from .config import DEFAULT_PATH, OFF, TEXT_MAX, Code, SnmpError, fill, load, parse, to_toml
+from .config import DEFAULT_PATH, TEXT_MAX, Code, SnmpError, fill, load, parse, to_toml
 
 CONFIG_NAME = "snmp.toml"
 APPLIED_NAME = "applied.txt"
@@ -295,5 +295,3 @@ def _unlink(path):
     except FileNotFoundError:
         pass
 
-
-__all__ = ["OFF", "SnmpApplier"]
