@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -55,15 +56,37 @@ def tusk():
             break
         if time.monotonic() > deadline:
             break
+    _running.append((proc, log))
     try:
         if url is None or password is None:
             pytest.fail(f"tools/tusk-lab did not come up; see {ARTIFACTS / 'tusk-lab.log'}")
         yield url, password
-    finally:   # SIGTERM, never SIGKILL: tusk-lab tears down its namespaces and cluster
+    finally:
+        _stop_lab()
+
+
+# The lab (its agent, a trickle and an elephant every minute) is torn down after the
+# tier's last test, not at the session's end: a whole run goes on to the netns and VM
+# tiers for most of an hour, on the same two cores.
+_running = []
+
+
+def _stop_lab():
+    """SIGTERM, never SIGKILL: tusk-lab tears down its namespaces and cluster. Once."""
+    while _running:
+        proc, log = _running.pop()
         proc.send_signal(signal.SIGTERM)
         rest, _ = proc.communicate(timeout=120)
         log.write(rest)
         log.close()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    here = Path(__file__).parent
+    if _running and not any(later.path.is_relative_to(here)
+                            for later in item.session.items[item.session.items.index(item) + 1:]):
+        _stop_lab()
 
 
 # One Chromium per module, not per session: a live sync_playwright() keeps an asyncio loop
