@@ -8,6 +8,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from jobs import registry
+from jobs.agent_jobs import HEARTBEAT
 from jobs.models import AgentHeartbeat, Job, PeriodicState
 from policy.models import TargetState
 from policy.selectors import seqrand_available
@@ -16,7 +17,7 @@ from . import calculators, loss, stats
 from .agent_jobs import WEB_CHECK
 from .contracts import WebCheck
 from .forms import PcieForm, WindowForm
-from .health import AGENT_STALE, check, register
+from .health import AGENT_STALE, check, register, stale_after
 from .health import run as run_checks
 from .models import Sample
 
@@ -85,7 +86,7 @@ def own_checks():
     web = PeriodicState.read(WEB_CHECK, WebCheck)
     if web is not None and web.url and web.at is not None:
         age = time.time() - web.at
-        ok = web.status == 200 and age < AGENT_STALE * 2
+        ok = web.status == 200 and age < stale_after(WEB_CHECK)
         checks.append(check("web", ok, f"GET {web.url}: "
                             + (f"HTTP {web.status} in {web.ms} ms"
                                 if web.status else web.error or "no answer")
@@ -115,7 +116,7 @@ def _agent_check():
     if heartbeat is None:
         return check("agent", None, "has not started yet")
     silent = (now - heartbeat.seen_at).total_seconds()
-    if silent > AGENT_STALE:
+    if silent > stale_after(HEARTBEAT, AGENT_STALE):
         return check("agent", False, f"no heartbeat for {silent:.0f} s")
     waiting = (Job.objects.filter(state=Job.State.QUEUED)
                .exclude(kind__in=registry.long_running_kinds()).order_by("id").first())

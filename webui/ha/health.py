@@ -2,7 +2,7 @@
 registered in HaConfig.ready()."""
 import time
 
-from dashboard.health import AGENT_STALE, check, register
+from dashboard.health import check, register, stale_after
 from jobs.models import PeriodicState
 
 from .agent_jobs import STATUS
@@ -21,7 +21,7 @@ def pair_checks():
     if state is None or not in_pair(HaState.current()):
         return []
     age = time.time() - state.at
-    if age > AGENT_STALE * 2:
+    if age > stale_after(STATUS):
         return [check("HA", False, f"the agent has not reported the pair's state for "
                       f"{age:.0f} s")]
     if state.cluster:

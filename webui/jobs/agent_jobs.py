@@ -9,8 +9,10 @@ from tusklib import contracts
 from .models import AgentHeartbeat
 from .registry import handler, periodic
 
+HEARTBEAT = "agent.heartbeat"   # the health panel reads its interval too
 
-@periodic("agent.heartbeat", lambda config: config.sample_interval, contract=contracts.NOTHING)
+
+@periodic(HEARTBEAT, lambda config: config.sample_interval, contract=contracts.NOTHING)
 def heartbeat(agent):
     AgentHeartbeat.objects.filter(agent=agent.id).update(seen_at=timezone.now())
 

@@ -3,7 +3,7 @@ in NetworkConfig.ready(): routing - each configured BGP session Established and 
 peer up, as the agent's network.routing task last read FRR. Nothing without routing."""
 import time
 
-from dashboard.health import AGENT_STALE, check, register
+from dashboard.health import check, register, stale_after
 
 from . import draft as drafts
 
@@ -17,7 +17,7 @@ def routing_checks():
     if found is None:
         return [check("routing", None, "the agent has not read FRR yet")]
     age = time.time() - found["at"]
-    if age > AGENT_STALE * 2:
+    if age > stale_after(drafts.ROUTING):
         return [check("routing", False, f"the agent has not read FRR for {age:.0f} s")]
     if not found["running"]:
         return [check("routing", False, "FRR does not answer")]
