@@ -28,10 +28,10 @@ BOOT_SECONDS = 120
 KUNIT_SECONDS = int(os.environ.get("TUSK_KUNIT_SECONDS", "300"))
 # Scenarios that need the NIC boot (vm.nic_host): a multi-queue virtio-net NIC, 4 vCPUs.
 NIC_PREFIX = "tune_"
-# Scenarios of a boot of their own (beside_guest), which make test's appliance session
-# runs beside the guest's: long ones the guest's scenario boot would wait for, chosen so
-# that the two sessions take about as long (tools/run-tests APPLIANCE_TESTS runs their
-# tests in the appliance's session).
+# Scenarios of a boot of their own (beside_guest), which make test's second session
+# runs beside the first: long ones the first session's scenario boot would wait for,
+# chosen so that the two sessions take about as long (tools/run-tests APPLIANCE_TESTS
+# runs their tests in the second session).
 BESIDE = ("ha-hazards", "ha-seqrand", "scale-seqrand", "bridge-vlan")
 
 
