@@ -83,9 +83,9 @@ vm-deps:
 	@tools/ensure-apt $(KERNEL_APT_PACKAGES) $(VM_APT_PACKAGES)
 
 # Every tier, from tools/run-tests (which lists them): a whole run builds what the VM
-# tier boots in the background (tools/warm-caches) and runs three pytest sessions side
-# by side (the host tiers, the guest's scenarios, the appliance's); tests/leftovers.py
-# then fails the run if a test left anything running.
+# tier boots in the background (tools/warm-caches) and runs the appliance's tests as a
+# second pytest session beside the first; tests/leftovers.py then fails the run if a test
+# left anything running.
 test: deps vm-deps lint
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test needs root: the namespace tests create network namespaces"; exit 1; }
 	BUILDROOT="$(BUILDROOT)" $(PY) tools/run-tests all $(PYTEST_ARGS)
