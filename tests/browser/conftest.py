@@ -27,9 +27,9 @@ from tuskweb import BROWSER_LAB as LAB_NAME  # noqa: E402
 
 @pytest.fixture(scope="session")
 def tusk():
-    """tools/tusk-lab, up until the session ends, on ports it finds free beside any lab
-    of make run's: (base URL, one-time admin password). Torn down however the session
-    ends: a test may leave nothing running."""
+    """tools/tusk-lab, up until the tier's last test (pytest_runtest_teardown below), on
+    ports it finds free beside any lab of make run's: (base URL, one-time admin
+    password). Torn down however the session ends: a test may leave nothing running."""
     if os.geteuid() != 0:
         pytest.fail("the browser tier needs root (tools/tusk-lab: namespaces, PostgreSQL)")
     for tool, package in (("nginx", "nginx"), ("pg_createcluster", "postgresql"),
