@@ -9,6 +9,7 @@ the web user and snmpd's own user read none of them."""
 import grp
 import os
 import pwd
+import shutil
 import subprocess
 import sys
 import time
@@ -17,9 +18,10 @@ import pytest
 from kit import wait_until
 
 from lab.users import SNMP_PROBE, SNMP_USER, WEB_USER, grant_search, reach_interpreter
+from snmp.core import applier as applier_module
 from snmp.core import config as snmp_config
 from snmp.core import mib
-from snmp.core.applier import CONF, CONFIG_NAME, SnmpApplier
+from snmp.core.applier import CONF, CONFIG_NAME, PERSIST, SnmpApplier
 from snmp.core.config import SnmpError
 from tusklib.files import write_atomically
 
@@ -166,6 +168,27 @@ def test_an_unconfirmed_change_goes_back_by_itself_and_a_kept_passphrase_works(a
     assert [p.path for p in refused.value.problems] == ["user[1].auth_passphrase",
                                                         "user[1].privacy_passphrase"]
     assert applier.store.pending() is None and "Hall B" in value(v3(SYS_LOCATION))
+
+
+def test_snmpds_saved_state_is_emptied_only_while_no_snmpd_runs(applier, monkeypatch):
+    """snmpd writes its pid file before it saves its state into the persist directory at
+    start (and saves again at exit), so a change applied while one still starts emptied the
+    directory under its writes (CI: FileExistsError when it was made anew). The race
+    forced: every emptying of it is checked for a live snmpd."""
+    emptied = []
+    real = shutil.rmtree
+
+    def rmtree(path, *args, **kwargs):
+        if os.path.basename(path) == PERSIST:
+            emptied.append(applier.running())
+        return real(path, *args, **kwargs)
+    monkeypatch.setattr(applier_module.shutil, "rmtree", rmtree)
+    applier.apply(toml(document()), timeout=600)
+    applier.confirm()
+    applier.apply(toml(document(location="Hall C")), timeout=600)
+    applier.confirm()
+    assert "Hall C" in value(v3(SYS_LOCATION))
+    assert emptied and not any(emptied), f"emptied while snmpd ran: {emptied}"
 
 
 def test_off_stops_snmpd_and_a_failed_start_restores(applier):

@@ -83,8 +83,13 @@ class SystemdDaemon:
     def describe(self):
         return f"systemd ({UNIT})"
 
-    def restart(self, running):
-        reason = systemctl_problem("restart" if running else "stop", UNIT)
+    def stop(self):
+        reason = systemctl_problem("stop", UNIT)
+        if reason:
+            raise SnmpError(Code.APPLY, "", reason)
+
+    def start(self):
+        reason = systemctl_problem("start", UNIT)
         if reason:
             raise SnmpError(Code.APPLY, "", reason)
 
@@ -118,13 +123,10 @@ class NetnsDaemon:
         found = command_line(pid)
         return pid if found and found[1:] == self.argv()[1:] else None
 
-    def _stop(self):
+    def stop(self):
         stop_daemon(self._pid, STOP_SECONDS)
 
-    def restart(self, running):
-        self._stop()
-        if not running:
-            return
+    def start(self):
         env = {"MIBS": "", "SNMP_PERSISTENT_DIR": os.path.join(self.run_dir, PERSIST)}
         result = self.target.run(["env", *(f"{k}={v}" for k, v in env.items()), *self.argv()])
         deadline = time.monotonic() + START_SECONDS
@@ -256,16 +258,18 @@ class SnmpApplier(ConfirmedFile):
         return running
 
     def put(self, config):
-        """config into effect: the host table, the files, snmpd. Returns what was done."""
+        """config into effect: the host table, the files, snmpd. Returns what was done.
+        snmpd is stopped before its files change: it saves its state into the persist
+        directory after it wrote its pid file at start and again at exit, so that
+        directory is emptied only while no snmpd runs."""
         lines = self.follow(config) if self.netns is None else []
         running = config.enabled
-        if running:
-            self.write_files(config)
-        self.daemon.restart(running)
+        self.daemon.stop()
+        self.write_files(config)
         if not running:
-            self.write_files(config)
             lines.append(f"stopped: {self.daemon.describe()}")
             return lines
+        self.daemon.start()
         users = len(config.users)
         lines.append(f"restarted: {self.daemon.describe()}; {users} SNMPv3 user"
                      f"{'s' if users != 1 else ''} (authPriv)"
