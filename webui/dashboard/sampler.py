@@ -50,17 +50,8 @@ def interfaces(text):
 
 
 def proc_files(target):
-    """The three files in one process in the namespace: {path: text or None}."""
-    script = "; ".join(f'echo "=={p}"; cat {p} 2>/dev/null' for p in _PROC)
-    result = target.run(["sh", "-c", script])
-    found, current = {}, None
-    for line in result.stdout.splitlines():
-        if line.startswith("==/proc/"):
-            current = line[2:]
-            found[current] = []
-        elif current:
-            found[current].append(line)
-    return {p: ("\n".join(found[p]) if found.get(p) else None) for p in _PROC}
+    """The files of _PROC as the target sees them: {path: text or None}."""
+    return {path: text or None for path, text in target.read_files(_PROC).items()}
 
 
 def _int(text):

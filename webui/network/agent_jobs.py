@@ -48,7 +48,7 @@ def live_facts(config):
         if address.scope == "global":
             addresses.setdefault(address.interface, []).append(address.address)
     return {"ports": {name: dataclasses.asdict(port)
-                      for name, port in facts.ports(target).items()},
+                      for name, port in facts.ports(target, live.links).items()},
             "addresses": addresses, "routes": [dataclasses.asdict(r) for r in live.routes],
             "at": time.time()}
 

@@ -9,18 +9,14 @@ carries over the stored row's last hits for counters that have not changed, so a
 does not forget them; that row is the web user's to write, so only well-formed numbers
 are taken from it and they are only ever compared and stored again (a forged row can make
 the page show a wrong "last hit" - as writing the row itself could - and nothing else)."""
-import json
 import math
 from datetime import UTC, datetime
 
 from django.utils import timezone
 
-from tusklib.names import BRIDGE_FAMILY, BRIDGE_TABLE, FAMILY, TABLE
-from tusklib.target import Target
+from tusklib.target import Target, TargetError
 
 from .models import READING_PK, CounterReading
-
-_NO_TABLE = "No such file or directory"
 
 # this agent's previous reading: (observed since, {name: (packets, bytes, last hit)})
 _previous = None
@@ -32,24 +28,12 @@ class CounterError(Exception):
 
 def listing(target):
     """{counter name: (packets, bytes)} of the live tables, added up by name; None when
-    there is no table inet tusk (a ruleset loaded before the bridges' table existed
-    counts in table tusk alone)."""
-    found = {}
-    for family, table in ((FAMILY, TABLE), (BRIDGE_FAMILY, BRIDGE_TABLE)):
-        result = target.run(["nft", "-j", "list", "counters", "table", family, table])
-        if not result.ok:
-            if _NO_TABLE in result.stderr:
-                if table == TABLE:
-                    return None
-                continue
-            raise CounterError(f"nft list counters in {target}: {result.stderr.strip()}")
-        for item in json.loads(result.stdout).get("nftables", []):
-            counter = item.get("counter")
-            if counter and counter.get("family") == family and counter.get("table") == table:
-                packets, octets = found.get(counter["name"], (0, 0))
-                found[counter["name"]] = (packets + int(counter["packets"]),
-                                          octets + int(counter["bytes"]))
-    return found
+    there is no table inet tusk (tusklib.target.Target.counters: a ruleset loaded before
+    the bridges' table existed counts in table tusk alone)."""
+    try:
+        return target.counters()
+    except TargetError as error:
+        raise CounterError(str(error)) from None
 
 
 def merge(previous, current, now):

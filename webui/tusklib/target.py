@@ -57,6 +57,38 @@ class Target:
         proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False)
         return CommandResult(proc.returncode, proc.stdout, proc.stderr)
 
+    def read_files(self, paths):
+        """{path: text, or None when absent or unreadable} of files as the target sees them
+        (its /proc/net, /proc/sys/net and /sys). The host's are read by this process itself:
+        the agent's samples read them every few seconds, and on a small box - or the tests'
+        emulated one, where a started process costs a tenth of a second - no process is the
+        point. A namespace's come from one `sh` that `ip netns exec` gives the namespace's
+        own views; the paths are its arguments, never its script's text."""
+        if self.netns is None:
+            found = {}
+            for path in paths:
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as handle:
+                        found[path] = handle.read()
+                except OSError:
+                    found[path] = None
+            return found
+        return _marked(self.run(["sh", "-c", _READ_SCRIPT, "sh", *paths]).stdout, paths)
+
+    def read_links(self, paths):
+        """{path: the last part of the symbolic link's target, or None} as read_files."""
+        if self.netns is None:
+            found = {}
+            for path in paths:
+                try:
+                    found[path] = os.path.basename(os.readlink(path))
+                except OSError:
+                    found[path] = None
+            return found
+        found = _marked(self.run(["sh", "-c", _LINK_SCRIPT, "sh", *paths]).stdout, paths)
+        return {path: text.strip().rsplit("/", 1)[-1] if text else None
+                for path, text in found.items()}
+
     def nft_check(self, ruleset):
         """nft -c: the kernel validates the whole transaction without committing it."""
         return self.run(["nft", "-c", "-f", "-"], stdin=ruleset)
@@ -73,19 +105,24 @@ class Target:
     def counters(self):
         """Named counters of the policy's tables -> {name: (packets, bytes)}: table inet
         tusk's, and table bridge tusk_bridge's added in (a class counts in one of them;
-        invalid and default_deny in both)."""
-        found = {}
-        for family, table in ((FAMILY, TABLE), (BRIDGE_FAMILY, BRIDGE_TABLE)):
-            result = self.run(["nft", "-j", "list", "counters", "table", family, table])
-            if not result.ok:
-                continue
-            for item in json.loads(result.stdout).get("nftables", []):
-                counter = item.get("counter")
-                if counter:
-                    packets, octets = found.get(counter["name"], (0, 0))
-                    found[counter["name"]] = (packets + counter["packets"],
-                                              octets + counter["bytes"])
-        return found
+        invalid and default_deny in both); None when there is no table inet tusk (each of
+        its rulesets has those two counters, so no counter of it listed is no table).
+        One `nft` for both tables (the agent reads them every few seconds): every table's
+        counters, the policy's kept. TargetError when nft fails."""
+        result = self.run(["nft", "-j", "list", "counters"])
+        if not result.ok:
+            raise TargetError(Code.TARGET, "", f"nft list counters in {self}: "
+                              f"{result.stderr.strip() or result.returncode}")
+        found, tusk = {}, False
+        for item in json.loads(result.stdout).get("nftables", []):
+            counter = item.get("counter")
+            place = counter and (counter.get("family"), counter.get("table"))
+            if place in _POLICY_TABLES:
+                tusk = tusk or place == (FAMILY, TABLE)
+                packets, octets = found.get(counter["name"], (0, 0))
+                found[counter["name"]] = (packets + int(counter["packets"]),
+                                          octets + int(counter["bytes"]))
+        return found if tusk else None
 
     def flowtable_devices(self, name, table=TABLE):
         """The devices of the live flowtable name of table inet <table> (tusk's own by
@@ -106,3 +143,28 @@ class Target:
                               f"{result.stderr.strip()}")
         return {re.split(r"[@:]", line.split(": ", 2)[1])[0]
                 for line in result.stdout.splitlines() if ": " in line}
+
+
+_POLICY_TABLES = {(FAMILY, TABLE), (BRIDGE_FAMILY, BRIDGE_TABLE)}
+# read_files and read_links in a namespace: each readable path's text after a line of
+# \036 (ASCII's record separator, in no /proc or /sys text) and its path
+_READ_SCRIPT = r"""
+for p; do
+    c=$(cat -- "$p" 2>/dev/null) && printf '\036%s\n%s\n' "$p" "$c"
+done
+"""
+_LINK_SCRIPT = r"""
+for p; do
+    c=$(readlink -- "$p" 2>/dev/null) && printf '\036%s\n%s\n' "$p" "$c"
+done
+"""
+
+
+def _marked(text, paths):
+    """_READ_SCRIPT's output -> {path: text or None} for each of paths."""
+    found = dict.fromkeys(paths)
+    for record in text.split("\036")[1:]:
+        path, _, body = record.partition("\n")
+        if path in found:
+            found[path] = body[:-1] if body.endswith("\n") else body
+    return found

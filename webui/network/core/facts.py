@@ -170,17 +170,22 @@ def parse_bridge_vlans(text):
 
 
 def parse_sysfs(text):
-    """The lines of SYSFS_SCRIPT (name, speed, duplex, driver; tab-separated) ->
-    {name: (speed or None, duplex or None, driver)}."""
+    """Lines of name, speed, duplex, driver (tab-separated) -> {name: sysfs_fields(...)}."""
     found = {}
     for line in text.splitlines():
-        fields = (line.split("\t") + ["", "", ""])[:4]
-        name, speed, duplex, driver = fields
-        number = int(speed) if speed.lstrip("-").isdigit() else 0
-        # the kernel reports -1 (or an error) for "unknown", e.g. with no link
-        found[name] = (number if number > 0 else None,
-                       duplex if duplex in ("full", "half") else None, driver)
+        name, speed, duplex, driver = (line.split("\t") + ["", "", ""])[:4]
+        found[name] = sysfs_fields(speed, duplex, driver)
     return found
+
+
+def sysfs_fields(speed, duplex, driver):
+    """A port's /sys/class/net texts (None: unreadable) -> (speed or None, duplex or None,
+    driver)."""
+    speed, duplex = (speed or "").strip(), (duplex or "").strip()
+    number = int(speed) if speed.lstrip("-").isdigit() else 0
+    # the kernel reports -1 (or an error) for "unknown", e.g. with no link
+    return (number if number > 0 else None, duplex if duplex in ("full", "half") else None,
+            driver or "")
 
 
 def is_port(link):
@@ -202,19 +207,6 @@ def make_ports(links, sysfs):
 
 
 # -- reading (runs ip and sh in the target) -------------------------------------------------
-
-# Run inside the target, where `ip netns exec` has mounted the namespace's own /sys. The
-# names come as arguments, never into the script's text. speed and duplex read EINVAL
-# while a port has no link; a virtual port has no device/driver.
-SYSFS_SCRIPT = r"""
-for name; do
-    d=/sys/class/net/$name
-    driver=$(readlink "$d/device/driver" 2>/dev/null) && driver=${driver##*/}
-    printf '%s\t%s\t%s\t%s\n' "$name" "$(cat "$d/speed" 2>/dev/null)" \
-        "$(cat "$d/duplex" 2>/dev/null)" "$driver"
-done
-"""
-
 
 def _run(target, argv):
     result = target.run(argv)
@@ -260,8 +252,21 @@ def snapshot(target):
     return Live(tuple(found), tuple(addresses(target)), tuple(routes(target)), vlans)
 
 
-def ports(target):
-    found = links(target)
-    names = [link.name for link in found if is_port(link)]
-    sysfs = parse_sysfs(_run(target, ["sh", "-c", SYSFS_SCRIPT, "sh", *names]))
-    return make_ports(found, sysfs)
+def port_sysfs(target, names):
+    """{name: (speed or None, duplex or None, driver)} from each port's /sys/class/net
+    entry as the target sees it. speed and duplex read EINVAL while a port has no link; a
+    virtual port has no device/driver."""
+    files = target.read_files([f"/sys/class/net/{name}/{what}" for name in names
+                               for what in ("speed", "duplex")])
+    drivers = target.read_links([f"/sys/class/net/{name}/device/driver" for name in names])
+    return {name: sysfs_fields(files[f"/sys/class/net/{name}/speed"],
+                               files[f"/sys/class/net/{name}/duplex"],
+                               drivers[f"/sys/class/net/{name}/device/driver"])
+            for name in names}
+
+
+def ports(target, found=None):
+    """{name: Port} of the target's Ethernet ports; found: its links, when the caller has
+    just read them (snapshot's)."""
+    found = links(target) if found is None else found
+    return make_ports(found, port_sysfs(target, [link.name for link in found if is_port(link)]))
