@@ -58,36 +58,33 @@ class Target:
         return CommandResult(proc.returncode, proc.stdout, proc.stderr)
 
     def read_files(self, paths):
-        """{path: text, or None when absent or unreadable} of files as the target sees them
-        (its /proc/net, /proc/sys/net and /sys). The host's are read by this process itself:
-        the agent's samples read them every few seconds, and on a small box - or the tests'
-        emulated one, where a started process costs a tenth of a second - no process is the
-        point. A namespace's come from one `sh` that `ip netns exec` gives the namespace's
-        own views; the paths are its arguments, never its script's text."""
-        if self.netns is None:
-            found = {}
-            for path in paths:
-                try:
-                    with open(path, encoding="utf-8", errors="replace") as handle:
-                        found[path] = handle.read()
-                except OSError:
-                    found[path] = None
-            return found
-        return _marked(self.run(["sh", "-c", _READ_SCRIPT, "sh", *paths]).stdout, paths)
+        """{path: text (without its trailing newlines), or None when absent or unreadable}
+        of files as the target sees them (its /proc/net, /proc/sys/net and /sys). The
+        host's are read by this process itself: the agent's samples read them every few
+        seconds, and on a small box - or the tests' emulated one, where a started process
+        costs a tenth of a second - no process is the point. A namespace's come from one
+        `sh` that `ip netns exec` gives the namespace's own views; the paths are its
+        arguments, never its script's text."""
+        return self._read(paths, "cat", _text)
 
     def read_links(self, paths):
         """{path: the last part of the symbolic link's target, or None} as read_files."""
-        if self.netns is None:
-            found = {}
-            for path in paths:
-                try:
-                    found[path] = os.path.basename(os.readlink(path))
-                except OSError:
-                    found[path] = None
-            return found
-        found = _marked(self.run(["sh", "-c", _LINK_SCRIPT, "sh", *paths]).stdout, paths)
-        return {path: text.strip().rsplit("/", 1)[-1] if text else None
+        found = self._read(paths, "readlink", os.readlink)
+        return {path: text.rsplit("/", 1)[-1] if text else None
                 for path, text in found.items()}
+
+    def _read(self, paths, command, read):
+        """read_files and read_links: read(path) here, `command path` in a namespace."""
+        if self.netns is not None:
+            return _marked(self.run(["sh", "-c", _READ_SCRIPT, "sh", command, *paths]).stdout,
+                           paths)
+        found = {}
+        for path in paths:
+            try:
+                found[path] = read(path).rstrip("\n")
+            except OSError:
+                found[path] = None
+        return found
 
     def nft_check(self, ruleset):
         """nft -c: the kernel validates the whole transaction without committing it."""
@@ -146,22 +143,25 @@ class Target:
 
 
 _POLICY_TABLES = {(FAMILY, TABLE), (BRIDGE_FAMILY, BRIDGE_TABLE)}
-# read_files and read_links in a namespace: each readable path's text after a line of
-# \036 (ASCII's record separator, in no /proc or /sys text) and its path
+# read_files and read_links in a namespace: $1 (cat or readlink) on each further argument;
+# each that succeeds as a line of \036 (ASCII's record separator, in no /proc or /sys
+# text) and its path, then what the command printed
 _READ_SCRIPT = r"""
+command=$1; shift
 for p; do
-    c=$(cat -- "$p" 2>/dev/null) && printf '\036%s\n%s\n' "$p" "$c"
+    c=$("$command" -- "$p" 2>/dev/null) && printf '\036%s\n%s\n' "$p" "$c"
 done
 """
-_LINK_SCRIPT = r"""
-for p; do
-    c=$(readlink -- "$p" 2>/dev/null) && printf '\036%s\n%s\n' "$p" "$c"
-done
-"""
+
+
+def _text(path):
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return handle.read()
 
 
 def _marked(text, paths):
-    """_READ_SCRIPT's output -> {path: text or None} for each of paths."""
+    """_READ_SCRIPT's output -> {path: text or None} for each of paths (its trailing
+    newlines gone, as command substitution drops them)."""
     found = dict.fromkeys(paths)
     for record in text.split("\036")[1:]:
         path, _, body = record.partition("\n")

@@ -256,12 +256,13 @@ def port_sysfs(target, names):
     """{name: (speed or None, duplex or None, driver)} from each port's /sys/class/net
     entry as the target sees it. speed and duplex read EINVAL while a port has no link; a
     virtual port has no device/driver."""
-    files = target.read_files([f"/sys/class/net/{name}/{what}" for name in names
+    def path(name, what):
+        return f"/sys/class/net/{name}/{what}"
+    files = target.read_files([path(name, what) for name in names
                                for what in ("speed", "duplex")])
-    drivers = target.read_links([f"/sys/class/net/{name}/device/driver" for name in names])
-    return {name: sysfs_fields(files[f"/sys/class/net/{name}/speed"],
-                               files[f"/sys/class/net/{name}/duplex"],
-                               drivers[f"/sys/class/net/{name}/device/driver"])
+    drivers = target.read_links([path(name, "device/driver") for name in names])
+    return {name: sysfs_fields(files[path(name, "speed")], files[path(name, "duplex")],
+                               drivers[path(name, "device/driver")])
             for name in names}
 
 

@@ -84,12 +84,13 @@ class SystemdDaemon:
         return f"systemd ({UNIT})"
 
     def stop(self):
-        reason = systemctl_problem("stop", UNIT)
-        if reason:
-            raise SnmpError(Code.APPLY, "", reason)
+        self._systemctl("stop")
 
     def start(self):
-        reason = systemctl_problem("start", UNIT)
+        self._systemctl("start")
+
+    def _systemctl(self, verb):
+        reason = systemctl_problem(verb, UNIT)
         if reason:
             raise SnmpError(Code.APPLY, "", reason)
 
