@@ -206,6 +206,72 @@ def test_a_failing_and_a_slow_periodic_task_hold_up_nothing_else(troubled_agent,
     assert re.search(rf'class="duration">{SLOW}\.0\d\d s<', row), row
 
 
+def test_periodic_tasks_keep_their_connection_and_do_not_wait_for_the_flush(troubled_agent):
+    """A periodic task writes bookkeeping every few seconds: its connection lives as long
+    as the agent (not CONN_MAX_AGE) and commits without waiting for the WAL's flush; a
+    job's connection waits for it, as the web's does."""
+    first = wait_until(lambda: PeriodicState.objects.filter(name="test.connection",
+                                                            runs__gte=2).first(),
+                       5, "two runs of the connection task")
+    assert first.result["synchronous_commit"] == "off" and first.result["kept"]
+    runs = first.runs
+    later = wait_until(lambda: PeriodicState.objects.filter(name="test.connection",
+                                                            runs__gte=runs + 3).first(),
+                       5, "three more runs")
+    assert later.result["pid"] == first.result["pid"], "the task's connection was replaced"
+    job = wait(queue.enqueue("test.connection"), 5)
+    assert job.state == "succeeded" and job.result["synchronous_commit"] == "on"
+    assert job.result["pid"] != first.result["pid"]
+
+
+def test_a_periodic_run_checks_its_connection_once(transactional_db, monkeypatch):
+    """Each run checks its connection once (CONN_HEALTH_CHECKS: a SELECT 1) before the
+    task's first query, and records the run on that connection; a run whose task broke
+    its connection checks again before recording."""
+    import threading
+    from types import SimpleNamespace
+
+    from django.db.backends.postgresql.base import DatabaseWrapper
+
+    from jobs import periodic
+    from jobs.registry import Task
+    checks = []
+    usable = DatabaseWrapper.is_usable
+    monkeypatch.setattr(DatabaseWrapper, "is_usable",
+                        lambda self: checks.append(1) or usable(self))
+    PeriodicState.objects.create(name="test.queries")
+
+    def query(agent):
+        return PeriodicState.objects.filter(name="test.queries").count()
+
+    def broken(agent):
+        from django.db import connection
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+
+    def runs(function, times):
+        task = Task("test.queries", function, 1)
+
+        def run():
+            from django.db import connection
+            for _ in range(times):
+                periodic.run_once(task, SimpleNamespace(id="test"))
+            connection.close()
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+
+    runs(query, 4)
+    assert len(checks) == 3    # the first run opened the connection: nothing to check
+    assert PeriodicState.objects.get(name="test.queries").runs == 4
+    checks.clear()
+    runs(broken, 2)
+    state = PeriodicState.objects.get(name="test.queries")
+    assert state.runs == 6 and state.failures == 2, "a broken connection lost a record"
+    # each run checks after its task broke the connection, the second also before it
+    assert len(checks) == 3
+
+
 def test_polling_the_health_panel_creates_no_job_and_shows_the_agent_alive(agent,
                                                                             admin_client):
     for _ in range(3):

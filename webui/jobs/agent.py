@@ -197,6 +197,10 @@ class Agent:
 
 
 def main():
+    # The agent's threads keep their connections (a periodic task's runs every few
+    # seconds; a job's thread closes its own at the end): the web process's CONN_MAX_AGE
+    # made each of some twenty threads start a new server process a minute.
+    settings.DATABASES["default"]["CONN_MAX_AGE"] = None
     agent = Agent()
     signal.signal(signal.SIGTERM, agent.stop)
     signal.signal(signal.SIGINT, agent.stop)
