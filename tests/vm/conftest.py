@@ -7,42 +7,74 @@ TUSK_KERNEL=path/to/bzImage boots that kernel instead of building Tusk's
 (`make kernel`: about 6 minutes the first time, cached after).
 TUSK_VM_SCENARIOS="seqrand-sack smoke" runs only those scenarios; the tests of the
 others are then skipped, by name, since they were asked not to run.
-Each boot's /out and console log stay in tests/artifacts/vm/. In a whole run the
-scenarios' boot starts beside the host tiers (scenario_boot.py).
+Each boot's /out and console log stay in tests/artifacts/vm/.
 """
+import ast
 import json
 import os
 import shutil
 from pathlib import Path
 
 import pytest
-import scenario_boot
 import vm
+from guest import speed
 
 ARTIFACTS = vm.ROOT / "tests" / "artifacts" / "vm"
+SCENARIO_DIR = vm.ROOT / "tests" / "vm" / "guest" / "scenarios"
+RUNNER = "/tusk/tests/vm/guest/run.py"
+# Booting, the runner's start and the power-off, on top of the scenarios' own limits.
+BOOT_SECONDS = 120
 # the KUnit boot's limit; make check-kernel-debug-kunit gives a KASAN kernel more
 KUNIT_SECONDS = int(os.environ.get("TUSK_KUNIT_SECONDS", "300"))
-NIC_PREFIX = scenario_boot.NIC_PREFIX
-BESIDE = scenario_boot.BESIDE
-all_scenarios = scenario_boot.all_scenarios
-chosen_scenarios = scenario_boot.chosen_scenarios
-chosen_beside = scenario_boot.chosen_beside
-boot = scenario_boot.boot
-RUNNER = scenario_boot.RUNNER
+# Scenarios that need the NIC boot (vm.nic_host): a multi-queue virtio-net NIC, 4 vCPUs.
+NIC_PREFIX = "tune_"
+# Scenarios of a boot of their own (beside_guest), which make test's second session
+# runs beside the first: long ones the first session's scenario boot would wait for,
+# chosen so that the two sessions take about as long (tools/run-tests APPLIANCE_TESTS
+# runs their tests in the second session).
+BESIDE = ("ha-hazards", "ha-seqrand", "scale-seqrand", "bridge-vlan")
+
+
+def all_scenarios(prefix=""):
+    """Every guest scenario except the benchmarks (make bench-*: measured, not judged);
+    those of the NIC boot (tune_*) with prefix "tune_", the others without."""
+    return sorted(p.stem.replace("_", "-") for p in SCENARIO_DIR.glob("*.py")
+                  if p.stem != "__init__" and not p.stem.startswith("bench_")
+                  and p.stem.startswith(NIC_PREFIX) == (prefix == NIC_PREFIX)
+                  and p.stem.replace("_", "-") not in BESIDE)
+
+
+def chosen_scenarios(prefix=""):
+    chosen = os.environ.get("TUSK_VM_SCENARIOS", "").split()
+    if chosen:
+        return [s for s in chosen if s.startswith(NIC_PREFIX.replace("_", "-"))
+                == (prefix == NIC_PREFIX) and s not in BESIDE]
+    return all_scenarios(prefix)
+
+
+def chosen_beside():
+    chosen = os.environ.get("TUSK_VM_SCENARIOS", "").split()
+    return [s for s in BESIDE if not chosen or s in chosen]
 
 
 def time_limit(scenario):
-    try:
-        return scenario_boot.time_limit(scenario)
-    except scenario_boot.ScenarioError as error:
-        pytest.fail(str(error), pytrace=False)
+    """The TIME_LIMIT a guest scenario module declares, read without importing it."""
+    path = SCENARIO_DIR / (scenario.replace("-", "_") + ".py")
+    if not path.exists():
+        pytest.fail(f"no guest scenario {scenario} ({path})", pytrace=False)
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TIME_LIMIT"
+                                                for t in node.targets):
+            return ast.literal_eval(node.value)
+    pytest.fail(f"{path} has no TIME_LIMIT", pytrace=False)
 
 
 def boot_limit(scenarios):
-    try:
-        return scenario_boot.boot_limit(scenarios)
-    except scenario_boot.ScenarioError as error:
-        pytest.fail(str(error), pytrace=False)
+    """How long a boot that runs scenarios may take before QEMU is killed: the runner in
+    the guest stretches every scenario's TIME_LIMIT by the guest's measured slowness, up
+    to speed.MAX_SCALE (guest/speed.py), so the boot may take as much longer; a hung
+    scenario is still killed by the runner at its own stretched limit."""
+    return round((BOOT_SECONDS + sum(map(time_limit, scenarios))) * speed.MAX_SCALE)
 
 
 def built(build):
@@ -72,6 +104,13 @@ def vm_rootfs():
         pytest.fail(f"missing {vm.QEMU} (Debian package qemu-system-x86) - "
                     "run `make vm-test`, which installs it", pytrace=False)
     return rootfs
+
+
+def boot(name, argv, kernel, rootfs, timeout, extra_args=(), **options):
+    """One boot with tests/artifacts/vm/<name>/ as /out (emptied first)."""
+    out = ARTIFACTS / name
+    shutil.rmtree(out, ignore_errors=True)
+    return vm.run_guest(argv, kernel, rootfs, out, timeout, extra_args=extra_args, **options)
 
 
 class Guest:
@@ -105,13 +144,9 @@ class Guest:
 
 @pytest.fixture(scope="session")
 def guest(vm_kernel, vm_rootfs):
-    """The scenarios' boot: the one a whole run started beside the host tiers
-    (scenario_boot.py), when it booted these scenarios; a boot of its own otherwise."""
     scenarios = chosen_scenarios()
-    boot_limit(scenarios)   # a scenario that does not exist fails here, by name
-    run = scenario_boot.booted(scenarios, vm_kernel, vm_rootfs)
-    if run is None:
-        run = scenario_boot.boot_scenarios(vm_kernel, vm_rootfs, scenarios)
+    timeout = boot_limit(scenarios)
+    run = boot("scenarios", ["python3", RUNNER, *scenarios], vm_kernel, vm_rootfs, timeout)
     if run.exit_status is None:
         pytest.fail(run.failure(), pytrace=False)
     return Guest(run, scenarios)
