@@ -7,9 +7,9 @@ overruns its interval is not stacked: the ticks it missed are skipped, and count
 What a task writes is bookkeeping the next run writes again (its record, samples, the
 mirrors of the stores on disk), so a task's connection does not wait for the WAL's
 flush at each commit (synchronous_commit off: a crash loses at most the last fraction
-of a second of it, never makes it inconsistent), and checks its connection once a run:
-on an idle box under emulation, these flushes and checks were a third of the agent's
-database work."""
+of a second of it, never makes it inconsistent), and checks its connection once a run.
+With the agent keeping its connections (agent.main), that took PostgreSQL's CPU on the
+idle lab from at least 2.3 s a minute to 0.66 s (2 s sampling)."""
 import logging
 import threading
 import time
