@@ -81,6 +81,14 @@ UNITS = ("tusk-data", "tusk-net", "tusk-ulogd", "tusk-firewall", "tusk-tune", "t
          "tusk-health", "tusk-ha", "tusk-snmp")
 # an HA pair's daemons: without /etc/tusk/ha.toml, kept off by their units' conditions
 HA_DAEMONS = ("tusk-conntrackd", "tusk-keepalived")
+# Modules of the web UI whose byte-code cache the image does not carry from its build
+# (mtime before this boot): the web process (user tusk) would compile them at every start
+UNCOMPILED = ("python3 -c 'import importlib.util as u, pathlib as p, time; "
+              "boot = time.time() - float(open(\"/proc/uptime\").read().split()[0]); "
+              "c = [p.Path(u.cache_from_source(str(f))) for f in "
+              "p.Path(\"/usr/lib/tusk/webui\").rglob(\"*.py\")]; "
+              "m = [str(f) for f in c if not f.exists() or f.stat().st_mtime > boot]; "
+              "print(len(c), len(m), *m[:5])'")
 # The agent's samples under TCG: at the image's 2 s its periodic tasks kept the guest's two
 # vCPUs 70 % busy while the box sat idle (QEMU 88 s of the host's CPU a minute, 8 s with
 # tusk-agent stopped; on hardware the same work is ~5 % of a core), and the two sessions
@@ -250,6 +258,9 @@ def test_live_boot_brings_every_service_up(step, work):
     for unit in HA_DAEMONS:
         shown = ok(step.vm, f"systemctl show -p ActiveState,ConditionResult {unit}")
         assert "ActiveState=inactive" in shown and "ConditionResult=no" in shown, shown
+    modules, uncompiled, *which = ok(step.vm, UNCOMPILED).split()
+    assert int(modules) > 300 and uncompiled == "0", \
+        f"{uncompiled} of {modules} modules without the image's cache: {which}"
     ok(step.vm, f"grep -q '^sample_interval' /etc/tusk/tusk.toml || sed -i "
                 f"'/^\\[agent\\]$/a sample_interval = {GUEST_SAMPLE_SECONDS}' /etc/tusk/tusk.toml; "
                 "grep -x 'sample_interval = [0-9]*' /etc/tusk/tusk.toml; "

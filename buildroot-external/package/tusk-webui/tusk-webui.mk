@@ -19,9 +19,17 @@ TUSK_WEBUI_OVERRIDE_SRCDIR_RSYNC_EXCLUSIONS = \
 TUSK_WEBUI_RELEASE = $(or $(TUSK_VERSION),$(shell git -C $(BR2_EXTERNAL_TUSK_PATH)/.. \
 	describe --always --dirty 2>/dev/null),unknown)
 
-# The one install step shared with the QEMU test root filesystem.
+# The one install step shared with the QEMU test root filesystem; then the modules
+# byte-compiled by the host's Python, the target's version (Buildroot compiles only
+# /usr/lib/python3.x): the web process (user tusk) cannot write the caches and would
+# compile them at every start. Paths in the caches are the target's; they are checked
+# by the source's hash, which BR2_REPRODUCIBLE's new file times leave valid.
+TUSK_WEBUI_DEPENDENCIES = host-python3
+
 define TUSK_WEBUI_INSTALL_TARGET_CMDS
 	TUSK_VERSION="$(TUSK_WEBUI_RELEASE)" $(@D)/install-into $(TARGET_DIR)
+	$(HOST_DIR)/bin/python3 -m compileall -q --invalidation-mode checked-hash \
+		-s $(TARGET_DIR) -p / $(TARGET_DIR)/usr/lib/tusk/webui >/dev/null
 endef
 
 $(eval $(generic-package))
