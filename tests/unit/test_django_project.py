@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kit import wait_until
 from lab.paths import ROOT
 
 TEST_CONFIG = os.path.join(ROOT, "tests", "web", "tusk-test.toml")
@@ -83,6 +84,8 @@ def test_gunicorn_is_ready_for_systemd_once_every_view_is_imported(tmp_path):
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         message = notify.recv(4096).decode()
+        # when_ready runs right after the notification, before the workers fork
+        wait_until(lambda: (tmp_path / "modules").exists(), 60, "gunicorn's when_ready")
     except TimeoutError:
         message = ""
     finally:
