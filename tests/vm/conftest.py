@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 import vm
-from guest import scenario_queue as scenario_queues
 from guest import speed
 
 ARTIFACTS = vm.ROOT / "tests" / "artifacts" / "vm"
@@ -146,43 +145,43 @@ class Guest:
 
 
 class Guests:
-    """What the boots that shared the scenarios' queue brought back: boots, [a Guest
-    (its scenarios: what the queue held) or why that boot did not finish]. Each
-    scenario's result is in the out folder of the boot that took it; guest.json comes
-    from the first (the same kernel and machine in both)."""
+    """What the scenarios' boots (halves()) brought back: parts, [(scenarios, a Guest
+    or why that boot did not finish)]. Each scenario's result comes from the boot that
+    ran it; guest.json from the first (the same kernel and machine in both)."""
 
-    def __init__(self, boots, scenarios):
-        self.boots = boots
-        self.scenarios = scenarios
+    def __init__(self, parts):
+        self.parts = parts
+        self.scenarios = [s for scenarios, _ in parts for s in scenarios]
 
     @property
     def guests(self):
         """Each boot's Guest; fails the test if a boot did not finish."""
-        for got in self.boots:
+        for _, got in self.parts:
             if isinstance(got, str):
                 pytest.fail(got, pytrace=False)
-        return self.boots
+        return [got for _, got in self.parts]
 
     def json(self, *parts):
         return self.guests[0].json(*parts)
 
     def scenario(self, name):
-        if name not in self.scenarios:
-            pytest.skip(f"scenario {name} not in TUSK_VM_SCENARIOS")
-        for got in self.boots:
-            if not isinstance(got, str) and (got.out / name / "result.json").exists():
+        for scenarios, got in self.parts:
+            if name in scenarios:
+                if isinstance(got, str):
+                    pytest.fail(got, pytrace=False)
                 return got.scenario(name)
-        pytest.fail(f"no boot left a result for scenario {name}:\n" + "\n".join(
-            got if isinstance(got, str) else f"{got.out}: {got.run.output}\n"
-            f"{got.run.failure() or ''}" for got in self.boots), pytrace=False)
+        pytest.skip(f"scenario {name} not in TUSK_VM_SCENARIOS")
 
 
-def scenario_queue(scenarios):
-    """The queue the scenarios' boots share (guest/scenario_queue.py): the longest
-    TIME_LIMIT first, so that what is left at the end is short whichever boot takes it."""
-    queue = ARTIFACTS / "scenario-queue"
-    scenario_queues.fill(queue, sorted(scenarios, key=time_limit, reverse=True))
-    return queue
+def halves(scenarios):
+    """The scenarios in two boots of about the same length (by TIME_LIMIT), each in the
+    order given; one boot for a single scenario, or none (the boot's own tests)."""
+    loads, parts = [0, 0], [[], []]
+    for scenario in sorted(scenarios, key=time_limit, reverse=True):
+        lighter = loads.index(min(loads))
+        loads[lighter] += time_limit(scenario)
+        parts[lighter].append(scenario)
+    return [[s for s in scenarios if s in part] for part in parts if part] or [[]]
 
 
 def beside_session_running():
@@ -201,28 +200,24 @@ def beside_session_running():
 
 @pytest.fixture(scope="session")
 def guest(vm_kernel, vm_rootfs):
-    """The scenarios from one queue (scenario_queue()), taken by two boots
-    (tests/artifacts/vm/scenarios-1/ and -2/): the second starts as soon as a core is
-    free - at once alone; beside make test's appliance session (whose boots take one of
-    the two cores) once that has ended - and only while more than one scenario is left.
-    One boot ran at about 60 % of the two cores (15 minutes alone, 2026-12-02)."""
-    scenarios = chosen_scenarios()
-    queue = scenario_queue(scenarios)
-    timeout = boot_limit(scenarios)          # either boot may take them all
+    """The scenarios in two boots (tests/artifacts/vm/scenarios-1/ and -2/): the second
+    starts as soon as a core is free - at once alone, once make test's appliance session
+    has ended beside it (its boots take a core of the two), else when the first is done.
+    One boot ran at about 60 % of the two cores (23 minutes alone, 2026-12-02)."""
+    parts = halves(chosen_scenarios())
 
-    def one(number):
-        run = boot(f"scenarios-{number}", ["python3", RUNNER, "--queue", "queue"], vm_kernel,
-                   vm_rootfs, timeout, qemu_args=(
-                       "-virtfs", f"local,path={queue},mount_tag=queue,security_model=none"))
+    def one(number, scenarios):
+        run = boot(f"scenarios-{number}", ["python3", RUNNER, *scenarios], vm_kernel,
+                   vm_rootfs, boot_limit(scenarios))
         return run.failure() if run.exit_status is None else Guest(run, scenarios)
 
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        started = [pool.submit(one, 1)]
-        while beside_session_running() and not started[0].done():
-            time.sleep(5)
-        if len(scenario_queues.left(queue)) > 1:
-            started.append(pool.submit(one, 2))
-        return Guests([boot.result() for boot in started], scenarios)
+    with concurrent.futures.ThreadPoolExecutor(len(parts)) as pool:
+        started = [pool.submit(one, 1, parts[0])]
+        if len(parts) > 1:
+            while beside_session_running() and not started[0].done():
+                time.sleep(5)
+            started.append(pool.submit(one, 2, parts[1]))
+        return Guests([(part, boot.result()) for part, boot in zip(parts, started)])
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,5 @@
 #!/usr/bin/env python3
 """Runs VM test scenarios in the guest, in order: python3 run.py SCENARIO...
-or from a queue that several boots share (scenario_queue.py, a host directory shared
-read-write over 9p with mount tag TAG): python3 run.py --queue TAG
 
 A scenario is scenarios/<name, - as _>.py with TIME_LIMIT (seconds) and run(ctx)
 (ctx: scenario.Context). Each runs in its own forked process and session, so one
@@ -38,8 +36,7 @@ TESTS = GUEST.parents[1]
 sys.path[:0] = [str(TESTS.parent), str(TESTS), str(TESTS / "netns"),
                  str(TESTS.parent / "webui")]
 
-import scenario_queue  # noqa: E402  (needs the paths above)
-import speed  # noqa: E402
+import speed  # noqa: E402  (needs the paths above)
 from scenario import Context  # noqa: E402
 
 OUT = Path("/out")
@@ -165,19 +162,7 @@ def describe_guest():
 CALIBRATION = SCALE = None
 
 
-QUEUE = Path("/tmp/tusk-queue")
-
-
-def queued(tag):
-    """The scenarios of the shared queue (scenario_queue.py) with 9p mount tag tag, each
-    as this boot takes it."""
-    QUEUE.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "9p", "-o", "trans=virtio,version=9p2000.L", tag,
-                    str(QUEUE)], check=True)
-    yield from scenario_queue.take(QUEUE)
-
-
-def main(argv):
+def main(scenarios):
     global CALIBRATION, SCALE
     with open("/proc/1/cmdline", "rb") as handle:
         if GUEST_INIT.encode() not in handle.read():
@@ -190,7 +175,6 @@ def main(argv):
           f"{speed.REFERENCE_SECONDS} s): deadlines x{SCALE}", flush=True)
     (OUT / "guest.json").write_text(json.dumps(describe_guest(), indent=1) + "\n")
     failed = 0
-    scenarios = queued(argv[1]) if argv[:1] == ["--queue"] else argv
     for scenario in scenarios:
         record = run_scenario(scenario)
         print(f"scenario {scenario}: {record['status']} in {record['seconds']:.1f} s"
