@@ -175,13 +175,13 @@ class Guests:
 
 def halves(scenarios):
     """The scenarios in two boots of about the same length (by TIME_LIMIT), each in the
-    order given; one boot for a single scenario, or none (the boot's own tests)."""
+    order given; one boot for a single scenario."""
     loads, parts = [0, 0], [[], []]
     for scenario in sorted(scenarios, key=time_limit, reverse=True):
         lighter = loads.index(min(loads))
         loads[lighter] += time_limit(scenario)
         parts[lighter].append(scenario)
-    return [[s for s in scenarios if s in part] for part in parts if part] or [[]]
+    return [[s for s in scenarios if s in part] for part in parts if part]
 
 
 def beside_session_running():
