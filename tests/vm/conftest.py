@@ -10,11 +10,9 @@ others are then skipped, by name, since they were asked not to run.
 Each boot's /out and console log stay in tests/artifacts/vm/.
 """
 import ast
-import concurrent.futures
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -144,80 +142,14 @@ class Guest:
         return self.out / name
 
 
-class Guests:
-    """What the scenarios' boots (halves()) brought back: parts, [(scenarios, a Guest
-    or why that boot did not finish)]. Each scenario's result comes from the boot that
-    ran it; guest.json from the first (the same kernel and machine in both)."""
-
-    def __init__(self, parts):
-        self.parts = parts
-        self.scenarios = [s for scenarios, _ in parts for s in scenarios]
-
-    @property
-    def guests(self):
-        """Each boot's Guest; fails the test if a boot did not finish."""
-        for _, got in self.parts:
-            if isinstance(got, str):
-                pytest.fail(got, pytrace=False)
-        return [got for _, got in self.parts]
-
-    def json(self, *parts):
-        return self.guests[0].json(*parts)
-
-    def scenario(self, name):
-        for scenarios, got in self.parts:
-            if name in scenarios:
-                if isinstance(got, str):
-                    pytest.fail(got, pytrace=False)
-                return got.scenario(name)
-        pytest.skip(f"scenario {name} not in TUSK_VM_SCENARIOS")
-
-
-def halves(scenarios):
-    """The scenarios in two boots of about the same length (by TIME_LIMIT), each in the
-    order given; one boot for a single scenario."""
-    loads, parts = [0, 0], [[], []]
-    for scenario in sorted(scenarios, key=time_limit, reverse=True):
-        lighter = loads.index(min(loads))
-        loads[lighter] += time_limit(scenario)
-        parts[lighter].append(scenario)
-    return [[s for s in scenarios if s in part] for part in parts if part]
-
-
-def beside_session_running():
-    """Whether make test's other session (tools/run-tests: TUSK_BESIDE_PID, the
-    appliance's boots) still runs - a process that has ended but was not yet waited for
-    (a zombie) has ended."""
-    pid = os.environ.get("TUSK_BESIDE_PID")
-    if not pid:
-        return False
-    try:
-        state = Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, ValueError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
 @pytest.fixture(scope="session")
 def guest(vm_kernel, vm_rootfs):
-    """The scenarios in two boots (tests/artifacts/vm/scenarios-1/ and -2/): the second
-    starts as soon as a core is free - at once alone, once make test's appliance session
-    has ended beside it (its boots take a core of the two), else when the first is done.
-    One boot ran at about 60 % of the two cores (23 minutes alone, 2026-12-02)."""
-    parts = halves(chosen_scenarios())
-
-    def one(number, scenarios):
-        run = boot(f"scenarios-{number}", ["python3", RUNNER, *scenarios], vm_kernel,
-                   vm_rootfs, boot_limit(scenarios))
-        return run.failure() if run.exit_status is None else Guest(run, scenarios)
-
-    with concurrent.futures.ThreadPoolExecutor(len(parts)) as pool:
-        started = [pool.submit(one, 1, parts[0])]
-        if len(parts) > 1:
-            while beside_session_running() and not started[0].done():
-                time.sleep(5)
-            started.append(pool.submit(one, 2, parts[1]))
-        return Guests([(part, boot.result()) for part, boot in zip(parts, started)])
+    scenarios = chosen_scenarios()
+    timeout = boot_limit(scenarios)
+    run = boot("scenarios", ["python3", RUNNER, *scenarios], vm_kernel, vm_rootfs, timeout)
+    if run.exit_status is None:
+        pytest.fail(run.failure(), pytrace=False)
+    return Guest(run, scenarios)
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
-"""The scenarios' boots themselves: the kernel asked for is the one that ran, with both
-CPUs, the guest's userland, a clean kernel log, and runners that finished with
+"""The scenarios' boot itself: the kernel asked for is the one that ran, with both
+CPUs, the guest's userland, a clean kernel log, and a runner that finished with
 every scenario passed; and a QEMU crash while booting, booted again."""
 import os
 import signal
@@ -37,15 +37,14 @@ def test_guest_has_both_cpus_and_its_userland(guest):
 
 
 def test_kernel_log_is_clean(guest):
-    for run in (one.run for one in guest.guests):
-        console = run.console_log.read_text(errors="replace")
-        trouble = [m.group(0) for m in KERNEL_TROUBLE.finditer(console)]
-        assert not trouble, f"the kernel reported {trouble} - see {run.console_log}"
+    console = guest.run.console_log.read_text(errors="replace")
+    trouble = [m.group(0) for m in KERNEL_TROUBLE.finditer(console)]
+    assert not trouble, f"the kernel reported {trouble} - see {guest.run.console_log}"
 
 
 def test_guest_runner_finished_with_every_scenario_passed(guest):
-    for run in (one.run for one in guest.guests):
-        assert run.exit_status == 0, f"{run.failure()}\nrunner output:\n{run.output}"
+    assert guest.run.exit_status == 0, (f"{guest.run.failure()}\nrunner output:\n"
+                                        f"{guest.run.output}")
 
 
 def qemu_of(out_dir):
