@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from kit import wait_until
+
 from lab.paths import ROOT
 
 TEST_CONFIG = os.path.join(ROOT, "tests", "web", "tusk-test.toml")
