@@ -68,10 +68,12 @@ def test_gunicorn_is_ready_for_systemd_once_every_view_is_imported(tmp_path):
     assert re.search(r"^Type=notify$", text, re.M), "tusk-web.service is not Type=notify"
     argv = shlex.split(re.search(r"^ExecStart=(.*)$", text, re.M).group(1))
     assert argv[:3] == ["/usr/bin/python3", "-m", "gunicorn"] and "--preload" in argv, argv
-    (tmp_path / "hooks.py").write_text(
-        "import sys\n"
+    (tmp_path / "hooks.py").write_text(       # the file appears whole (a rename)
+        "import os, sys\n"
         "def when_ready(server):\n"
-        f"    open({str(tmp_path / 'modules')!r}, 'w').write(' '.join(sys.modules))\n")
+        f"    with open({str(tmp_path / 'modules.new')!r}, 'w') as out:\n"
+        "        out.write(' '.join(sys.modules))\n"
+        f"    os.replace({str(tmp_path / 'modules.new')!r}, {str(tmp_path / 'modules')!r})\n")
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     notify.bind(str(tmp_path / "notify"))
     notify.settimeout(120)
