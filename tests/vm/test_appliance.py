@@ -286,8 +286,9 @@ def test_live_boot_brings_every_service_up(step, work):
     nginx = ok(step.vm, "id -u tusk-nginx").strip()
     assert set(ok(step.vm, "ps -o uid= -C nginx").split()) == {"0", nginx}
     close_shell(step.vm)
-    # the restart above: gunicorn imports Django again, as slowly as at boot (beyond
-    # nginx's 120 s on a busy host: HTTP 504 meanwhile); the next steps need the dashboard
+    # the restart above returned once gunicorn said it was ready (Type=notify; before
+    # that, nginx answered 504 for minutes on a busy host): the next steps need the
+    # dashboard through nginx, with the boot's deadline should it still be slow
     step.vm.wait_https(BOOT_SECONDS)
     # the first login, as the console menu shows it
     step.vm.send("4\n")                                   # Show dashboard URL
